@@ -1,0 +1,61 @@
+# cicada: a Go load tester that joins Locust clusters.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
+GO      ?= go
+PKGS    := ./...
+
+.PHONY: all build run test test-short lint fuzz generate goldens bench check-generated examples clean
+
+all: build
+
+## build: static binary in bin/cicada
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/cicada ./cmd/cicada
+
+## run: the main job on the embedded default target (built-in server + short local test)
+run: build
+	./scripts/run-demo.sh
+
+## test: everything CI runs (unit, interop with real Locust/pyzmq/nginx, race, short fuzz)
+test: build
+	$(GO) vet $(PKGS)
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m $(PKGS)
+	GOARCH=386 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/cicada
+	$(MAKE) examples
+	$(MAKE) fuzz
+
+test-short:
+	$(GO) test -short -count=1 $(PKGS)
+
+examples:
+	@for d in $$(find examples -name '*.go' -exec dirname {} \; | sort -u); do \
+		echo "build $$d"; CGO_ENABLED=0 $(GO) build -o /dev/null ./$$d || exit 1; done
+
+## fuzz: each fuzz target briefly
+FUZZTIME ?= 5s
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz' || true); do \
+			echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; done
+
+lint:
+	$(GO) vet $(PKGS)
+	@command -v staticcheck >/dev/null && staticcheck $(PKGS) || echo "staticcheck not installed: go install honnef.co/go/tools/cmd/staticcheck@latest"
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+
+## goldens: regenerate golden files from the real Locust (Debian python3-locust)
+goldens:
+	$(GO) test ./stats/ -run Golden -update
+
+generate:
+	$(GO) generate $(PKGS)
+
+check-generated: generate
+	git diff --exit-code
+
+bench:
+	./bench/run-all.sh
+
+clean:
+	rm -rf bin
