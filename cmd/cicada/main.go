@@ -1,0 +1,67 @@
+// Command cicada is a load tester that joins Locust clusters as a master or a
+// worker, or runs standalone. This file only parses flags and wires
+// components; all logic lives in the library packages.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/cicada-load/cicada/config"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usageHead = `Usage: cicada [OPTIONS] [UserClass ...]
+       cicada target [--listen 127.0.0.1:8080]
+
+cicada is a Go load tester that speaks Locust's master/worker protocol: run it
+as a worker of a Python Locust master (--worker), as a master of Python and Go
+workers (--master), or standalone (both in one process).
+
+Options:
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is main without the process exit, for tests.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "target" {
+		return runTarget(args[1:], stdout, stderr)
+	}
+	p := config.NewParser(stderr, nil, "", "")
+	fs := p.FlagSet()
+	fs.Usage = func() {
+		fmt.Fprint(stdout, usageHead)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+	}
+	cfg, err := p.Parse(args)
+	switch {
+	case errors.Is(err, config.ErrHelp):
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "cicada: error: %v\n", trimUsage(err))
+		return 2
+	}
+	if cfg.Version {
+		fmt.Fprintf(stdout, "cicada %s\n", version)
+		return 0
+	}
+	return runMode(cfg, stdout, stderr)
+}
+
+// trimUsage drops the "config: usage: " prefix from a parse error.
+func trimUsage(err error) string {
+	const prefix = "config: usage: "
+	s := err.Error()
+	if len(s) > len(prefix) && s[:len(prefix)] == prefix {
+		return s[len(prefix):]
+	}
+	return s
+}

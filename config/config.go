@@ -1,0 +1,471 @@
+// Package config turns cicada's command line, LOCUST_* environment variables
+// and locust.conf-style files into one Config, with Locust's option names,
+// defaults and precedence (locust-outputs.md §1):
+//
+//	command line > LOCUST_* environment > --config file > ./locust.conf > ~/.locust.conf > default
+//
+// It imports only the standard library and pflag.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// ErrUsage marks errors in the command line, the environment or a config
+// file. Locust exits with code 2 for these.
+var ErrUsage = errors.New("config: usage")
+
+// ErrHelp is returned by Parse when -h/--help was given; the help text has
+// been written to the output writer.
+var ErrHelp = pflag.ErrHelp
+
+// Config is every option cicada understands. Field comments give the Locust
+// option name; zero values are Locust's defaults unless noted.
+type Config struct {
+	Locustfile string   // -f/--locustfile: the scenario file (YAML)
+	ConfigFile string   // --config
+	Host       string   // -H/--host
+	Users      int      // -u/--users (0: not set)
+	UsersSet   bool     // whether -u was given anywhere
+	SpawnRate  float64  // -r/--spawn-rate (0: not set)
+	RunTime    Duration // -t/--run-time (0: no limit)
+	List       bool     // -l/--list
+
+	WebHost     string // --web-host ("" = all interfaces)
+	WebPort     int    // --web-port/-P (8089)
+	Headless    bool   // --headless
+	Autostart   bool   // --autostart
+	Autoquit    int    // --autoquit (-1 = never)
+	Headful     bool   // --headful (hidden)
+	WebAuth     string // --web-auth user:pass
+	TLSCert     string // --tls-cert
+	TLSKey      string // --tls-key
+	ClassPicker bool   // --class-picker
+
+	Master               bool   // --master
+	MasterBindHost       string // --master-bind-host ("*")
+	MasterBindPort       int    // --master-bind-port (5557)
+	ExpectWorkers        int    // --expect-workers (1)
+	ExpectWorkersMaxWait int    // --expect-workers-max-wait (0 = forever)
+	EnableRebalancing    bool   // --enable-rebalancing
+
+	Worker     bool   // --worker
+	MasterHost string // --master-host (127.0.0.1)
+	MasterPort int    // --master-port (5557)
+	Processes  int    // --processes (0: not set; -1: one per CPU)
+
+	Tags        []string // -T/--tags
+	ExcludeTags []string // -E/--exclude-tags
+
+	CSVPrefix      string // --csv
+	CSVFullHistory bool   // --csv-full-history
+	PrintStats     bool   // --print-stats
+	OnlySummary    bool   // --only-summary
+	ResetStats     bool   // --reset-stats
+	HTMLFile       string // --html
+	JSON           bool   // --json
+
+	SkipLogSetup bool   // --skip-log-setup
+	LogLevel     string // --loglevel/-L (INFO)
+	LogFile      string // --logfile
+
+	ShowTaskRatio     bool     // --show-task-ratio
+	ShowTaskRatioJSON bool     // --show-task-ratio-json
+	Version           bool     // --version/-V
+	ExitCodeOnError   int      // --exit-code-on-error (1)
+	StopTimeout       Duration // -s/--stop-timeout (0)
+	EqualWeights      bool     // --equal-weights
+
+	// cicada's own options.
+	SourceIPs   string // --source-ips: range or CIDR of local addresses for user connections
+	SecondRound bool   // --second-round: one more request per user on its existing connection
+	NodeID      string // --node-id: worker id (default <hostname>_<uuid hex>)
+
+	UserClasses []string // positional UserClass names
+}
+
+// Duration is a Locust time span: "20", "20s", "3m", "2h", "1h20m", "3h30m10s".
+type Duration time.Duration
+
+// ParseTimespan parses Locust's time span syntax. A bare number is seconds.
+func ParseTimespan(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, fmt.Errorf("%w: empty time span", ErrUsage)
+	}
+	if n, err := strconv.Atoi(s); err == nil {
+		if n < 0 {
+			return 0, fmt.Errorf("%w: negative time span %q", ErrUsage, s)
+		}
+		return time.Duration(n) * time.Second, nil
+	}
+	var total time.Duration
+	rest := s
+	seen := ""
+	for rest != "" {
+		i := 0
+		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+			i++
+		}
+		if i == 0 || i == len(rest) {
+			return 0, fmt.Errorf("%w: invalid time span %q: valid formats are 20, 20s, 3m, 2h, 1h20m, 3h30m10s, etc.", ErrUsage, s)
+		}
+		n, _ := strconv.Atoi(rest[:i])
+		unit := rest[i]
+		var d time.Duration
+		switch unit {
+		case 'h':
+			d = time.Hour
+		case 'm':
+			d = time.Minute
+		case 's':
+			d = time.Second
+		default:
+			return 0, fmt.Errorf("%w: invalid time span %q: valid formats are 20, 20s, 3m, 2h, 1h20m, 3h30m10s, etc.", ErrUsage, s)
+		}
+		// Units must appear in h, m, s order and at most once each.
+		if strings.ContainsRune(seen, rune(unit)) || (unit == 'h' && seen != "") || (unit == 'm' && strings.Contains(seen, "s")) {
+			return 0, fmt.Errorf("%w: invalid time span %q: valid formats are 20, 20s, 3m, 2h, 1h20m, 3h30m10s, etc.", ErrUsage, s)
+		}
+		seen += string(unit)
+		total += time.Duration(n) * d
+		rest = rest[i+1:]
+	}
+	return total, nil
+}
+
+func (d *Duration) String() string { return time.Duration(*d).String() }
+func (d *Duration) Type() string   { return "timespan" }
+func (d *Duration) Set(s string) error {
+	v, err := ParseTimespan(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// listValue is a space- or comma-separated list that also accepts the
+// "[a, b]" syntax of config files.
+type listValue struct{ p *[]string }
+
+func (l listValue) String() string { return strings.Join(*l.p, " ") }
+func (l listValue) Type() string   { return "list" }
+func (l listValue) Set(s string) error {
+	s = strings.TrimSpace(s)
+	s = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
+		f = strings.Trim(f, `"'`)
+		if f != "" {
+			*l.p = append(*l.p, f)
+		}
+	}
+	return nil
+}
+
+// option ties a flag to its environment variable. Hidden options are not
+// shown in --help.
+type option struct {
+	name   string
+	env    string
+	hidden bool
+}
+
+// Parser holds the flag set; build it with NewParser.
+type Parser struct {
+	fs      *pflag.FlagSet
+	cfg     *Config
+	options []option
+	getenv  func(string) string
+	home    string
+	workdir string
+}
+
+// NewParser defines every option on a fresh flag set writing usage to out.
+// getenv nil means os.Getenv; home and workdir are where ~/.locust.conf and
+// ./locust.conf are looked for ("" means the real ones).
+func NewParser(out io.Writer, getenv func(string) string, home, workdir string) *Parser {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	if workdir == "" {
+		workdir, _ = os.Getwd()
+	}
+	cfg := &Config{}
+	fs := pflag.NewFlagSet("cicada", pflag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.SortFlags = false
+	p := &Parser{fs: fs, cfg: cfg, getenv: getenv, home: home, workdir: workdir}
+	str := func(ptr *string, name, short, env, def, usage string) {
+		fs.StringVarP(ptr, name, short, def, usage)
+		p.options = append(p.options, option{name: name, env: env})
+	}
+	integer := func(ptr *int, name, short, env string, def int, usage string) {
+		fs.IntVarP(ptr, name, short, def, usage)
+		p.options = append(p.options, option{name: name, env: env})
+	}
+	boolean := func(ptr *bool, name, short, env, usage string) {
+		fs.BoolVarP(ptr, name, short, false, usage)
+		p.options = append(p.options, option{name: name, env: env})
+	}
+	str(&cfg.Locustfile, "locustfile", "f", "LOCUST_LOCUSTFILE", "", "Scenario file (YAML) with user classes and tasks")
+	str(&cfg.ConfigFile, "config", "", "", "", "Config file path (locust.conf syntax)")
+	str(&cfg.Host, "host", "H", "LOCUST_HOST", "", "Host to load test, e.g. http://10.21.32.33")
+	integer(&cfg.Users, "users", "u", "LOCUST_USERS", 0, "Peak number of concurrent users")
+	fs.Float64VarP(&cfg.SpawnRate, "spawn-rate", "r", 0, "Rate to spawn users at (users per second)")
+	p.options = append(p.options, option{name: "spawn-rate", env: "LOCUST_SPAWN_RATE"})
+	fs.Float64Var(&cfg.SpawnRate, "hatch-rate", 0, "Deprecated alias of --spawn-rate")
+	_ = fs.MarkHidden("hatch-rate")
+	p.options = append(p.options, option{name: "hatch-rate", env: "LOCUST_HATCH_RATE", hidden: true})
+	fs.VarP(&cfg.RunTime, "run-time", "t", "Stop after the given time, e.g. (300s, 20m, 3h, 1h30m)")
+	p.options = append(p.options, option{name: "run-time", env: "LOCUST_RUN_TIME"})
+	boolean(&cfg.List, "list", "l", "", "Show list of possible User classes and exit")
+
+	str(&cfg.WebHost, "web-host", "", "LOCUST_WEB_HOST", "", "Host to bind the web interface to (default: all interfaces)")
+	integer(&cfg.WebPort, "web-port", "P", "LOCUST_WEB_PORT", 8089, "Port on which to run the web host")
+	boolean(&cfg.Headless, "headless", "", "LOCUST_HEADLESS", "Disable the web interface and start the test immediately")
+	boolean(&cfg.Autostart, "autostart", "", "LOCUST_AUTOSTART", "Start the test immediately but keep the web UI")
+	integer(&cfg.Autoquit, "autoquit", "", "LOCUST_AUTOQUIT", -1, "Quit this many seconds after the run ends (only with --autostart)")
+	boolean(&cfg.Headful, "headful", "", "LOCUST_HEADFUL", "Cancel a headless setting from a config file")
+	_ = fs.MarkHidden("headful")
+	str(&cfg.WebAuth, "web-auth", "", "LOCUST_WEB_AUTH", "", "Basic auth for the web interface, as username:password")
+	str(&cfg.TLSCert, "tls-cert", "", "LOCUST_TLS_CERT", "", "TLS certificate for the web interface")
+	str(&cfg.TLSKey, "tls-key", "", "LOCUST_TLS_KEY", "", "TLS private key for the web interface")
+	boolean(&cfg.ClassPicker, "class-picker", "", "LOCUST_USERCLASS_PICKER", "Show user class selection in the web UI")
+
+	boolean(&cfg.Master, "master", "", "LOCUST_MODE_MASTER", "Run as the master node of a distributed test")
+	str(&cfg.MasterBindHost, "master-bind-host", "", "LOCUST_MASTER_BIND_HOST", "*", "Interface for the master to bind to")
+	integer(&cfg.MasterBindPort, "master-bind-port", "", "LOCUST_MASTER_BIND_PORT", 5557, "Port for the master to bind to")
+	integer(&cfg.ExpectWorkers, "expect-workers", "", "LOCUST_EXPECT_WORKERS", 1, "Headless master: wait for this many workers before starting")
+	integer(&cfg.ExpectWorkersMaxWait, "expect-workers-max-wait", "", "LOCUST_EXPECT_WORKERS_MAX_WAIT", 0, "Give up waiting for workers after this many seconds (0: forever)")
+	boolean(&cfg.EnableRebalancing, "enable-rebalancing", "", "", "Re-dispatch users when workers join or leave during a run")
+
+	boolean(&cfg.Worker, "worker", "", "LOCUST_MODE_WORKER", "Run as a worker node of a distributed test")
+	str(&cfg.MasterHost, "master-host", "", "LOCUST_MASTER_NODE_HOST", "127.0.0.1", "Master host for a worker to connect to")
+	integer(&cfg.MasterPort, "master-port", "", "LOCUST_MASTER_NODE_PORT", 5557, "Master port for a worker to connect to")
+	integer(&cfg.Processes, "processes", "", "LOCUST_PROCESSES", 0, "Start this many local worker processes (-1: one per CPU)")
+
+	fs.VarP(listValue{&cfg.Tags}, "tags", "T", "Only run tasks with any of these tags")
+	p.options = append(p.options, option{name: "tags", env: "LOCUST_TAGS"})
+	fs.VarP(listValue{&cfg.ExcludeTags}, "exclude-tags", "E", "Skip tasks with any of these tags")
+	p.options = append(p.options, option{name: "exclude-tags", env: "LOCUST_EXCLUDE_TAGS"})
+
+	str(&cfg.CSVPrefix, "csv", "", "LOCUST_CSV", "", "Write stats to CSV files with this prefix")
+	boolean(&cfg.CSVFullHistory, "csv-full-history", "", "LOCUST_CSV_FULL_HISTORY", "Write every stats entry to the _stats_history.csv file")
+	boolean(&cfg.PrintStats, "print-stats", "", "LOCUST_PRINT_STATS", "Print the stats table in the console also in web UI mode")
+	boolean(&cfg.OnlySummary, "only-summary", "", "LOCUST_ONLY_SUMMARY", "Only print the summary stats")
+	boolean(&cfg.ResetStats, "reset-stats", "", "LOCUST_RESET_STATS", "Reset statistics once spawning has completed")
+	str(&cfg.HTMLFile, "html", "", "LOCUST_HTML", "", "Write an HTML report to this file at the end of the run")
+	boolean(&cfg.JSON, "json", "", "", "Print the final per-endpoint stats as JSON on stdout")
+
+	boolean(&cfg.SkipLogSetup, "skip-log-setup", "", "LOCUST_SKIP_LOG_SETUP", "Do not configure logging")
+	str(&cfg.LogLevel, "loglevel", "L", "LOCUST_LOGLEVEL", "INFO", "DEBUG/INFO/WARNING/ERROR/CRITICAL")
+	str(&cfg.LogFile, "logfile", "", "LOCUST_LOGFILE", "", "Path to the log file (default: stderr)")
+
+	boolean(&cfg.ShowTaskRatio, "show-task-ratio", "", "", "Print the task ratio table of the user classes and exit")
+	boolean(&cfg.ShowTaskRatioJSON, "show-task-ratio-json", "", "", "Print the task ratio as JSON and exit")
+	boolean(&cfg.Version, "version", "V", "", "Show the program's version number and exit")
+	integer(&cfg.ExitCodeOnError, "exit-code-on-error", "", "LOCUST_EXIT_CODE_ON_ERROR", 1, "Exit code when the test result contains any failure or error")
+	fs.VarP(&cfg.StopTimeout, "stop-timeout", "s", "Seconds users may finish their current task when stopping (default: stop at once)")
+	p.options = append(p.options, option{name: "stop-timeout", env: "LOCUST_STOP_TIMEOUT"})
+	boolean(&cfg.EqualWeights, "equal-weights", "", "", "Use equally distributed task weights")
+
+	str(&cfg.SourceIPs, "source-ips", "", "CICADA_SOURCE_IPS", "", "Local source addresses for user connections: a range (127.0.0.1-127.0.0.16) or CIDR")
+	boolean(&cfg.SecondRound, "second-round", "", "CICADA_SECOND_ROUND", "After all users are spawned, each user sends one more request on its existing connection")
+	str(&cfg.NodeID, "node-id", "", "CICADA_NODE_ID", "", "Worker node id (default <hostname>_<random hex>)")
+	return p
+}
+
+// FlagSet exposes the underlying flag set (for help output and tests).
+func (p *Parser) FlagSet() *pflag.FlagSet { return p.fs }
+
+// Parse reads args, then the environment and config files for every option
+// the command line did not set.
+func (p *Parser) Parse(args []string) (*Config, error) {
+	if err := p.fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	p.cfg.UserClasses = p.fs.Args()
+	if p.cfg.Version || p.cfg.List {
+		return p.cfg, nil
+	}
+	fromEnv := map[string]string{}
+	for _, o := range p.options {
+		if o.env == "" {
+			continue
+		}
+		if v := p.getenv(o.env); v != "" {
+			fromEnv[o.name] = v
+		}
+	}
+	// Lowest priority first; the default files are optional, --config is not.
+	type confFile struct {
+		path     string
+		optional bool
+	}
+	var files []confFile
+	if p.home != "" {
+		files = append(files, confFile{filepath.Join(p.home, ".locust.conf"), true})
+	}
+	files = append(files, confFile{filepath.Join(p.workdir, "locust.conf"), true})
+	if p.cfg.ConfigFile != "" {
+		files = append(files, confFile{p.cfg.ConfigFile, false})
+	}
+	fromFiles := map[string]string{}
+	for _, cf := range files {
+		f := cf.path
+		kv, err := readConfFile(f)
+		if err != nil {
+			if cf.optional && errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+		}
+		for k, v := range kv {
+			if p.fs.Lookup(k) == nil || k == "config" {
+				return nil, fmt.Errorf("%w: %s: unrecognized arguments: --%s=%s", ErrUsage, f, k, v)
+			}
+			fromFiles[k] = v
+		}
+	}
+	// Apply the lower layers for flags the command line left alone, the
+	// environment winning over files.
+	names := make([]string, 0, len(fromFiles)+len(fromEnv))
+	for k := range fromFiles {
+		names = append(names, k)
+	}
+	for k := range fromEnv {
+		if _, ok := fromFiles[k]; !ok {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		f := p.fs.Lookup(name)
+		if f.Changed {
+			continue
+		}
+		v, src := fromFiles[name], "config file"
+		if e, ok := fromEnv[name]; ok {
+			v, src = e, envName(p.options, name)
+		}
+		if f.Value.Type() == "bool" {
+			b, ok := parseBool(v)
+			if !ok {
+				return nil, fmt.Errorf("%w: Unexpected value for %s: '%s'. Expecting 'true', 'false', 'yes', 'no', '1' or '0'", ErrUsage, src, v)
+			}
+			if !b {
+				continue
+			}
+			v = "true"
+		}
+		if err := p.fs.Set(name, v); err != nil {
+			return nil, fmt.Errorf("%w: %s: --%s: %w", ErrUsage, src, name, err)
+		}
+	}
+	p.cfg.UsersSet = p.fs.Lookup("users").Changed
+	if p.fs.Lookup("hatch-rate").Changed {
+		fmt.Fprintln(p.fs.Output(), "[DEPRECATED] The --hatch-rate parameter has been renamed --spawn-rate")
+	}
+	if p.cfg.Headful {
+		p.cfg.Headless = false
+	}
+	return p.cfg, p.validate()
+}
+
+func (p *Parser) validate() error {
+	c := p.cfg
+	switch {
+	case c.Master && c.Worker:
+		return fmt.Errorf("%w: The --master argument cannot be combined with --worker", ErrUsage)
+	case c.CSVFullHistory && c.CSVPrefix == "":
+		return fmt.Errorf("%w: '--csv-full-history' requires '--csv'", ErrUsage)
+	case c.Autoquit != -1 && !c.Autostart:
+		return fmt.Errorf("%w: --autoquit is only meaningful in combination with --autostart", ErrUsage)
+	case c.WebAuth != "" && strings.Count(c.WebAuth, ":") != 1:
+		return fmt.Errorf("%w: Credentials supplied with --web-auth should have the format: username:password", ErrUsage)
+	case c.SpawnRate < 0:
+		return fmt.Errorf("%w: argument -r/--spawn-rate: must be > 0", ErrUsage)
+	case c.Users < 0:
+		return fmt.Errorf("%w: argument -u/--users: must be >= 0", ErrUsage)
+	case c.Processes != 0 && c.Master:
+		return fmt.Errorf("%w: --processes cannot be combined with --master", ErrUsage)
+	}
+	switch strings.ToUpper(c.LogLevel) {
+	case "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL":
+		c.LogLevel = strings.ToUpper(c.LogLevel)
+	default:
+		return fmt.Errorf("%w: Invalid --loglevel. Valid values are: DEBUG/INFO/WARNING/ERROR/CRITICAL", ErrUsage)
+	}
+	return nil
+}
+
+func envName(opts []option, name string) string {
+	for _, o := range opts {
+		if o.name == name {
+			return o.env
+		}
+	}
+	return name
+}
+
+func parseBool(s string) (value, ok bool) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "true", "yes", "1":
+		return true, true
+	case "false", "no", "0":
+		return false, true
+	}
+	return false, false
+}
+
+// readConfFile reads a locust.conf-style file: "key = value", "key: value",
+// "key value" or "--key value" per line; a bare key sets a flag; '#', ';'
+// and '[' lines and "---" are skipped; " # comment" after a value is removed.
+func readConfFile(path string) (map[string]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	kv := map[string]string{}
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' || line[0] == ';' || line[0] == '[' || strings.HasPrefix(line, "---") {
+			continue
+		}
+		if j := strings.Index(line, " #"); j >= 0 {
+			line = strings.TrimSpace(line[:j])
+		}
+		line = strings.TrimPrefix(line, "--")
+		key, value := line, "true"
+		if j := strings.IndexAny(line, "=: \t"); j >= 0 {
+			key = strings.TrimSpace(line[:j])
+			value = strings.TrimSpace(line[j+1:])
+			value = strings.TrimLeft(value, "=: \t")
+		}
+		if len(value) >= 2 && (value[0] == '"' && value[len(value)-1] == '"' || value[0] == '\'' && value[len(value)-1] == '\'') {
+			value = value[1 : len(value)-1]
+		}
+		if key == "" {
+			return nil, fmt.Errorf("%s:%d: empty key", path, i+1)
+		}
+		kv[key] = value
+	}
+	return kv, nil
+}

@@ -1,0 +1,185 @@
+package config
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestParseTimespan(t *testing.T) {
+	tests := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"20", 20 * time.Second, true},
+		{"20s", 20 * time.Second, true},
+		{"3m", 3 * time.Minute, true},
+		{"2h", 2 * time.Hour, true},
+		{"1h20m", 80 * time.Minute, true},
+		{"3h30m10s", 3*time.Hour + 30*time.Minute + 10*time.Second, true},
+		{"0", 0, true},
+		{"", 0, false},
+		{"abc", 0, false},
+		{"10x", 0, false},
+		{"5m1h", 0, false},
+		{"1s1s", 0, false},
+		{"h", 0, false},
+		{"-5", 0, false},
+	}
+	for _, tt := range tests {
+		got, err := ParseTimespan(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("ParseTimespan(%q) = %v, %v; want %v, ok=%v", tt.in, got, err, tt.want, tt.ok)
+		}
+		if err != nil && !errors.Is(err, ErrUsage) {
+			t.Errorf("ParseTimespan(%q) error %v does not wrap ErrUsage", tt.in, err)
+		}
+	}
+}
+
+// TestPrecedence reproduces the verification of locust-outputs.md §1.4:
+// command line > environment > --config > ./locust.conf > ~/.locust.conf.
+func TestPrecedence(t *testing.T) {
+	home, work := t.TempDir(), t.TempDir()
+	write := func(path, text string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	extra := filepath.Join(work, "extra.conf")
+	tests := []struct {
+		name  string
+		files map[string]string
+		env   map[string]string
+		args  []string
+		want  int
+	}{
+		{"default", nil, nil, nil, 0},
+		{"home", map[string]string{filepath.Join(home, ".locust.conf"): "users=3"}, nil, nil, 3},
+		{"workdir beats home", map[string]string{filepath.Join(home, ".locust.conf"): "users=3", filepath.Join(work, "locust.conf"): "users = 2"}, nil, nil, 2},
+		{"--config beats workdir", map[string]string{filepath.Join(work, "locust.conf"): "users: 2", extra: "users 6"}, nil, []string{"--config", extra}, 6},
+		{"env beats files", map[string]string{extra: "users 6"}, map[string]string{"LOCUST_USERS": "4"}, []string{"--config", extra}, 4},
+		{"cli beats env", map[string]string{extra: "users 6"}, map[string]string{"LOCUST_USERS": "4"}, []string{"--config", extra, "-u", "5"}, 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, p := range []string{filepath.Join(home, ".locust.conf"), filepath.Join(work, "locust.conf"), extra} {
+				os.Remove(p)
+			}
+			for p, text := range tt.files {
+				write(p, text)
+			}
+			getenv := func(k string) string { return tt.env[k] }
+			cfg, err := NewParser(io.Discard, getenv, home, work).Parse(tt.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Users != tt.want {
+				t.Errorf("Users = %d; want %d", cfg.Users, tt.want)
+			}
+		})
+	}
+}
+
+func TestConfFileSyntax(t *testing.T) {
+	work := t.TempDir()
+	conf := `# comment
+; another
+[section]
+---
+users = 2
+headless = true
+run-time = 1s
+only-summary
+host: http://127.0.0.1:26080
+--spawn-rate 5
+csv = "out/x"  # trailing comment
+tags = [a, b]
+`
+	if err := os.WriteFile(filepath.Join(work, "locust.conf"), []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := NewParser(io.Discard, func(string) string { return "" }, t.TempDir(), work).Parse(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Users != 2 || !cfg.Headless || time.Duration(cfg.RunTime) != time.Second || !cfg.OnlySummary ||
+		cfg.Host != "http://127.0.0.1:26080" || cfg.SpawnRate != 5 || cfg.CSVPrefix != "out/x" ||
+		len(cfg.Tags) != 2 || cfg.Tags[0] != "a" || cfg.Tags[1] != "b" {
+		t.Errorf("parsed %+v", cfg)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		conf string
+	}{
+		{"unknown flag", []string{"--nope"}, nil, ""},
+		{"master and worker", []string{"--master", "--worker"}, nil, ""},
+		{"full history without csv", []string{"--csv-full-history"}, nil, ""},
+		{"autoquit without autostart", []string{"--autoquit", "5"}, nil, ""},
+		{"bad web auth", []string{"--web-auth", "nocolon"}, nil, ""},
+		{"bad loglevel", []string{"-L", "LOUD"}, nil, ""},
+		{"bad run time", []string{"-t", "soon"}, nil, ""},
+		{"bad bool env", nil, map[string]string{"LOCUST_HEADLESS": "maybe"}, ""},
+		{"bad int env", nil, map[string]string{"LOCUST_USERS": "many"}, ""},
+		{"unknown conf key", nil, nil, "frobnicate = 1"},
+		{"missing --config", []string{"--config", "/nonexistent/cicada.conf"}, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			work := t.TempDir()
+			if tt.conf != "" {
+				if err := os.WriteFile(filepath.Join(work, "locust.conf"), []byte(tt.conf), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := NewParser(io.Discard, func(k string) string { return tt.env[k] }, t.TempDir(), work).Parse(tt.args)
+			if !errors.Is(err, ErrUsage) {
+				t.Errorf("Parse(%q) error = %v; want ErrUsage", tt.args, err)
+			}
+		})
+	}
+}
+
+func TestEnvFalseLeavesFlagUnset(t *testing.T) {
+	cfg, err := NewParser(io.Discard, func(k string) string {
+		if k == "LOCUST_HEADLESS" {
+			return "no"
+		}
+		return ""
+	}, t.TempDir(), t.TempDir()).Parse(nil)
+	if err != nil || cfg.Headless {
+		t.Fatalf("Parse = %+v, %v; want headless false", cfg, err)
+	}
+}
+
+func TestHeadfulCancelsHeadless(t *testing.T) {
+	cfg, err := NewParser(io.Discard, func(k string) string {
+		if k == "LOCUST_HEADLESS" {
+			return "true"
+		}
+		return ""
+	}, t.TempDir(), t.TempDir()).Parse([]string{"--headful"})
+	if err != nil || cfg.Headless {
+		t.Fatalf("Parse = %+v, %v; want headless false", cfg, err)
+	}
+}
+
+func TestPositionalUserClasses(t *testing.T) {
+	cfg, err := NewParser(io.Discard, func(string) string { return "" }, t.TempDir(), t.TempDir()).Parse([]string{"-u", "3", "WebUser", "ApiUser"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.UserClasses) != 2 || cfg.UserClasses[0] != "WebUser" || !cfg.UsersSet {
+		t.Errorf("UserClasses = %v UsersSet=%v", cfg.UserClasses, cfg.UsersSet)
+	}
+}
