@@ -1,0 +1,179 @@
+package zmtp
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"net"
+	"runtime/pprof"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults for the zero values of Options.
+const (
+	// DefaultMaxFrameSize bounds received frames: 64 MiB, far above Locust's
+	// largest stats message.
+	DefaultMaxFrameSize = 64 << 20
+	// DefaultHandshakeTimeout bounds the greeting and READY exchange.
+	DefaultHandshakeTimeout = 10 * time.Second
+	// DefaultWriteTimeout is how long a peer may leave a write blocked before
+	// it is dropped.
+	DefaultWriteTimeout = 10 * time.Second
+	// DefaultSendQueue is the number of messages queued per Router peer or
+	// per Dealer.
+	DefaultSendQueue = 10000
+	// DefaultReconnectMin is the Dealer's first reconnect delay.
+	DefaultReconnectMin = 100 * time.Millisecond
+	// DefaultReconnectMax caps the Dealer's reconnect delay.
+	DefaultReconnectMax = 5 * time.Second
+	// DefaultLinger is how long Close waits for queued messages to be written.
+	DefaultLinger = time.Second
+	// MaxMessageFrames is the largest number of frames accepted in one
+	// received multi-part message; more is a protocol error.
+	MaxMessageFrames = 1024
+)
+
+// Options configures a Router or a Dealer. The zero value is ready to use;
+// every zero field takes the documented default.
+type Options struct {
+	// MaxFrameSize bounds every received frame, and the sum of the frames of
+	// one multi-part message, in bytes. It is checked against the frame
+	// header before any memory is allocated. If zero, DefaultMaxFrameSize.
+	MaxFrameSize int64
+	// HandshakeTimeout bounds the greeting and READY exchange of each
+	// connection. The Router runs handshakes off its accept loop, so a silent
+	// peer never delays others. It is also the Dealer's dial timeout.
+	// If zero, DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
+	// WriteTimeout is how long one write of a batch of queued messages (at
+	// most about 1 MiB, or one larger message) may stay blocked before the
+	// peer is considered frozen and its connection is dropped. A frozen peer
+	// never stalls other peers. If zero, DefaultWriteTimeout.
+	WriteTimeout time.Duration
+	// SendQueue is the number of messages queued per Router peer, or by a
+	// Dealer (including while it is disconnected). Beyond it Send returns
+	// ErrQueueFull. If zero, DefaultSendQueue.
+	SendQueue int
+	// ReconnectMin and ReconnectMax bound the Dealer's exponential reconnect
+	// backoff; each delay is drawn uniformly from [d/2, d]. If zero,
+	// DefaultReconnectMin and DefaultReconnectMax.
+	ReconnectMin, ReconnectMax time.Duration
+	// Linger is how long Close waits for queued messages to be written to
+	// connected peers before closing the connections. If zero, DefaultLinger;
+	// if negative, Close does not wait.
+	Linger time.Duration
+	// Logger receives connection-level logs (rejected handshakes, dropped
+	// peers, duplicate identities, reconnects); never one line per message.
+	// If nil, logs are discarded.
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxFrameSize <= 0 {
+		o.MaxFrameSize = DefaultMaxFrameSize
+	}
+	if o.MaxFrameSize > math.MaxInt {
+		o.MaxFrameSize = math.MaxInt
+	}
+	if o.HandshakeTimeout <= 0 {
+		o.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
+	if o.SendQueue <= 0 {
+		o.SendQueue = DefaultSendQueue
+	}
+	if o.ReconnectMin <= 0 {
+		o.ReconnectMin = DefaultReconnectMin
+	}
+	if o.ReconnectMax <= 0 {
+		o.ReconnectMax = DefaultReconnectMax
+	}
+	if o.ReconnectMax < o.ReconnectMin {
+		o.ReconnectMax = o.ReconnectMin
+	}
+	if o.Linger == 0 {
+		o.Linger = DefaultLinger
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// EventKind says what an Event reports.
+type EventKind int
+
+const (
+	// Connected reports a completed handshake: a new Router peer, or the
+	// Dealer's (re)connection. A Dealer's user should re-register with its
+	// peer on every Connected event.
+	Connected EventKind = iota + 1
+	// Disconnected reports the end of a connection that had completed its
+	// handshake; Event.Err says why.
+	Disconnected
+)
+
+// String returns "connected" or "disconnected".
+func (k EventKind) String() string {
+	switch k {
+	case Connected:
+		return "connected"
+	case Disconnected:
+		return "disconnected"
+	}
+	return "unknown"
+}
+
+// Event is a connection state change reported by Router.Events and
+// Dealer.Events.
+type Event struct {
+	Kind EventKind
+	// Identity is the peer's identity: for a Router, the routing identity
+	// used by Send and Recv; for a Dealer, whatever identity the Router
+	// announced (usually empty).
+	Identity string
+	// Remote is the peer's network address.
+	Remote net.Addr
+	// Err is the cause of a disconnection (io.EOF when the peer closed,
+	// ErrClosed after Close, ErrDuplicateIdentity, ErrWriteTimeout, ...);
+	// nil for Connected.
+	Err error
+}
+
+// eventQueueSize is the capacity of the Events channels. Events that find
+// the channel full are dropped and logged, so that an application that does
+// not read events never blocks the transport.
+const (
+	routerEventQueue = 1024
+	dealerEventQueue = 64
+	recvQueue        = 256
+	readBufferSize   = 32 << 10
+)
+
+// group starts and tracks goroutines, so that Close can wait for all of them.
+type group struct {
+	wg sync.WaitGroup
+	n  atomic.Int64
+}
+
+// Go runs f in a new goroutine labelled name for pprof.
+// Precondition: called before Wait, or from a goroutine of the group.
+func (g *group) Go(name string, f func()) {
+	g.wg.Add(1)
+	g.n.Add(1)
+	go func() {
+		defer g.wg.Done()
+		defer g.n.Add(-1)
+		pprof.Do(context.Background(), pprof.Labels("zmtp", name), func(context.Context) { f() })
+	}()
+}
+
+// Wait waits for every goroutine of the group.
+func (g *group) Wait() { g.wg.Wait() }
+
+// running reports the number of live goroutines (for tests).
+func (g *group) running() int64 { return g.n.Load() }

@@ -1,0 +1,197 @@
+package zmtp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+)
+
+func TestRoundTrip(t *testing.T) {
+	r := newRouter(t, testOpts(nil))
+	d := newDealer(t, endpointOf(r), "worker-1", testOpts(nil))
+	waitEvent(t, d.Events(), Connected, waitLong)
+	ev := waitEvent(t, r.Events(), Connected, waitLong)
+	if ev.Identity != "worker-1" {
+		t.Fatalf("Connected identity = %q; want worker-1", ev.Identity)
+	}
+	tests := []struct {
+		name   string
+		frames [][]byte
+	}{
+		{"single", strFrames("hello")},
+		{"empty frame", [][]byte{{}}},
+		{"multi-part", strFrames("a", "", "ccc")},
+		{"255 bytes", [][]byte{bytes.Repeat([]byte("x"), 255)}},
+		{"256 bytes", [][]byte{bytes.Repeat([]byte("y"), 256)}},
+		{"4 MB", [][]byte{bytes.Repeat([]byte("0123456789abcdef"), 4<<20/16)}},
+		{"4 MB multi-part", [][]byte{[]byte("head"), bytes.Repeat([]byte{7}, 4<<20), []byte("tail")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := d.Send(tt.frames...); err != nil {
+				t.Fatalf("Dealer.Send: %v", err)
+			}
+			id, got := routerRecv(t, r)
+			if id != "worker-1" || !framesEqual(got, tt.frames) {
+				t.Fatalf("Router.Recv = %q, %d frames; want worker-1, %d frames", id, len(got), len(tt.frames))
+			}
+			if err := r.Send(id, tt.frames...); err != nil {
+				t.Fatalf("Router.Send: %v", err)
+			}
+			if got := dealerRecv(t, d); !framesEqual(got, tt.frames) {
+				t.Fatalf("Dealer.Recv = %d frames; want %d", len(got), len(tt.frames))
+			}
+		})
+	}
+}
+
+func TestSendErrors(t *testing.T) {
+	r := newRouter(t, testOpts(nil))
+	if err := r.Send("nobody", []byte("x")); !errors.Is(err, ErrUnknownPeer) {
+		t.Fatalf("Send(unknown) = %v; want ErrUnknownPeer", err)
+	}
+	if err := r.Send("nobody"); !errors.Is(err, ErrEmptyMessage) {
+		t.Fatalf("Send() = %v; want ErrEmptyMessage", err)
+	}
+	// A Dealer that never connects queues up to SendQueue messages.
+	o := testOpts(nil)
+	o.SendQueue = 3
+	d := newDealer(t, "tcp://127.0.0.1:1", "q", o)
+	for i := range 3 {
+		if err := d.Send([]byte{byte(i)}); err != nil {
+			t.Fatalf("Send #%d: %v", i, err)
+		}
+	}
+	if err := d.Send([]byte("x")); !errors.Is(err, ErrQueueFull) {
+		t.Fatalf("Send beyond SendQueue = %v; want ErrQueueFull", err)
+	}
+	if err := d.Send(); !errors.Is(err, ErrEmptyMessage) {
+		t.Fatalf("Send() = %v; want ErrEmptyMessage", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := d.Close(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("second Close = %v; want ErrClosed", err)
+	}
+	if err := d.Send([]byte("x")); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Send after Close = %v; want ErrClosed", err)
+	}
+	if _, err := d.Recv(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Recv after Close = %v; want ErrClosed", err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatalf("Router.Close: %v", err)
+	}
+	if err := r.Send("x", []byte("x")); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Router.Send after Close = %v; want ErrClosed", err)
+	}
+	if _, _, err := r.Recv(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Router.Recv after Close = %v; want ErrClosed", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r2 := newRouter(t, testOpts(nil))
+	if _, _, err := r2.Recv(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Recv(canceled) = %v; want context.Canceled", err)
+	}
+}
+
+func TestAnonymousDealerGetsGeneratedIdentity(t *testing.T) {
+	r := newRouter(t, testOpts(nil))
+	d := newDealer(t, endpointOf(r), "", testOpts(nil))
+	if err := d.Send([]byte("hi")); err != nil {
+		t.Fatal(err)
+	}
+	id, _ := routerRecv(t, r)
+	if len(id) != 5 || id[0] != 0 {
+		t.Fatalf("generated identity = % x; want 5 bytes starting with 0x00", id)
+	}
+	if err := r.Send(id, []byte("back")); err != nil {
+		t.Fatal(err)
+	}
+	if got := dealerRecv(t, d); string(got[0]) != "back" {
+		t.Fatalf("Dealer.Recv = %q; want back", got)
+	}
+}
+
+func TestDuplicateIdentityNewestWins(t *testing.T) {
+	log := &logCapture{}
+	r := newRouter(t, testOpts(log))
+	d1 := newDealer(t, endpointOf(r), "dup", testOpts(nil))
+	waitConnectedID(t, r.Events(), "dup")
+	waitEvent(t, d1.Events(), Connected, waitLong)
+	d2 := newDealer(t, endpointOf(r), "dup", testOpts(nil))
+	ev := waitEvent(t, r.Events(), Disconnected, waitLong)
+	if !errors.Is(ev.Err, ErrDuplicateIdentity) {
+		t.Fatalf("old connection Disconnected.Err = %v; want ErrDuplicateIdentity", ev.Err)
+	}
+	waitConnectedID(t, r.Events(), "dup")
+	waitEvent(t, d2.Events(), Connected, waitLong)
+	if err := r.Send("dup", []byte("to newest")); err != nil {
+		t.Fatal(err)
+	}
+	if got := dealerRecv(t, d2); string(got[0]) != "to newest" {
+		t.Fatalf("newest dealer got %q", got)
+	}
+	waitFor(t, waitShort, "duplicate identity log", func() bool {
+		for _, m := range log.messages() {
+			if m == "zmtp: duplicate identity, newest connection wins; closing the old one" {
+				return true
+			}
+		}
+		return false
+	})
+	// The old dealer, dropped, reconnects and wins in turn; stop it first so
+	// the two do not keep replacing each other.
+	d1.Close()
+}
+
+func TestDealerReconnect(t *testing.T) {
+	r := newRouter(t, testOpts(nil))
+	d := newDealer(t, endpointOf(r), "rc", testOpts(nil))
+	waitEvent(t, d.Events(), Connected, waitLong)
+	waitConnectedID(t, r.Events(), "rc")
+	d.Reconnect()
+	ev := waitEvent(t, d.Events(), Disconnected, waitLong)
+	if !errors.Is(ev.Err, errReconnect) {
+		t.Fatalf("Disconnected.Err = %v; want errReconnect", ev.Err)
+	}
+	waitEvent(t, d.Events(), Connected, waitLong)
+	if err := d.Send([]byte("after")); err != nil {
+		t.Fatal(err)
+	}
+	id, f := routerRecv(t, r)
+	if id != "rc" || string(f[0]) != "after" {
+		t.Fatalf("Recv = %q %q", id, f)
+	}
+}
+
+func TestManyDealersOrdered(t *testing.T) {
+	r := newRouter(t, testOpts(nil))
+	const dealers, msgs = 4, 500
+	for i := range dealers {
+		d := newDealer(t, endpointOf(r), fmt.Sprintf("d%d", i), testOpts(nil))
+		go func() {
+			for j := range msgs {
+				for err := d.Send([]byte(fmt.Sprint(j))); err != nil; err = d.Send([]byte(fmt.Sprint(j))) {
+					if !errors.Is(err, ErrQueueFull) {
+						return
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
+		}()
+	}
+	next := map[string]int{}
+	for range dealers * msgs {
+		id, f := routerRecv(t, r)
+		if string(f[0]) != fmt.Sprint(next[id]) {
+			t.Fatalf("from %s got %s; want %d", id, f[0], next[id])
+		}
+		next[id]++
+	}
+}
