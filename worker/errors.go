@@ -1,0 +1,18 @@
+package worker
+
+import "errors"
+
+// Errors returned by the worker. They are wrapped with %w; test with
+// errors.Is.
+var (
+	// ErrScenario reports an invalid scenario or user class.
+	ErrScenario = errors.New("worker: invalid scenario")
+	// ErrNoAck means the master did not acknowledge client_ready within
+	// the configured number of tries.
+	ErrNoAck = errors.New("worker: no ack from master")
+	// ErrMasterTimeout means a master that sends heartbeats (Locust ≥
+	// 2.19) stopped sending them for longer than the timeout.
+	ErrMasterTimeout = errors.New("worker: no heartbeat from master")
+	// ErrRunning is returned by Run when it is called twice.
+	ErrRunning = errors.New("worker: Run called twice")
+)

@@ -1,0 +1,397 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ErrStopUser, returned by a task or OnStart, stops that user for good (like
+// raising StopUser in a Locust task). The user runs OnStop and is no longer
+// counted; it is not reported as an exception.
+var ErrStopUser = errors.New("worker: stop user")
+
+// TaskFunc is the body of a task, OnStart or OnStop. ctx is cancelled when
+// the user is stopped forcibly (after the master's stop_timeout) or the
+// worker shuts down; long work must honour it. A returned error other than
+// ErrStopUser is reported to the master as an exception (Locust's
+// "exception" message), not as a request failure; record request failures
+// with User.Record or the User's HTTP helpers instead.
+type TaskFunc func(ctx context.Context, u *User) error
+
+// Task is one weighted task of a user class.
+type Task struct {
+	// Name identifies the task in exception reports and logs.
+	Name string
+	// Weight is the relative probability of picking this task (Locust's
+	// @task(weight)); in a Sequential class it is how many times in a row
+	// the task runs. If zero, 1 is used.
+	Weight int
+	// Fn runs the task. It must not be nil.
+	Fn TaskFunc
+}
+
+// UserClass describes one kind of simulated user, the Go counterpart of a
+// Locust User class. The master refers to it by Name in spawn messages.
+// A UserClass must not be modified after it is passed to New.
+type UserClass struct {
+	// Name is the class name the master uses (Locust: the class's __name__).
+	Name string
+	// Weight is the class's relative share of users for a master's
+	// dispatcher. If zero, 1 is used.
+	Weight int
+	// FixedCount, if positive, asks a master for exactly this many users
+	// of the class in the whole cluster (Locust's fixed_count).
+	FixedCount int
+	// Host is the default base URL of this class's HTTP client. The host
+	// sent by the master (-H) takes precedence, as in Locust; if both are
+	// empty the scenario's host is used.
+	Host string
+	// Wait is the wait time between tasks. If nil, there is no wait.
+	Wait WaitTime
+	// Tasks are the tasks; at least one is required.
+	Tasks []Task
+	// Sequential runs the tasks in order (each Weight times) instead of
+	// picking them at random by weight (Locust's SequentialTaskSet).
+	Sequential bool
+	// OnStart, if set, runs once when the user starts, before its first
+	// task (Locust's on_start).
+	OnStart TaskFunc
+	// OnStop, if set, runs once when the user stops (Locust's on_stop). It
+	// runs after the current task finished, or after it was interrupted by
+	// a forced stop, with a context that is not yet cancelled.
+	OnStop TaskFunc
+}
+
+// compiledClass is a validated UserClass with its task selection tables.
+type compiledClass struct {
+	def   *UserClass
+	cum   []int // cumulative task weights, for weighted random choice
+	total int
+	seq   []int // task indexes in sequential order, each repeated Weight times
+}
+
+func compileClass(uc *UserClass) (*compiledClass, error) {
+	if uc.Name == "" {
+		return nil, fmt.Errorf("%w: user class without a name", ErrScenario)
+	}
+	if uc.Weight < 0 || uc.FixedCount < 0 {
+		return nil, fmt.Errorf("%w: user class %q: negative weight or fixed_count", ErrScenario, uc.Name)
+	}
+	if len(uc.Tasks) == 0 {
+		return nil, fmt.Errorf("%w: user class %q has no tasks", ErrScenario, uc.Name)
+	}
+	c := &compiledClass{def: uc}
+	for i, t := range uc.Tasks {
+		if t.Fn == nil {
+			return nil, fmt.Errorf("%w: user class %q: task %d (%q) has no function", ErrScenario, uc.Name, i, t.Name)
+		}
+		if t.Weight < 0 {
+			return nil, fmt.Errorf("%w: user class %q: task %q has a negative weight", ErrScenario, uc.Name, t.Name)
+		}
+		w := t.Weight
+		if w == 0 {
+			w = 1
+		}
+		c.total += w
+		c.cum = append(c.cum, c.total)
+		if uc.Sequential {
+			for range w {
+				c.seq = append(c.seq, i)
+			}
+		}
+	}
+	return c, nil
+}
+
+// user states
+const (
+	stNew       uint8 = iota // created, first step not yet run
+	stRunning                // a goroutine runs a task, OnStart or the wait computation
+	stWaiting                // idle: the timer will run the next step
+	stFinishing              // OnStop / cleanup in progress
+	stDone
+)
+
+// User is one simulated user. Each user runs its tasks one at a time; while
+// it waits between tasks it holds no goroutine (the next task is scheduled
+// with a timer), so an idle user costs only this struct, its timer and its
+// HTTP client.
+//
+// The methods of User may be called from its own tasks only (they are not
+// meant for other goroutines), except where noted.
+type User struct {
+	// Data is free for the scenario's per-user state (Locust: attributes
+	// on self). Only the user's own tasks touch it, one at a time.
+	Data any
+
+	p      *pool
+	class  *classRT
+	ctx    context.Context
+	cancel context.CancelFunc
+	timer  *time.Timer
+
+	mu      sync.Mutex // guards state, stopReq, batch, timer arming
+	state   uint8
+	stopReq bool
+	forced  bool
+
+	started    bool // OnStart ran (owned by the running step)
+	idx        int  // position in class.users; -1 when detached (guarded by pool.mu)
+	batch      *stopBatch
+	seq        int // next position in class.seq
+	cpLastRun  int64
+	cpLastWait time.Duration
+
+	http httpState
+}
+
+// Class returns the user class name this user was spawned as: the name the
+// master used, which may differ from the UserClass.Name when a scenario
+// with a single class serves any name.
+func (u *User) Class() string { return u.class.name }
+
+// Logger returns the worker's logger.
+func (u *User) Logger() *slog.Logger { return u.p.env.log }
+
+// Host returns the base URL in effect for this user: the master's host if
+// it sent one, else the class's Host, else the scenario's Host.
+func (u *User) Host() string { return u.p.env.hostFor(u.class.def.def) }
+
+// Record reports one request (or any timed action) to the worker's stats, as
+// Locust's events.request does: method is Locust's request_type, rt the
+// response time, contentLength the response size in bytes, and err the
+// failure (nil for success). The failure text in the stats is err.Error().
+// Safe for concurrent use.
+func (u *User) Record(method, name string, rt time.Duration, contentLength int64, err error) {
+	failure := ""
+	if err != nil {
+		failure = err.Error()
+		if failure == "" {
+			failure = "error"
+		}
+	}
+	u.p.env.rec.Record(method, name, rt, contentLength, failure)
+}
+
+// step runs the user's next piece of work: OnStart (first time), a task,
+// then arms the timer for the wait. It runs on a fresh goroutine each time
+// (go statement or timer callback) and returns while the user waits.
+func (u *User) step() {
+	cc := u.class.def
+	for {
+		u.mu.Lock()
+		if u.stopReq {
+			u.state = stFinishing
+			u.mu.Unlock()
+			u.finish()
+			return
+		}
+		u.state = stRunning
+		u.mu.Unlock()
+
+		if !u.started {
+			u.started = true
+			if cc.def.OnStart != nil {
+				if u.run("on_start", cc.def.OnStart) {
+					u.selfStop()
+					return
+				}
+			}
+			continue // re-check the stop request before the first task
+		}
+
+		t := &cc.def.Tasks[u.pick()]
+		if u.run(t.Name, t.Fn) {
+			u.selfStop()
+			return
+		}
+		var w time.Duration
+		if cc.def.Wait != nil {
+			w = cc.def.Wait(u)
+		}
+		if w <= 0 {
+			continue
+		}
+		u.mu.Lock()
+		if u.stopReq {
+			u.state = stFinishing
+			u.mu.Unlock()
+			u.finish()
+			return
+		}
+		u.state = stWaiting
+		if u.timer == nil {
+			u.timer = time.AfterFunc(w, u.step)
+		} else {
+			u.timer.Reset(w)
+		}
+		u.mu.Unlock()
+		return
+	}
+}
+
+// pick returns the index of the next task.
+func (u *User) pick() int {
+	cc := u.class.def
+	if cc.def.Sequential {
+		i := cc.seq[u.seq]
+		u.seq++
+		if u.seq == len(cc.seq) {
+			u.seq = 0
+		}
+		return i
+	}
+	if len(cc.cum) == 1 {
+		return 0
+	}
+	r := randIntN(cc.total)
+	lo, hi := 0, len(cc.cum)-1
+	for lo < hi {
+		m := (lo + hi) / 2
+		if cc.cum[m] > r {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return lo
+}
+
+// run calls fn with panic recovery and reports its error. It returns true
+// when the user must stop (ErrStopUser).
+func (u *User) run(name string, fn TaskFunc) (stop bool) {
+	err := u.call(fn)
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrStopUser) {
+		return true
+	}
+	var pe *panicError
+	if !errors.As(err, &pe) && u.ctx.Err() != nil {
+		// The task was interrupted by a forced stop or shutdown: expected.
+		return false
+	}
+	u.p.env.taskError(u.class.def.def.Name, name, err)
+	return false
+}
+
+// call runs fn, turning a panic into a *panicError.
+func (u *User) call(fn TaskFunc) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &panicError{value: r, stack: cleanStack(debug.Stack())}
+		}
+	}()
+	return fn(u.ctx, u)
+}
+
+// selfStop handles ErrStopUser: the user leaves its class and finishes.
+func (u *User) selfStop() {
+	u.p.detach(u)
+	u.mu.Lock()
+	u.stopReq = true
+	u.state = stFinishing
+	u.mu.Unlock()
+	u.finish()
+}
+
+// requestStop asks the user to stop gracefully: at once if it is waiting,
+// else after its current task. b is notified when it is done.
+func (u *User) requestStop(b *stopBatch) {
+	u.mu.Lock()
+	if u.stopReq {
+		u.mu.Unlock()
+		b.doneOne()
+		return
+	}
+	u.stopReq = true
+	u.batch = b
+	if u.state == stWaiting && u.timer.Stop() {
+		u.state = stFinishing
+		u.mu.Unlock()
+		if u.class.def.def.OnStop != nil {
+			go u.finish()
+		} else {
+			u.finish()
+		}
+		return
+	}
+	u.mu.Unlock()
+}
+
+// force interrupts the user's current task by cancelling its context.
+func (u *User) force() {
+	u.mu.Lock()
+	u.forced = true
+	u.mu.Unlock()
+	u.cancel()
+}
+
+// finish runs OnStop, releases the user's resources and reports it done.
+func (u *User) finish() {
+	if u.started && u.class.def.def.OnStop != nil {
+		ctx := u.ctx
+		u.mu.Lock()
+		forced := u.forced
+		u.mu.Unlock()
+		if forced {
+			// Give OnStop a context of its own that the forced stop did not
+			// cancel, bounded by the worker's lifetime.
+			ctx = u.p.env.runCtx
+		}
+		saved := u.ctx
+		u.ctx = ctx
+		u.run("on_stop", u.class.def.def.OnStop)
+		u.ctx = saved
+	}
+	u.cancel()
+	u.http.close()
+	u.mu.Lock()
+	b := u.batch
+	u.state = stDone
+	u.mu.Unlock()
+	if b != nil {
+		b.doneOne()
+	}
+	u.p.nLive.Add(-1)
+	u.p.live.Done()
+}
+
+// panicError is a recovered panic in user code.
+type panicError struct {
+	value any
+	stack string
+}
+
+func (e *panicError) Error() string { return fmt.Sprintf("panic: %v", e.value) }
+
+var hexAddr = regexp.MustCompile(`0x[0-9a-fA-F]+`)
+
+// cleanStack turns debug.Stack output into a stable traceback: no goroutine
+// header, no argument addresses, and without the frames of the recovery
+// machinery, so that the master groups equal panics into one row.
+func cleanStack(b []byte) string {
+	s := string(b)
+	if i := strings.IndexByte(s, '\n'); i >= 0 && strings.HasPrefix(s, "goroutine ") {
+		s = s[i+1:]
+	}
+	// Drop everything up to the panic call itself.
+	if i := strings.Index(s, "panic("); i >= 0 {
+		if j := strings.Index(s[i:], "\n"); j >= 0 {
+			// skip the "panic(...)" line and its file line
+			rest := s[i+j+1:]
+			if k := strings.Index(rest, "\n"); k >= 0 {
+				s = rest[k+1:]
+			}
+		}
+	}
+	return hexAddr.ReplaceAllString(s, "0x...")
+}
