@@ -3,10 +3,17 @@
 // Locust 2.12.1 and current upstream (see FORMAT.md). The ZMTP transport
 // lives in the sub-package zmtp.
 //
+// Decode turns one ZeroMQ frame into a Message; Encode and AppendEncode do
+// the reverse. Both are safe for concurrent use, never retain their inputs,
+// and are checked against frames captured from real Locust masters and
+// workers.
+//
 // The package imports only the standard library and the msgpack codec.
 package protocol
 
-// Message type names, exactly as Locust puts them on the wire.
+// Message type names, exactly as Locust puts them on the wire
+// (locust-protocol.md §3). Messages of the types spawning, stop,
+// client_stopped, quit and reconnect carry nil data.
 const (
 	TypeClientReady      = "client_ready"
 	TypeAck              = "ack"
@@ -25,10 +32,19 @@ const (
 	TypeUpdateUserClass  = "update_user_class"
 )
 
+// KeyCicadaLatency is the extra StatsEntry key under which cicada workers
+// send StatsEntry.Exact as msgpack bin. Python masters ignore unknown entry
+// keys, so the extension is invisible to them.
+const KeyCicadaLatency = "cicada_latency"
+
 // Message is one decoded Locust message. Data holds a pointer to the typed
 // value for the message (for example *Heartbeat), nil for messages whose data
 // is nil on the wire (stop, quit, spawning, ...), or *Custom for types this
-// package does not know.
+// package does not know (and for nil-data types that arrive with data).
+//
+// A decoded Message owns its values: nothing aliases the payload or other
+// messages, except that pointer fields of one message may share a backing
+// array. A Message is not safe for concurrent mutation.
 type Message struct {
 	Type   string
 	Data   any
@@ -44,13 +60,15 @@ type ClientReady struct {
 }
 
 // Ack answers client_ready. Index is -1 when the master sent no index
-// (masters before 2.11).
+// (masters before 2.11); such an Ack encodes as nil data.
 type Ack struct {
 	Index int64
 }
 
-// Heartbeat is the worker's once-a-second liveness report (W→M).
-// MemoryUsage is -1 when the worker omitted it.
+// Heartbeat is the worker's once-a-second liveness report (W→M). State and
+// CPUUsage are required on the wire (Locust's master fails without them).
+// MemoryUsage is -1 when the worker omitted it (or sent nil); -1 is then
+// omitted on encode.
 type Heartbeat struct {
 	State       string
 	CPUUsage    float64
@@ -63,7 +81,10 @@ type MasterHeartbeat struct{}
 
 // Spawn tells a worker the absolute number of users per class it must run.
 // Host is nil when the master has no host. StopTimeout is nil when the
-// master sent nil. ParsedOptions is the master's option map, passed through.
+// master sent nil (an int is read as float). ParsedOptions is the master's
+// option map, passed through as plain values (see FORMAT.md). All five keys
+// are required on the wire; an empty map decodes to nil and nil maps encode
+// as {}.
 type Spawn struct {
 	Timestamp        float64
 	UserClassesCount map[string]int64
@@ -72,8 +93,9 @@ type Spawn struct {
 	ParsedOptions    map[string]any
 }
 
-// SpawningComplete is the worker's report after a spawn (W→M).
-// UserCount is -1 when the worker omitted it.
+// SpawningComplete is the worker's report after a spawn (W→M), recognised
+// by its user_classes_count key. UserCount is -1 when the worker omitted it;
+// -1 is then omitted on encode.
 type SpawningComplete struct {
 	UserClassesCount map[string]int64
 	UserCount        int64
@@ -91,19 +113,23 @@ type Exception struct {
 	Traceback string
 }
 
-// Logs is a HEAD worker's cumulative log report (W→M).
+// Logs is a HEAD worker's cumulative log report (W→M). An empty list
+// decodes to nil.
 type Logs struct {
 	WorkerID string
 	Logs     []string
 }
 
 // Locustfile is the HEAD locustfile download exchange; Data keeps the map as
-// it came (W→M {"version"}, M→W {"locustfiles"} or {"error"}).
+// it came, as plain values (W→M {"version"}, M→W {"locustfiles"} or
+// {"error"}). Data is nil when the data was nil (2.23–2.30 requests), and
+// encodes back to nil.
 type Locustfile struct {
 	Data map[string]any
 }
 
-// UpdateUserClass carries a HEAD web UI edit of a user class (M→W).
+// UpdateUserClass carries a HEAD web UI edit of a user class (M→W), as plain
+// values. An empty map decodes to nil and nil encodes as {}.
 type UpdateUserClass struct {
 	Data map[string]any
 }
@@ -115,7 +141,10 @@ type Custom struct {
 }
 
 // StatsReport is the data of a worker's stats message (W→M), a delta since
-// the worker's previous report (locust-protocol.md §6).
+// the worker's previous report (locust-protocol.md §6). The keys stats,
+// stats_total, errors and user_classes_count are required on the wire;
+// UserCount is -1 when user_count was absent (and is then omitted on
+// encode). Empty maps and lists decode to nil; nil encodes as empty.
 type StatsReport struct {
 	Stats            []StatsEntry
 	Total            StatsEntry // "stats_total", always present
@@ -125,7 +154,12 @@ type StatsReport struct {
 }
 
 // StatsEntry is one (name, method) entry of a stats report, or the
-// Aggregated total. Pointer fields are nil where Locust sends nil.
+// Aggregated total. Pointer fields are nil where Locust sends nil. Name,
+// method and start_time are required on the wire; other missing keys keep
+// their zero value, as in Locust's master. Bucket and per-second keys may
+// arrive as any integer width or as floats (2.12.1 sends 140.0), which are
+// truncated to int64; they are always encoded as msgpack integers, in
+// ascending order, because Locust sorts them.
 //
 // Exact is cicada's extension, sent under the key "cicada_latency" that
 // Python masters ignore: the exact latency histogram of the same samples in
@@ -149,7 +183,8 @@ type StatsEntry struct {
 }
 
 // StatsError is one row of a report's errors map. FirstSeen and LastSeen are
-// sent by Locust ≥ 2.44 only.
+// sent by Locust ≥ 2.44 only; nil ones are omitted on encode. A nil name,
+// method or error on the wire decodes as "".
 type StatsError struct {
 	Name        string
 	Method      string

@@ -1,0 +1,502 @@
+package protocol
+
+import (
+	"bytes"
+	"io"
+	"math"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
+)
+
+// MaxDepth is the deepest container nesting Decode accepts (the envelope
+// array counts as level 1). Deeper payloads are rejected with ErrMalformed
+// before any recursion, so hostile input cannot exhaust the stack. Locust
+// messages nest at most 5 levels; custom messages rarely more.
+const MaxDepth = 100
+
+// maxInternLen and maxInterned bound the per-decoder string intern table that
+// lets the master reuse request names, node ids and map keys across reports.
+const (
+	maxInternLen = 128
+	maxInterned  = 4096
+)
+
+// decoder is the state of one Decode call. It is pooled; the intern table
+// survives between calls (strings are immutable, so sharing them is safe).
+type decoder struct {
+	dec    *msgpack.Decoder
+	rd     bytes.Reader
+	buf    []byte // the payload; string bytes are sliced from it, then copied
+	intern map[string]string
+	floats []float64 // arena for the *float64 fields of the current message
+	strs   []string  // arena for the *string fields of the current message
+}
+
+var decoderPool = sync.Pool{New: func() any {
+	return &decoder{dec: msgpack.NewDecoder(nil), intern: make(map[string]string)}
+}}
+
+// Decode parses one Locust message: the single ZeroMQ frame that holds the
+// msgpack array [type, data, node_id]. Data is decoded to the typed value of
+// the message type (see Message); unknown types decode to *Custom.
+//
+// Every error wraps ErrMalformed and names the offending field. Decode never
+// panics, bounds nesting by MaxDepth and never allocates more than a small
+// constant factor of len(payload), whatever the headers claim.
+//
+// Decode does not retain payload: the caller may reuse it at once. It is safe
+// for concurrent use.
+func Decode(payload []byte) (Message, error) {
+	if len(payload) == 0 {
+		return Message{}, within(malformed("empty payload"), "envelope")
+	}
+	d := decoderPool.Get().(*decoder)
+	d.buf = payload
+	d.rd.Reset(payload)
+	d.dec.Reset(&d.rd)
+	m, err := d.message()
+	d.buf = nil
+	d.rd.Reset(nil)
+	d.floats, d.strs = nil, nil
+	if len(d.intern) > maxInterned {
+		clear(d.intern)
+	}
+	decoderPool.Put(d)
+	if err != nil {
+		return Message{}, err
+	}
+	return m, nil
+}
+
+func (d *decoder) message() (Message, error) {
+	c, err := d.peek()
+	if err != nil {
+		return Message{}, within(err, "envelope")
+	}
+	if !isArray(c) {
+		return Message{}, within(malformed("want array of 3 [type, data, node_id], got "+codeKind(c)), "envelope")
+	}
+	n, err := d.dec.DecodeArrayLen()
+	if err != nil {
+		return Message{}, within(malformedCause("bad array header", err), "envelope")
+	}
+	if n != 3 {
+		return Message{}, within(malformed("want array of 3 [type, data, node_id], got array of "+strconv.Itoa(n)), "envelope")
+	}
+	var m Message
+	if m.Type, err = d.typeName(); err != nil {
+		return Message{}, within(at(err, "type"), "envelope")
+	}
+	if m.Data, err = d.data(m.Type); err != nil {
+		return Message{}, within(err, strconv.Quote(m.Type)+" data")
+	}
+	if m.NodeID, err = d.string(); err != nil {
+		return Message{}, within(at(err, "node_id"), "envelope")
+	}
+	if r := d.rd.Len(); r != 0 {
+		return Message{}, within(malformed(strconv.Itoa(r)+" trailing bytes after the message"), "envelope")
+	}
+	return m, nil
+}
+
+// typeName reads the message type, returning the package constant (no
+// allocation) for the known ones.
+func (d *decoder) typeName() (string, error) {
+	b, err := d.stringBytes()
+	if err != nil {
+		return "", err
+	}
+	switch string(b) {
+	case TypeClientReady:
+		return TypeClientReady, nil
+	case TypeAck:
+		return TypeAck, nil
+	case TypeHeartbeat:
+		return TypeHeartbeat, nil
+	case TypeSpawn:
+		return TypeSpawn, nil
+	case TypeSpawning:
+		return TypeSpawning, nil
+	case TypeSpawningComplete:
+		return TypeSpawningComplete, nil
+	case TypeStats:
+		return TypeStats, nil
+	case TypeException:
+		return TypeException, nil
+	case TypeStop:
+		return TypeStop, nil
+	case TypeClientStopped:
+		return TypeClientStopped, nil
+	case TypeQuit:
+		return TypeQuit, nil
+	case TypeReconnect:
+		return TypeReconnect, nil
+	case TypeLogs:
+		return TypeLogs, nil
+	case TypeLocustfile:
+		return TypeLocustfile, nil
+	case TypeUpdateUserClass:
+		return TypeUpdateUserClass, nil
+	}
+	return d.internBytes(b), nil
+}
+
+// ---- low-level reading ----
+
+// pos is the offset of the next unread byte of d.buf.
+func (d *decoder) pos() int { return len(d.buf) - d.rd.Len() }
+
+// peek returns the next msgpack code without consuming it.
+func (d *decoder) peek() (byte, error) {
+	p := d.pos()
+	if p >= len(d.buf) {
+		return 0, malformedCause("truncated", io.ErrUnexpectedEOF)
+	}
+	return d.buf[p], nil
+}
+
+// skipBytes advances past n bytes of the payload that the caller has checked
+// are present.
+func (d *decoder) skipBytes(n int) {
+	_, _ = d.rd.Seek(int64(n), io.SeekCurrent)
+}
+
+// checkLen rejects a container header claiming more elements than the rest
+// of the payload can hold (each element takes at least minSize bytes), so no
+// header can make the decoder allocate beyond the input size.
+func (d *decoder) checkLen(n, minSize int) error {
+	if n < 0 || n > d.rd.Len()/minSize {
+		return malformedCause("container of "+strconv.Itoa(n)+" elements exceeds the payload", io.ErrUnexpectedEOF)
+	}
+	return nil
+}
+
+// stringBytes reads a str (or bin) and returns its bytes as a slice of the
+// payload, valid only until the next Decode. The bytes must be valid UTF-8:
+// Python's unpacker (raw=False) rejects anything else.
+func (d *decoder) stringBytes() ([]byte, error) {
+	c, err := d.peek()
+	if err != nil {
+		return nil, err
+	}
+	if !isStr(c) && !isBin(c) {
+		return nil, malformed("want str, got " + codeKind(c))
+	}
+	b, err := d.rawBytes()
+	if err != nil {
+		return nil, err
+	}
+	if !utf8.Valid(b) {
+		return nil, malformed("string is not valid UTF-8")
+	}
+	return b, nil
+}
+
+// rawBytes reads a str or bin header whose code the caller has checked and
+// returns the body as a slice of the payload.
+func (d *decoder) rawBytes() ([]byte, error) {
+	n, err := d.dec.DecodeBytesLen()
+	if err != nil {
+		return nil, malformedCause("bad str/bin header", err)
+	}
+	if n > d.rd.Len() {
+		return nil, malformedCause("str/bin of "+strconv.Itoa(n)+" bytes exceeds the payload", io.ErrUnexpectedEOF)
+	}
+	p := d.pos()
+	d.skipBytes(n)
+	return d.buf[p : p+n : p+n], nil
+}
+
+// string reads a str (or bin holding UTF-8) as a Go string. Short strings
+// are interned per decoder, so repeated names cost no allocation.
+func (d *decoder) string() (string, error) {
+	b, err := d.stringBytes()
+	if err != nil {
+		return "", err
+	}
+	return d.internBytes(b), nil
+}
+
+// stringOrNil reads a str, bin or nil; ok is false for nil.
+func (d *decoder) stringOrNil() (s string, ok bool, err error) {
+	if c, err := d.peek(); err != nil {
+		return "", false, err
+	} else if c == msgpcode.Nil {
+		d.skipBytes(1)
+		return "", false, nil
+	}
+	s, err = d.string()
+	return s, err == nil, err
+}
+
+func (d *decoder) internBytes(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if len(b) > maxInternLen {
+		return string(b)
+	}
+	if s, ok := d.intern[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	d.intern[s] = s
+	return s
+}
+
+// binary reads a bin (or str) and returns a copy of its bytes; nil for nil.
+func (d *decoder) binary() ([]byte, error) {
+	c, err := d.peek()
+	if err != nil {
+		return nil, err
+	}
+	if c == msgpcode.Nil {
+		d.skipBytes(1)
+		return nil, nil
+	}
+	if !isStr(c) && !isBin(c) {
+		return nil, malformed("want bin, got " + codeKind(c))
+	}
+	b, err := d.rawBytes()
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte{}, b...), nil
+}
+
+// int64 reads a number as int64: any int or uint width, or a float, which is
+// truncated toward zero as Python's int() does. nil, NaN, ±Inf and values out
+// of the int64 range are errors.
+func (d *decoder) int64() (int64, error) {
+	c, err := d.peek()
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case isFixInt(c):
+		d.skipBytes(1)
+		return int64(int8(c)), nil
+	case c == msgpcode.Uint64:
+		u, err := d.dec.DecodeUint64()
+		if err != nil {
+			return 0, malformedCause("bad uint64", err)
+		}
+		if u > math.MaxInt64 {
+			return 0, malformed("integer " + strconv.FormatUint(u, 10) + " overflows int64")
+		}
+		return int64(u), nil
+	case isInt(c):
+		n, err := d.dec.DecodeInt64()
+		if err != nil {
+			return 0, malformedCause("bad integer", err)
+		}
+		return n, nil
+	case c == msgpcode.Float || c == msgpcode.Double:
+		f, err := d.dec.DecodeFloat64()
+		if err != nil {
+			return 0, malformedCause("bad float", err)
+		}
+		return floatToInt(f)
+	}
+	return 0, malformed("want integer, got " + codeKind(c))
+}
+
+// floatToInt truncates f toward zero, like Python's int(f).
+func floatToInt(f float64) (int64, error) {
+	if math.IsNaN(f) || f >= 0x1p63 || f < -0x1p63 {
+		return 0, malformed("float " + strconv.FormatFloat(f, 'g', -1, 64) + " is not an int64")
+	}
+	return int64(f), nil
+}
+
+// float64 reads any int or uint width, float32 or float64 as a float64.
+// nil is an error.
+func (d *decoder) float64() (float64, error) {
+	c, err := d.peek()
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case isFixInt(c):
+		d.skipBytes(1)
+		return float64(int8(c)), nil
+	case c == msgpcode.Uint64:
+		u, err := d.dec.DecodeUint64()
+		if err != nil {
+			return 0, malformedCause("bad uint64", err)
+		}
+		return float64(u), nil
+	case isInt(c) || c == msgpcode.Float || c == msgpcode.Double:
+		f, err := d.dec.DecodeFloat64()
+		if err != nil {
+			return 0, malformedCause("bad number", err)
+		}
+		return f, nil
+	}
+	return 0, malformed("want number, got " + codeKind(c))
+}
+
+// floatOrNil reads a number or nil. A non-nil result points into a per-message
+// arena, so a stats report costs one allocation for all its optional floats.
+func (d *decoder) floatOrNil() (*float64, error) {
+	c, err := d.peek()
+	if err != nil {
+		return nil, err
+	}
+	if c == msgpcode.Nil {
+		d.skipBytes(1)
+		return nil, nil
+	}
+	if !isInt(c) && !isFloat(c) {
+		return nil, malformed("want number or nil, got " + codeKind(c))
+	}
+	f, err := d.float64()
+	if err != nil {
+		return nil, err
+	}
+	if len(d.floats) == cap(d.floats) {
+		d.floats = make([]float64, 0, 64)
+	}
+	d.floats = append(d.floats, f)
+	return &d.floats[len(d.floats)-1], nil
+}
+
+// mapLen reads a map header (nil is an error) and checks it against the
+// remaining payload.
+func (d *decoder) mapLen() (int, error) {
+	c, err := d.peek()
+	if err != nil {
+		return 0, err
+	}
+	if !isMap(c) {
+		return 0, malformed("want map, got " + codeKind(c))
+	}
+	n, err := d.dec.DecodeMapLen()
+	if err != nil {
+		return 0, malformedCause("bad map header", err)
+	}
+	return n, d.checkLen(n, 2)
+}
+
+// arrayLen reads an array header (nil is an error) and checks it against the
+// remaining payload.
+func (d *decoder) arrayLen() (int, error) {
+	c, err := d.peek()
+	if err != nil {
+		return 0, err
+	}
+	if !isArray(c) {
+		return 0, malformed("want array, got " + codeKind(c))
+	}
+	n, err := d.dec.DecodeArrayLen()
+	if err != nil {
+		return 0, malformedCause("bad array header", err)
+	}
+	return n, d.checkLen(n, 1)
+}
+
+// key reads a map key where a str is expected. ok is false (and the key has
+// been consumed) when the key is some other type: typed decoders ignore such
+// entries, like Locust's dict lookups do.
+func (d *decoder) key() (k []byte, ok bool, err error) {
+	c, err := d.peek()
+	if err != nil {
+		return nil, false, err
+	}
+	if !isStr(c) && !isBin(c) {
+		return nil, false, d.skip(MaxDepth - 2)
+	}
+	k, err = d.stringBytes()
+	return k, err == nil, err
+}
+
+// skip consumes one value of any type, recursing at most depth levels. It
+// does not use msgpack.Decoder.Skip, which has no depth limit.
+func (d *decoder) skip(depth int) error {
+	c, err := d.peek()
+	if err != nil {
+		return err
+	}
+	switch {
+	case isMap(c) || isArray(c):
+		if depth <= 0 {
+			return malformed("nesting deeper than " + strconv.Itoa(MaxDepth))
+		}
+		var n int
+		if isMap(c) {
+			n, err = d.mapLen()
+			n *= 2
+		} else {
+			n, err = d.arrayLen()
+		}
+		if err != nil {
+			return err
+		}
+		for i := 0; i < n; i++ {
+			if err := d.skip(depth - 1); err != nil {
+				return err
+			}
+		}
+		return nil
+	case isStr(c) || isBin(c):
+		_, err := d.rawBytes()
+		return err
+	case isExt(c) || c == 0xc1:
+		return malformed("msgpack " + codeKind(c) + " is not allowed")
+	}
+	// A scalar: nil, bool, int or float.
+	if err := d.dec.Skip(); err != nil {
+		return malformedCause("truncated "+codeKind(c), err)
+	}
+	return nil
+}
+
+// ---- msgpack code classes ----
+
+func isFixInt(c byte) bool { return c <= msgpcode.PosFixedNumHigh || c >= msgpcode.NegFixedNumLow }
+func isInt(c byte) bool {
+	return isFixInt(c) || (c >= msgpcode.Uint8 && c <= msgpcode.Uint64) || (c >= msgpcode.Int8 && c <= msgpcode.Int64)
+}
+func isFloat(c byte) bool { return c == msgpcode.Float || c == msgpcode.Double }
+func isStr(c byte) bool {
+	return (c >= msgpcode.FixedStrLow && c <= msgpcode.FixedStrHigh) || c == msgpcode.Str8 || c == msgpcode.Str16 || c == msgpcode.Str32
+}
+func isBin(c byte) bool { return c == msgpcode.Bin8 || c == msgpcode.Bin16 || c == msgpcode.Bin32 }
+func isMap(c byte) bool {
+	return (c >= msgpcode.FixedMapLow && c <= msgpcode.FixedMapHigh) || c == msgpcode.Map16 || c == msgpcode.Map32
+}
+func isArray(c byte) bool {
+	return (c >= msgpcode.FixedArrayLow && c <= msgpcode.FixedArrayHigh) || c == msgpcode.Array16 || c == msgpcode.Array32
+}
+func isExt(c byte) bool {
+	return (c >= msgpcode.FixExt1 && c <= msgpcode.FixExt16) || (c >= msgpcode.Ext8 && c <= msgpcode.Ext32)
+}
+
+// codeKind names the msgpack type of a code for error messages.
+func codeKind(c byte) string {
+	switch {
+	case c == msgpcode.Nil:
+		return "nil"
+	case c == msgpcode.True || c == msgpcode.False:
+		return "bool"
+	case isInt(c):
+		return "int"
+	case isFloat(c):
+		return "float"
+	case isStr(c):
+		return "str"
+	case isBin(c):
+		return "bin"
+	case isMap(c):
+		return "map"
+	case isArray(c):
+		return "array"
+	case isExt(c):
+		return "ext"
+	}
+	return "reserved code 0x" + strconv.FormatUint(uint64(c), 16)
+}

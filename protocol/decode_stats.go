@@ -1,0 +1,257 @@
+package protocol
+
+import "strconv"
+
+// The stats decoder is the master's hot path (one report per worker every
+// 3 s, thousands of workers), so it walks the map keys itself instead of
+// going through fields and closures, and compares keys as payload slices.
+
+// statsReport decodes the data of a stats message (locust-protocol.md §6).
+// Required keys: stats, stats_total, errors, user_classes_count (Locust's
+// master reads all four); user_count is optional (-1 when absent).
+func (d *decoder) statsReport() (*StatsReport, error) {
+	n, err := d.mapLen()
+	if err != nil {
+		return nil, err
+	}
+	r := &StatsReport{UserCount: -1}
+	var seen uint8
+	for i := 0; i < n; i++ {
+		k, ok, err := d.key()
+		if err != nil {
+			return nil, at(err, "[key "+strconv.Itoa(i)+"]")
+		}
+		if !ok {
+			if err := d.skip(MaxDepth - 2); err != nil {
+				return nil, at(err, "["+strconv.Itoa(i)+"]")
+			}
+			continue
+		}
+		switch string(k) {
+		case "stats":
+			seen |= 1
+			err = d.statsEntries(r)
+		case "stats_total":
+			seen |= 2
+			err = d.statsEntry(&r.Total)
+		case "errors":
+			seen |= 4
+			r.Errors, err = d.statsErrors()
+		case "user_classes_count":
+			seen |= 8
+			r.UserClassesCount, err = d.strIntMap()
+		case "user_count":
+			r.UserCount, err = d.int64()
+		default:
+			err = d.skip(MaxDepth - 2)
+		}
+		if err != nil {
+			return nil, at(err, string(k))
+		}
+	}
+	for i, k := range [...]string{"stats", "stats_total", "errors", "user_classes_count"} {
+		if seen&(1<<i) == 0 {
+			return nil, missing(k)
+		}
+	}
+	return r, nil
+}
+
+func (d *decoder) statsEntries(r *StatsReport) error {
+	n, err := d.arrayLen()
+	if err != nil || n == 0 {
+		return err
+	}
+	r.Stats = make([]StatsEntry, n)
+	for i := range r.Stats {
+		if err := d.statsEntry(&r.Stats[i]); err != nil {
+			return at(err, "["+strconv.Itoa(i)+"]")
+		}
+	}
+	return nil
+}
+
+// statsEntry decodes one StatsEntry. Locust's master copies only the keys it
+// knows and keeps a fresh entry's defaults for the others; likewise only
+// name, method and start_time are required here (Locust defaults start_time
+// to "now", which a codec cannot know). Unknown keys are ignored.
+func (d *decoder) statsEntry(s *StatsEntry) error {
+	n, err := d.mapLen()
+	if err != nil {
+		return err
+	}
+	var seen uint8
+	for i := 0; i < n; i++ {
+		k, ok, err := d.key()
+		if err != nil {
+			return at(err, "[key "+strconv.Itoa(i)+"]")
+		}
+		if !ok {
+			if err := d.skip(MaxDepth - 3); err != nil {
+				return at(err, "["+strconv.Itoa(i)+"]")
+			}
+			continue
+		}
+		switch string(k) {
+		case "name":
+			seen |= 1
+			s.Name, _, err = d.stringOrNil()
+		case "method":
+			seen |= 2
+			var m string
+			var ok bool
+			if m, ok, err = d.stringOrNil(); ok {
+				s.Method = d.methodPtr(m)
+			}
+		case "start_time":
+			seen |= 4
+			s.StartTime, err = d.float64()
+		case "last_request_timestamp":
+			s.LastRequestTimestamp, err = d.floatOrNil()
+		case "num_requests":
+			s.NumRequests, err = d.int64()
+		case "num_none_requests":
+			s.NumNoneRequests, err = d.int64()
+		case "num_failures":
+			s.NumFailures, err = d.int64()
+		case "total_response_time":
+			s.TotalResponseTime, err = d.float64()
+		case "max_response_time":
+			s.MaxResponseTime, err = d.float64()
+		case "min_response_time":
+			s.MinResponseTime, err = d.floatOrNil()
+		case "total_content_length":
+			s.TotalContentLength, err = d.int64()
+		case "response_times":
+			s.ResponseTimes, err = d.intIntMap()
+		case "num_reqs_per_sec":
+			s.NumReqsPerSec, err = d.intIntMap()
+		case "num_fail_per_sec":
+			s.NumFailPerSec, err = d.intIntMap()
+		case KeyCicadaLatency:
+			s.Exact, err = d.binary()
+		default:
+			err = d.skip(MaxDepth - 3)
+		}
+		if err != nil {
+			return at(err, string(k))
+		}
+	}
+	switch {
+	case seen&1 == 0:
+		return missing("name")
+	case seen&2 == 0:
+		return missing("method")
+	case seen&4 == 0:
+		return missing("start_time")
+	}
+	return nil
+}
+
+// methodPtr returns a pointer to m from a per-message arena, so the methods
+// of a report cost one allocation together rather than one each.
+func (d *decoder) methodPtr(m string) *string {
+	if len(d.strs) == cap(d.strs) {
+		d.strs = make([]string, 0, 64)
+	}
+	d.strs = append(d.strs, m)
+	return &d.strs[len(d.strs)-1]
+}
+
+// intIntMap decodes a stats map (response_times, num_reqs_per_sec,
+// num_fail_per_sec). Keys may be any int width or a float (Locust 2.12.1
+// sends 140.0), truncated toward zero; duplicate keys keep the last value,
+// as a Python dict does. An empty map decodes to nil.
+func (d *decoder) intIntMap() (map[int64]int64, error) {
+	n, err := d.mapLen()
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	m := make(map[int64]int64, n)
+	for i := 0; i < n; i++ {
+		k, err := d.int64()
+		if err != nil {
+			return nil, at(err, "[key "+strconv.Itoa(i)+"]")
+		}
+		v, err := d.int64()
+		if err != nil {
+			return nil, at(err, "["+strconv.FormatInt(k, 10)+"]")
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+// statsErrors decodes the errors map: key → {name, method, error,
+// occurrences[, first_seen, last_seen]}. An empty map decodes to nil.
+func (d *decoder) statsErrors() (map[string]StatsError, error) {
+	n, err := d.mapLen()
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	m := make(map[string]StatsError, n)
+	for i := 0; i < n; i++ {
+		k, err := d.string()
+		if err != nil {
+			return nil, at(err, "[key "+strconv.Itoa(i)+"]")
+		}
+		var se StatsError
+		if err := d.statsError(&se); err != nil {
+			return nil, at(err, "["+strconv.Quote(k)+"]")
+		}
+		m[k] = se
+	}
+	return m, nil
+}
+
+// statsError decodes one error row. name, method, error and occurrences are
+// required (Locust's StatsError.unserialize indexes them); name, method and
+// error may be nil, read as "".
+func (d *decoder) statsError(se *StatsError) error {
+	n, err := d.mapLen()
+	if err != nil {
+		return err
+	}
+	var seen uint8
+	for i := 0; i < n; i++ {
+		k, ok, err := d.key()
+		if err != nil {
+			return at(err, "[key "+strconv.Itoa(i)+"]")
+		}
+		if !ok {
+			if err := d.skip(MaxDepth - 4); err != nil {
+				return at(err, "["+strconv.Itoa(i)+"]")
+			}
+			continue
+		}
+		switch string(k) {
+		case "name":
+			seen |= 1
+			se.Name, _, err = d.stringOrNil()
+		case "method":
+			seen |= 2
+			se.Method, _, err = d.stringOrNil()
+		case "error":
+			seen |= 4
+			se.Error, _, err = d.stringOrNil()
+		case "occurrences":
+			seen |= 8
+			se.Occurrences, err = d.int64()
+		case "first_seen":
+			se.FirstSeen, err = d.floatOrNil()
+		case "last_seen":
+			se.LastSeen, err = d.floatOrNil()
+		default:
+			err = d.skip(MaxDepth - 4)
+		}
+		if err != nil {
+			return at(err, string(k))
+		}
+	}
+	for i, k := range [...]string{"name", "method", "error", "occurrences"} {
+		if seen&(1<<i) == 0 {
+			return missing(k)
+		}
+	}
+	return nil
+}
