@@ -1,0 +1,341 @@
+// cicada dashboard: polls Locust's JSON API (relative URLs, so it also works
+// behind a path-rewriting proxy) and renders the header, the statistics
+// table, charts from the server-side history, failures, exceptions, task
+// ratios, workers and logs. Plain DOM, no framework.
+import "./style.css";
+import { makeCharts } from "./charts.js";
+
+const POLL_MS = 2000;
+const SLOW_POLL_MS = 5000;
+
+const $ = (id) => document.getElementById(id);
+const esc = (s) =>
+  String(s ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+const fmt = (v, d = 0) => (v == null ? "" : typeof v === "number" ? (d ? v.toFixed(d) : String(Math.round(v))) : esc(v));
+
+const args = window.cicadaArgs || {};
+const state = {
+  stats: null,
+  sortKey: null,
+  sortDesc: false,
+  history: null,
+  historyVersion: -1,
+  charts: null,
+  tab: "stats",
+  renders: 0,
+  lastRenderMs: 0,
+};
+
+async function getJSON(url) {
+  const r = await fetch(url, { cache: "no-store" });
+  if (!r.ok) throw new Error(`${url}: HTTP ${r.status}`);
+  return r.json();
+}
+
+// ---- header and controls ----------------------------------------------
+
+function renderHeader(d) {
+  $("host").textContent = d.host ?? args.host ?? "–";
+  $("state").textContent = d.state;
+  $("state").className = "value state-" + d.state;
+  $("users").textContent = d.user_count;
+  const distributed = Array.isArray(d.workers);
+  $("workers-box").hidden = !distributed;
+  $("workers-tab").hidden = !distributed;
+  if (distributed) $("worker-count").textContent = d.worker_count ?? d.workers.length;
+  const rps = d.current_rps ?? d.total_rps ?? 0;
+  $("rps").textContent = rps.toFixed(2);
+  $("fail-ratio").textContent = Math.round((d.fail_ratio || 0) * 100) + "%";
+  const active = d.state === "spawning" || d.state === "running";
+  $("btn-new").hidden = active;
+  $("btn-edit").hidden = !active;
+  $("btn-stop").hidden = !active;
+}
+
+function formError(id, msg) {
+  $(id).textContent = msg || "";
+}
+
+async function postSwarm(form, errId) {
+  const body = new URLSearchParams();
+  for (const [k, v] of new FormData(form)) body.append(k, v);
+  try {
+    const r = await fetch("./swarm", { method: "POST", body });
+    const d = await r.json().catch(() => ({ success: false, message: `HTTP ${r.status}` }));
+    if (!d.success) {
+      formError(errId, d.message);
+      return false;
+    }
+    formError(errId, "");
+    return true;
+  } catch (e) {
+    formError(errId, String(e));
+    return false;
+  }
+}
+
+function setupControls() {
+  const startDlg = $("start-dialog");
+  const editDlg = $("edit-dialog");
+  const sf = $("start-form");
+  if (args.num_users) sf.user_count.value = args.num_users;
+  if (args.spawn_rate) sf.spawn_rate.value = args.spawn_rate;
+  if (args.host) sf.host.value = args.host;
+  if (args.run_time) sf.run_time.value = args.run_time;
+
+  $("btn-new").onclick = () => startDlg.showModal();
+  $("btn-edit").onclick = () => {
+    const ef = $("edit-form");
+    if (state.stats) ef.user_count.value = state.stats.user_count;
+    if (!ef.spawn_rate.value) ef.spawn_rate.value = sf.spawn_rate.value || 1;
+    editDlg.showModal();
+  };
+  for (const b of document.querySelectorAll("[data-close]")) b.onclick = () => b.closest("dialog").close();
+  sf.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    if (await postSwarm(sf, "start-error")) {
+      startDlg.close();
+      state.history = null;
+      state.historyVersion = -1;
+      await refresh();
+    }
+  });
+  $("edit-form").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    if (await postSwarm($("edit-form"), "edit-error")) {
+      editDlg.close();
+      await refresh();
+    }
+  });
+  $("btn-stop").onclick = async () => {
+    await fetch("./stop");
+    await refresh();
+  };
+  $("btn-reset").onclick = async () => {
+    await fetch("./stats/reset");
+    state.historyVersion = -1;
+    await refresh();
+  };
+}
+
+// ---- tabs ---------------------------------------------------------------
+
+function showTab(name) {
+  if (!$("tab-" + name)) name = "stats";
+  state.tab = name;
+  for (const a of document.querySelectorAll("#tabs a")) a.classList.toggle("active", a.dataset.tab === name);
+  for (const s of document.querySelectorAll("main .tab")) s.classList.toggle("active", s.id === "tab-" + name);
+  if (name === "charts") ensureCharts();
+  if (name === "ratio") pollRatio();
+  if (name === "logs") pollLogs();
+}
+
+function setupTabs() {
+  for (const a of document.querySelectorAll("#tabs a")) {
+    a.onclick = (ev) => {
+      ev.preventDefault();
+      history.replaceState(null, "", "#" + a.dataset.tab);
+      showTab(a.dataset.tab);
+    };
+  }
+  showTab((location.hash || "#stats").slice(1));
+}
+
+// ---- statistics table -----------------------------------------------------
+
+function sortRows(rows) {
+  const k = state.sortKey;
+  if (!k) return rows;
+  const sorted = rows.slice();
+  sorted.sort((a, b) => {
+    const x = a[k] ?? "", y = b[k] ?? "";
+    const c = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y));
+    return state.sortDesc ? -c : c;
+  });
+  return sorted;
+}
+
+function statsRow(s, cls) {
+  return (
+    `<tr${cls ? ` class="${cls}"` : ""}><td>${esc(s.method)}</td><td>${esc(s.name)}</td>` +
+    `<td class="num">${s.num_requests}</td><td class="num">${s.num_failures}</td>` +
+    `<td class="num">${fmt(s.median_response_time)}</td>` +
+    `<td class="num">${fmt(s.ninetieth_response_time ?? s["response_time_percentile_0.9"])}</td>` +
+    `<td class="num">${fmt(s.ninety_ninth_response_time ?? s["response_time_percentile_0.99"])}</td>` +
+    `<td class="num">${fmt(s.avg_response_time)}</td><td class="num">${fmt(s.min_response_time)}</td>` +
+    `<td class="num">${fmt(s.max_response_time)}</td><td class="num">${fmt(s.avg_content_length)}</td>` +
+    `<td class="num">${fmt(s.current_rps, 1)}</td><td class="num">${fmt(s.current_fail_per_sec, 1)}</td></tr>`
+  );
+}
+
+function renderStats(d) {
+  const t0 = performance.now();
+  const rows = d.stats || [];
+  const total = rows.length ? rows[rows.length - 1] : null;
+  const body = sortRows(rows.slice(0, -1)).map((s) => statsRow(s)).join("") + (total ? statsRow(total, "total") : "");
+  document.querySelector("#stats-table tbody").innerHTML = body;
+  $("stats-note").textContent = d.truncated ? "Only the first 500 request names are shown; the CSV download has all." : "";
+  for (const th of document.querySelectorAll("#stats-table th")) {
+    th.classList.toggle("sorted", th.dataset.key === state.sortKey);
+    th.classList.toggle("desc", th.dataset.key === state.sortKey && state.sortDesc);
+  }
+  // failures
+  const errs = d.errors || [];
+  $("failures-count").textContent = errs.length ? errs.length : "";
+  document.querySelector("#failures-table tbody").innerHTML = errs
+    .map((e) => `<tr><td class="num">${e.occurrences}</td><td>${esc(e.method)}</td><td>${esc(e.name)}</td><td class="pre">${esc(e.error)}</td></tr>`)
+    .join("");
+  // workers
+  if (Array.isArray(d.workers)) {
+    document.querySelector("#workers-table tbody").innerHTML = d.workers
+      .map(
+        (w) =>
+          `<tr><td>${esc(w.id)}</td><td>${esc(w.state)}</td><td class="num">${w.user_count}</td>` +
+          `<td class="num">${(w.cpu_usage ?? 0).toFixed(1)}%</td><td class="num">${bytes(w.memory_usage)}</td>` +
+          `<td class="num">${w.connections ?? ""}</td></tr>`,
+      )
+      .join("");
+  }
+  state.renders++;
+  state.lastRenderMs = performance.now() - t0;
+}
+
+function bytes(n) {
+  if (n == null || n < 0) return "";
+  const u = ["Bytes", "KB", "MB", "GB", "TB"];
+  let i = 0;
+  while (n >= 1024 && i < u.length - 1) {
+    n /= 1024;
+    i++;
+  }
+  return (i ? n.toFixed(1) : n) + " " + u[i];
+}
+
+function setupSorting() {
+  for (const th of document.querySelectorAll("#stats-table th")) {
+    th.onclick = () => {
+      if (state.sortKey === th.dataset.key) state.sortDesc = !state.sortDesc;
+      else {
+        state.sortKey = th.dataset.key;
+        state.sortDesc = th.classList.contains("num");
+      }
+      if (state.stats) renderStats(state.stats);
+    };
+  }
+}
+
+// ---- charts -----------------------------------------------------------------
+
+function emptyHistory() {
+  return {
+    time: [],
+    current_rps: [],
+    current_fail_per_sec: [],
+    "response_time_percentile_0.5": [],
+    "response_time_percentile_0.95": [],
+    avg_response_time: [],
+    user_count: [],
+    workers: [],
+  };
+}
+
+async function pollHistory() {
+  const h = state.history;
+  let url = "./stats/history";
+  if (h && h.time.length && state.historyVersion >= 0) {
+    url += `?since=${h.time[h.time.length - 1]}&version=${state.historyVersion}`;
+  }
+  const d = await getJSON(url);
+  if (d.full || !state.history) {
+    state.history = emptyHistory();
+  }
+  for (const k of Object.keys(state.history)) {
+    if (Array.isArray(d[k])) state.history[k].push(...d[k]);
+  }
+  state.historyVersion = d.version;
+  if (state.charts) state.charts.update(state.history);
+}
+
+function ensureCharts() {
+  if (state.charts || !state.history) return;
+  state.charts = makeCharts(
+    { rps: $("chart-rps"), rt: $("chart-rt"), users: $("chart-users") },
+    state.history,
+  );
+}
+
+// ---- exceptions, ratios, logs ----------------------------------------------
+
+async function pollExceptions() {
+  const d = await getJSON("./exceptions");
+  const ex = d.exceptions || [];
+  $("exceptions-count").textContent = ex.length ? ex.length : "";
+  document.querySelector("#exceptions-table tbody").innerHTML = ex
+    .map((e) => `<tr><td class="num">${e.count}</td><td>${esc(e.msg)}</td><td class="pre">${esc(e.traceback)}</td><td>${esc(e.nodes)}</td></tr>`)
+    .join("");
+}
+
+function ratioTree(obj) {
+  const items = Object.entries(obj || {})
+    .map(([name, v]) => `<li>${(v.ratio * 100).toFixed(1)}% ${esc(name)}${v.tasks ? ratioTree(v.tasks) : ""}</li>`)
+    .join("");
+  return items ? `<ul>${items}</ul>` : "";
+}
+
+async function pollRatio() {
+  const d = await getJSON("./tasks");
+  $("ratio-per-class").innerHTML = ratioTree(d.per_class) || "<p>No user classes.</p>";
+  $("ratio-total").innerHTML = ratioTree(d.total) || "<p>No user classes.</p>";
+}
+
+async function pollLogs() {
+  const d = await getJSON("./logs");
+  $("logs-master").textContent = (d.master || []).join("\n");
+  $("logs-workers").innerHTML = Object.entries(d.workers || {})
+    .map(([id, lines]) => `<h3>${esc(id)}</h3><pre class="logs">${esc(lines.join("\n"))}</pre>`)
+    .join("");
+}
+
+// ---- polling ------------------------------------------------------------------
+
+async function refresh() {
+  const d = await getJSON("./stats/requests");
+  state.stats = d;
+  renderHeader(d);
+  renderStats(d);
+  await pollHistory();
+  if (state.tab === "charts") ensureCharts();
+  $("last-update").textContent = "updated " + new Date().toLocaleTimeString();
+}
+
+function loop(fn, ms) {
+  const tick = async () => {
+    try {
+      await fn();
+    } catch (e) {
+      console.warn(e);
+    }
+    setTimeout(tick, ms);
+  };
+  tick();
+}
+
+function main() {
+  $("version").textContent = "cicada " + (args.version || "");
+  if (args.locustfile) document.title = "cicada for " + args.locustfile;
+  setupControls();
+  setupSorting();
+  setupTabs();
+  loop(refresh, POLL_MS);
+  loop(pollExceptions, SLOW_POLL_MS);
+  loop(async () => {
+    if (state.tab === "ratio") await pollRatio();
+    if (state.tab === "logs") await pollLogs();
+  }, SLOW_POLL_MS);
+  window.addEventListener("resize", () => state.charts && state.charts.resize());
+  if (args.state === "ready" && !args.autostart) $("start-dialog").showModal();
+}
+
+// window.cicada is the hook the end-to-end test uses to measure rendering.
+window.cicada = { state, refresh, renderStats, showTab };
+main();
