@@ -86,25 +86,40 @@ func parseGreeting(b *[greetingSize]byte) (greeting, error) {
 	return g, nil
 }
 
-// readGreeting reads and validates a peer's greeting in three steps
-// (signature, major version, rest), so that a ZMTP 2.0 peer, which sends 11
-// or 12 bytes and then waits, is rejected at once rather than at the
-// handshake deadline.
+// readGreeting reads and validates a peer's greeting step by step (first
+// byte, rest of the signature, major version, rest), so that peers that send
+// a few bytes and wait are rejected at once rather than at the handshake
+// deadline: a ZMTP 1.0 peer (first byte is a length, not 0xFF) after one
+// byte, a ZMTP 2.0 peer (sends 12 bytes and waits) after 11.
 func readGreeting(r io.Reader, buf *[greetingSize]byte) (greeting, error) {
-	if _, err := io.ReadFull(r, buf[:signatureSize]); err != nil {
-		return greeting{}, err
+	steps := [...]struct {
+		end   int
+		check func() error
+	}{
+		{1, func() error {
+			if buf[0] != 0xFF {
+				return fmt.Errorf("%w: first byte 0x%02x", ErrBadGreeting, buf[0])
+			}
+			return nil
+		}},
+		{signatureSize, func() error { return checkSignature(buf[:signatureSize]) }},
+		{signatureSize + 1, func() error { return checkVersion(buf[signatureSize]) }},
+		{greetingSize, nil},
 	}
-	if err := checkSignature(buf[:signatureSize]); err != nil {
-		return greeting{}, err
-	}
-	if _, err := io.ReadFull(r, buf[signatureSize:signatureSize+1]); err != nil {
-		return greeting{}, err
-	}
-	if err := checkVersion(buf[signatureSize]); err != nil {
-		return greeting{}, err
-	}
-	if _, err := io.ReadFull(r, buf[signatureSize+1:]); err != nil {
-		return greeting{}, err
+	start := 0
+	for _, s := range steps {
+		if _, err := io.ReadFull(r, buf[start:s.end]); err != nil {
+			if err == io.EOF && start > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			return greeting{}, err
+		}
+		if s.check != nil {
+			if err := s.check(); err != nil {
+				return greeting{}, err
+			}
+		}
+		start = s.end
 	}
 	return parseGreeting(buf)
 }
