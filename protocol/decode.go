@@ -410,7 +410,9 @@ func (d *decoder) key() (k []byte, ok bool, err error) {
 	if !isStr(c) && !isBin(c) {
 		return nil, false, d.skip(MaxDepth - 2)
 	}
-	k, err = d.stringBytes()
+	// Keys are compared, not kept, so they skip the UTF-8 check: a key that
+	// matches a known name is ASCII, and any other key is skipped.
+	k, err = d.rawBytes()
 	return k, err == nil, err
 }
 

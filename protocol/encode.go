@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,7 +25,7 @@ func (w *appendWriter) WriteByte(c byte) error      { w.b = append(w.b, c); retu
 type encoder struct {
 	enc  *msgpack.Encoder
 	w    appendWriter
-	ints []int64  // scratch for sorting integer map keys
+	kvs  []kv     // scratch for sorting integer maps
 	strs []string // scratch stack for sorting string map keys
 	tmp  []byte   // scratch output buffer for Encode
 }
@@ -83,7 +84,7 @@ func (e *encoder) release() {
 	e.w.b = nil
 	clear(e.strs[:cap(e.strs)])
 	e.strs = e.strs[:0]
-	e.ints = e.ints[:0]
+	e.kvs = e.kvs[:0]
 	encoderPool.Put(e)
 }
 
@@ -124,6 +125,9 @@ func (e *encoder) str(s string) {
 	_ = e.enc.EncodeString(s)
 }
 
+// key writes a constant ASCII map key.
+func (e *encoder) key(k string) { _ = e.enc.EncodeString(k) }
+
 // strIntMap writes a map[string]int64 with sorted keys; nil is written as {}.
 func (e *encoder) strIntMap(m map[string]int64) {
 	base := len(e.strs)
@@ -136,6 +140,9 @@ func (e *encoder) strIntMap(m map[string]int64) {
 	e.strs = e.strs[:base]
 }
 
+// kv is one entry of an integer map being sorted.
+type kv struct{ k, v int64 }
+
 // intIntMap writes a map[int64]int64 with integer keys in ascending order;
 // nil is written as {}.
 func (e *encoder) intIntMap(m map[int64]int64) {
@@ -143,14 +150,14 @@ func (e *encoder) intIntMap(m map[int64]int64) {
 	if len(m) == 0 {
 		return
 	}
-	e.ints = e.ints[:0]
-	for k := range m {
-		e.ints = append(e.ints, k)
+	e.kvs = e.kvs[:0]
+	for k, v := range m {
+		e.kvs = append(e.kvs, kv{k, v})
 	}
-	slices.Sort(e.ints)
-	for _, k := range e.ints {
-		e.int(k)
-		e.int(m[k])
+	slices.SortFunc(e.kvs, func(a, b kv) int { return cmp.Compare(a.k, b.k) })
+	for _, p := range e.kvs {
+		e.int(p.k)
+		e.int(p.v)
 	}
 }
 
@@ -185,7 +192,7 @@ func (e *encoder) data(typ string, data any) error {
 				e.nil()
 			} else {
 				e.mapLen(1)
-				e.str("index")
+				e.key("index")
 				e.int(v.Index)
 			}
 		}
@@ -212,10 +219,10 @@ func (e *encoder) data(typ string, data any) error {
 				n = 2
 			}
 			e.mapLen(n)
-			e.str("user_classes_count")
+			e.key("user_classes_count")
 			e.strIntMap(v.UserClassesCount)
 			if v.UserCount >= 0 {
-				e.str("user_count")
+				e.key("user_count")
 				e.int(v.UserCount)
 			}
 		}
@@ -223,7 +230,7 @@ func (e *encoder) data(typ string, data any) error {
 		want = TypeSpawningComplete
 		if typ == want && v != nil {
 			e.mapLen(1)
-			e.str("user_count")
+			e.key("user_count")
 			e.int(v.UserCount)
 		}
 	case *StatsReport:
@@ -235,18 +242,18 @@ func (e *encoder) data(typ string, data any) error {
 		want = TypeException
 		if typ == want && v != nil {
 			e.mapLen(2)
-			e.str("msg")
+			e.key("msg")
 			e.str(v.Msg)
-			e.str("traceback")
+			e.key("traceback")
 			e.str(v.Traceback)
 		}
 	case *Logs:
 		want = TypeLogs
 		if typ == want && v != nil {
 			e.mapLen(2)
-			e.str("worker_id")
+			e.key("worker_id")
 			e.str(v.WorkerID)
-			e.str("logs")
+			e.key("logs")
 			e.arrayLen(len(v.Logs))
 			for _, l := range v.Logs {
 				e.str(l)
@@ -314,31 +321,31 @@ func (e *encoder) heartbeat(h *Heartbeat) {
 		n = 3
 	}
 	e.mapLen(n)
-	e.str("state")
+	e.key("state")
 	e.str(h.State)
-	e.str("current_cpu_usage")
+	e.key("current_cpu_usage")
 	e.float(h.CPUUsage)
 	if h.MemoryUsage >= 0 {
-		e.str("current_memory_usage")
+		e.key("current_memory_usage")
 		e.int(h.MemoryUsage)
 	}
 }
 
 func (e *encoder) spawn(s *Spawn) error {
 	e.mapLen(5)
-	e.str("timestamp")
+	e.key("timestamp")
 	e.float(s.Timestamp)
-	e.str("user_classes_count")
+	e.key("user_classes_count")
 	e.strIntMap(s.UserClassesCount)
-	e.str("host")
+	e.key("host")
 	if s.Host == nil {
 		e.nil()
 	} else {
 		e.str(*s.Host)
 	}
-	e.str("stop_timeout")
+	e.key("stop_timeout")
 	e.floatPtr(s.StopTimeout)
-	e.str("parsed_options")
+	e.key("parsed_options")
 	if s.ParsedOptions == nil {
 		e.mapLen(0)
 		return nil
@@ -352,14 +359,14 @@ func (e *encoder) statsReport(r *StatsReport) {
 		n = 5
 	}
 	e.mapLen(n)
-	e.str("stats")
+	e.key("stats")
 	e.arrayLen(len(r.Stats))
 	for i := range r.Stats {
 		e.statsEntry(&r.Stats[i])
 	}
-	e.str("stats_total")
+	e.key("stats_total")
 	e.statsEntry(&r.Total)
-	e.str("errors")
+	e.key("errors")
 	base := len(e.strs)
 	keys := sortedKeys(e, r.Errors)
 	e.mapLen(len(keys))
@@ -369,10 +376,10 @@ func (e *encoder) statsReport(r *StatsReport) {
 		e.statsError(&se)
 	}
 	e.strs = e.strs[:base]
-	e.str("user_classes_count")
+	e.key("user_classes_count")
 	e.strIntMap(r.UserClassesCount)
 	if r.UserCount >= 0 {
-		e.str("user_count")
+		e.key("user_count")
 		e.int(r.UserCount)
 	}
 }
@@ -385,40 +392,40 @@ func (e *encoder) statsEntry(s *StatsEntry) {
 		n = 15
 	}
 	e.mapLen(n)
-	e.str("name")
+	e.key("name")
 	e.str(s.Name)
-	e.str("method")
+	e.key("method")
 	if s.Method == nil {
 		e.nil()
 	} else {
 		e.str(*s.Method)
 	}
-	e.str("last_request_timestamp")
+	e.key("last_request_timestamp")
 	e.floatPtr(s.LastRequestTimestamp)
-	e.str("start_time")
+	e.key("start_time")
 	e.float(s.StartTime)
-	e.str("num_requests")
+	e.key("num_requests")
 	e.int(s.NumRequests)
-	e.str("num_none_requests")
+	e.key("num_none_requests")
 	e.int(s.NumNoneRequests)
-	e.str("num_failures")
+	e.key("num_failures")
 	e.int(s.NumFailures)
-	e.str("total_response_time")
+	e.key("total_response_time")
 	e.float(s.TotalResponseTime)
-	e.str("max_response_time")
+	e.key("max_response_time")
 	e.float(s.MaxResponseTime)
-	e.str("min_response_time")
+	e.key("min_response_time")
 	e.floatPtr(s.MinResponseTime)
-	e.str("total_content_length")
+	e.key("total_content_length")
 	e.int(s.TotalContentLength)
-	e.str("response_times")
+	e.key("response_times")
 	e.intIntMap(s.ResponseTimes)
-	e.str("num_reqs_per_sec")
+	e.key("num_reqs_per_sec")
 	e.intIntMap(s.NumReqsPerSec)
-	e.str("num_fail_per_sec")
+	e.key("num_fail_per_sec")
 	e.intIntMap(s.NumFailPerSec)
 	if s.Exact != nil {
-		e.str(KeyCicadaLatency)
+		e.key(KeyCicadaLatency)
 		e.bin(s.Exact)
 	}
 }
@@ -432,20 +439,20 @@ func (e *encoder) statsError(s *StatsError) {
 		n++
 	}
 	e.mapLen(n)
-	e.str("name")
+	e.key("name")
 	e.str(s.Name)
-	e.str("method")
+	e.key("method")
 	e.str(s.Method)
-	e.str("error")
+	e.key("error")
 	e.str(s.Error)
-	e.str("occurrences")
+	e.key("occurrences")
 	e.int(s.Occurrences)
 	if s.FirstSeen != nil {
-		e.str("first_seen")
+		e.key("first_seen")
 		e.float(*s.FirstSeen)
 	}
 	if s.LastSeen != nil {
-		e.str("last_seen")
+		e.key("last_seen")
 		e.float(*s.LastSeen)
 	}
 }
