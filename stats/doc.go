@@ -1,0 +1,50 @@
+// Package stats is cicada's statistics engine: Locust-compatible request
+// statistics on both sides of a Locust cluster, exact latency histograms
+// beside them, and Locust's console tables and CSV files.
+//
+// Worker side: a Recorder records samples from many goroutines (Record is
+// allocation-free once an entry exists) and produces Locust's periodic delta
+// report, a *protocol.StatsReport, resetting itself as a Locust worker does.
+//
+// Master side: Stats merges reports from Python and cicada workers exactly as
+// Locust 2.12.1's master does (locust-protocol.md §6.6) and computes medians,
+// percentiles, current and total rates and the per-second snapshots behind
+// the "current" percentiles as Locust does (locust-outputs.md §3). Snapshot
+// returns an immutable view that the writers in this package render
+// byte-for-byte as Locust 2.12.1 does (locust-outputs.md §2 and §4): the
+// periodic and final stats tables, the percentile table, the error report,
+// _stats.csv, _stats_history.csv, _failures.csv and _exceptions.csv. A
+// standalone cicada process goes through the same path: Recorder → Report →
+// Merge.
+//
+// Exact latencies: every entry also keeps a mergeable log-linear histogram
+// at microsecond resolution (see ExactRelativeError), sent to the master in
+// StatsEntry.Exact, which Python masters ignore. A cicada master tracks per
+// entry whether every report with timed samples carried one
+// (EntryStats.ExactComplete) and then offers exact percentiles beside
+// Locust's (EntryStats.ExactPercentile, Format.Exact).
+//
+// Known, documented differences from Locust:
+//   - The Recorder sums response times exactly in integer nanoseconds where
+//     Python adds float milliseconds one by one (last-bit differences in
+//     total_response_time; the golden tests use samples whose sums are exact
+//     either way).
+//   - A bucket key of 100 ms is a Python int when the first sample filed
+//     under it was below 100 ms (round(99.5) == 100) and a float otherwise;
+//     the wire loses that distinction, and MedianRepr prints every key of 100
+//     and above as a float ("100.0"). Only the CSV median column can show
+//     the difference.
+//   - The wire's error map has no order, so the error report orders the new
+//     errors of one report by FirstSeen (sent by cicada and Locust ≥ 2.44
+//     workers), then by key; a Python 2.12.1 master uses the worker's
+//     insertion order, which is the same order for cicada workers.
+//   - A standalone Locust caches the "current" percentile snapshots under
+//     the previous second while logging; a master (and cicada standalone,
+//     which goes through Merge) under the new second after merging.
+//   - Exception nodes keep insertion order (Python prints a set).
+//
+// The golden tests in golden_test.go replay the scenarios in
+// testdata/scenarios through this package and through Locust's own stats
+// code (testdata/locust_golden.py, run with /usr/bin/python3) and require
+// identical reports, tables, CSV files, medians, percentiles and rates.
+package stats

@@ -1,0 +1,346 @@
+package stats
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"time"
+)
+
+// The exact histogram ("cicada_latency" on the wire) records every sample at
+// microsecond resolution in HDR-style log-linear buckets: values below 128
+// µs get one bucket per microsecond, and every power-of-two range
+// [2^e, 2^(e+1)) µs above is split into 128 equal buckets. A bucket is at
+// most 1/128 of its lower bound wide, and a percentile is reported as the
+// middle of its bucket (clamped to the exact minimum and maximum), so the
+// reported value v' of a true sample v satisfies
+//
+//	|v' − v| ≤ 0.5 µs + v/256      (0.39 % plus the rounding to whole µs)
+//
+// for v up to ExactMax; longer samples count in the top bucket (the maximum
+// stays exact). Memory: 1 KiB per 128-bucket power-of-two range actually
+// used, allocated on first use.
+const (
+	exactSubBits   = 7
+	exactSubCount  = 1 << exactSubBits // buckets per chunk
+	exactChunks    = 30                // chunk 0: [0,128) µs; chunk c ≥ 1: [2^(c+6), 2^(c+7)) µs
+	exactNumBucket = exactChunks * exactSubCount
+
+	// ExactRelativeError is the relative error bound of exact percentiles
+	// (in addition to ExactAbsoluteError).
+	ExactRelativeError = 1.0 / 256
+	// ExactAbsoluteError is the absolute error bound of exact percentiles
+	// from rounding samples to whole microseconds.
+	ExactAbsoluteError = 500 * time.Nanosecond
+	// ExactMax is the largest duration the exact histogram resolves with
+	// the stated error: 2^36 µs, about 19 hours.
+	ExactMax = time.Duration(1<<(exactChunks+6)) * time.Microsecond
+
+	exactVersion = 1
+)
+
+// ErrMalformedExact is returned (wrapped) by DecodeExact for a byte string
+// that is not an exact histogram.
+var ErrMalformedExact = errors.New("stats: malformed exact histogram")
+
+// exactHist is the exact latency histogram. The zero value is empty.
+type exactHist struct {
+	count    uint64
+	min, max uint64 // µs, valid when count > 0
+	chunks   [exactChunks]*[exactSubCount]uint64
+}
+
+// exactIndex returns the bucket index of a value in µs.
+func exactIndex(v uint64) int {
+	if v < exactSubCount {
+		return int(v)
+	}
+	e := bits.Len64(v) - 1 // ≥ exactSubBits
+	c := e - exactSubBits + 1
+	if c >= exactChunks {
+		return exactNumBucket - 1
+	}
+	return c*exactSubCount + int(v>>uint(e-exactSubBits)) - exactSubCount
+}
+
+// exactBounds returns the smallest value of bucket idx and its width, in µs.
+func exactBounds(idx int) (lo, width uint64) {
+	c, i := idx/exactSubCount, uint64(idx%exactSubCount)
+	if c == 0 {
+		return i, 1
+	}
+	shift := uint(c - 1)
+	return (exactSubCount + i) << shift, 1 << shift
+}
+
+func toMicros(rt time.Duration) uint64 {
+	if rt <= 0 {
+		return 0
+	}
+	return uint64((rt + 500*time.Nanosecond) / time.Microsecond)
+}
+
+func (h *exactHist) record(us uint64) {
+	h.addN(exactIndex(us), 1)
+	if h.count == 0 || us < h.min {
+		h.min = us
+	}
+	if h.count == 0 || us > h.max {
+		h.max = us
+	}
+	h.count++
+}
+
+func (h *exactHist) addN(idx int, n uint64) {
+	c := idx / exactSubCount
+	ch := h.chunks[c]
+	if ch == nil {
+		ch = new([exactSubCount]uint64)
+		h.chunks[c] = ch
+	}
+	ch[idx%exactSubCount] += n
+}
+
+func (h *exactHist) reset() {
+	for _, ch := range h.chunks {
+		if ch != nil {
+			*ch = [exactSubCount]uint64{}
+		}
+	}
+	h.count, h.min, h.max = 0, 0, 0
+}
+
+// merge adds o into h.
+func (h *exactHist) merge(o *exactHist) {
+	if o.count == 0 {
+		return
+	}
+	for c, ch := range o.chunks {
+		if ch == nil {
+			continue
+		}
+		for i, n := range ch {
+			if n != 0 {
+				h.addN(c*exactSubCount+i, n)
+			}
+		}
+	}
+	h.mergeMinMax(o.count, o.min, o.max)
+}
+
+func (h *exactHist) mergeMinMax(count, lo, hi uint64) {
+	if h.count == 0 || lo < h.min {
+		h.min = lo
+	}
+	if h.count == 0 || hi > h.max {
+		h.max = hi
+	}
+	h.count += count
+}
+
+// appendEncoded appends the wire form of h:
+//
+//	version byte (1)
+//	if not empty: uvarint min µs, uvarint (max − min) µs,
+//	              then for every non-empty bucket in ascending order:
+//	              uvarint (index − previous index − 1, the first: index), uvarint count
+//
+// An empty histogram is the single version byte.
+func (h *exactHist) appendEncoded(dst []byte) []byte {
+	dst = append(dst, exactVersion)
+	if h.count == 0 {
+		return dst
+	}
+	dst = binary.AppendUvarint(dst, h.min)
+	dst = binary.AppendUvarint(dst, h.max-h.min)
+	prev := -1
+	for c, ch := range h.chunks {
+		if ch == nil {
+			continue
+		}
+		for i, n := range ch {
+			if n == 0 {
+				continue
+			}
+			idx := c*exactSubCount + i
+			dst = binary.AppendUvarint(dst, uint64(idx-prev-1))
+			dst = binary.AppendUvarint(dst, n)
+			prev = idx
+		}
+	}
+	return dst
+}
+
+// exactView walks an encoded histogram without allocating.
+type exactView struct {
+	count, min, max uint64
+	body            []byte // the (delta, count) pairs
+}
+
+func uvarint(b []byte) (uint64, []byte, error) {
+	v, n := binary.Uvarint(b)
+	if n <= 0 {
+		return 0, nil, fmt.Errorf("%w: bad varint", ErrMalformedExact)
+	}
+	return v, b[n:], nil
+}
+
+// parseExact validates an encoded histogram completely.
+func parseExact(b []byte) (exactView, error) {
+	var v exactView
+	if len(b) == 0 {
+		return v, fmt.Errorf("%w: empty", ErrMalformedExact)
+	}
+	if b[0] != exactVersion {
+		return v, fmt.Errorf("%w: unknown version %d", ErrMalformedExact, b[0])
+	}
+	b = b[1:]
+	if len(b) == 0 {
+		return v, nil
+	}
+	var err error
+	var span uint64
+	if v.min, b, err = uvarint(b); err != nil {
+		return v, err
+	}
+	if span, b, err = uvarint(b); err != nil {
+		return v, err
+	}
+	if span > math.MaxUint64-v.min {
+		return v, fmt.Errorf("%w: maximum overflows", ErrMalformedExact)
+	}
+	v.max = v.min + span
+	v.body = b
+	first, last := -1, -1
+	idx := -1
+	for len(b) > 0 {
+		var d, n uint64
+		if d, b, err = uvarint(b); err != nil {
+			return v, err
+		}
+		if n, b, err = uvarint(b); err != nil {
+			return v, err
+		}
+		if d >= exactNumBucket || idx+1+int(d) >= exactNumBucket {
+			return v, fmt.Errorf("%w: bucket index out of range", ErrMalformedExact)
+		}
+		idx += 1 + int(d)
+		if n == 0 {
+			return v, fmt.Errorf("%w: zero count", ErrMalformedExact)
+		}
+		if n > math.MaxUint64-v.count {
+			return v, fmt.Errorf("%w: count overflows", ErrMalformedExact)
+		}
+		v.count += n
+		if first < 0 {
+			first = idx
+		}
+		last = idx
+	}
+	if first < 0 {
+		return v, fmt.Errorf("%w: minimum without buckets", ErrMalformedExact)
+	}
+	if exactIndex(v.min) != first || exactIndex(v.max) != last {
+		return v, fmt.Errorf("%w: minimum or maximum outside the buckets", ErrMalformedExact)
+	}
+	return v, nil
+}
+
+// each calls f for every bucket of a validated view, in ascending order.
+func (v exactView) each(f func(idx int, n uint64) bool) {
+	b := v.body
+	idx := -1
+	for len(b) > 0 {
+		d, k := binary.Uvarint(b)
+		b = b[k:]
+		n, k := binary.Uvarint(b)
+		b = b[k:]
+		idx += 1 + int(d)
+		if !f(idx, n) {
+			return
+		}
+	}
+}
+
+// addEncoded validates b and adds it to h; h is unchanged on error.
+func (h *exactHist) addEncoded(b []byte) error {
+	v, err := parseExact(b)
+	if err != nil {
+		return err
+	}
+	if v.count == 0 {
+		return nil
+	}
+	v.each(func(idx int, n uint64) bool {
+		h.addN(idx, n)
+		return true
+	})
+	h.mergeMinMax(v.count, v.min, v.max)
+	return nil
+}
+
+// percentile returns the nearest-rank percentile p (0..1) in µs: the middle
+// of the bucket holding the ceil(p·n)-th smallest sample, clamped to the
+// exact minimum and maximum.
+func (v exactView) percentile(p float64) (float64, bool) {
+	if v.count == 0 {
+		return 0, false
+	}
+	rank := uint64(math.Ceil(p * float64(v.count)))
+	if rank < 1 || p != p {
+		rank = 1
+	}
+	if rank > v.count {
+		rank = v.count
+	}
+	var res float64
+	var seen uint64
+	v.each(func(idx int, n uint64) bool {
+		seen += n
+		if seen < rank {
+			return true
+		}
+		lo, w := exactBounds(idx)
+		res = float64(lo) + float64(w-1)/2
+		return false
+	})
+	res = max(res, float64(v.min))
+	res = min(res, float64(v.max))
+	return res, true
+}
+
+// ExactHistogram is a decoded exact latency histogram (StatsEntry.Exact),
+// for callers outside the package. It is immutable.
+type ExactHistogram struct {
+	v exactView
+}
+
+// DecodeExact parses and validates an exact histogram as carried in
+// protocol.StatsEntry.Exact. Errors wrap ErrMalformedExact. The result keeps
+// a reference to b, which must not be modified afterwards.
+func DecodeExact(b []byte) (ExactHistogram, error) {
+	v, err := parseExact(b)
+	if err != nil {
+		return ExactHistogram{}, err
+	}
+	return ExactHistogram{v}, nil
+}
+
+// Count returns the number of samples.
+func (h ExactHistogram) Count() uint64 { return h.v.count }
+
+// Min returns the smallest sample (0 when empty).
+func (h ExactHistogram) Min() time.Duration { return time.Duration(h.v.min) * time.Microsecond }
+
+// Max returns the largest sample (0 when empty).
+func (h ExactHistogram) Max() time.Duration { return time.Duration(h.v.max) * time.Microsecond }
+
+// Percentile returns the nearest-rank percentile p (0..1) within the error
+// bounds stated by ExactRelativeError and ExactAbsoluteError; ok is false
+// for an empty histogram.
+func (h ExactHistogram) Percentile(p float64) (d time.Duration, ok bool) {
+	us, ok := h.v.percentile(p)
+	return time.Duration(math.Round(us * 1000)), ok
+}

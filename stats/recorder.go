@@ -1,0 +1,358 @@
+package stats
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cicada-load/cicada/protocol"
+)
+
+// entryKey identifies a stats entry.
+type entryKey struct{ method, name string }
+
+// Recorder is the worker side of the stats engine: it records request
+// samples from any number of goroutines and turns them into Locust's
+// periodic delta report (locust-protocol.md §6.4).
+//
+// Record is cheap: a lock-free lookup of the entry in a copy-on-write map,
+// then one short critical section under that entry's own mutex (counters,
+// two dense bucket arrays and a ring of per-second counts; no allocation
+// once the entry, its buckets and its error exist). The Aggregated total is
+// not touched on the hot path: Report derives it from the entries, which is
+// what Locust's own total amounts to, so goroutines recording different
+// names never share a lock or a cache line. Goroutines recording the same
+// name share its mutex; its critical section is a few tens of nanoseconds.
+//
+// All methods are safe for concurrent use.
+type Recorder struct {
+	now     func() time.Time
+	entries atomic.Pointer[map[entryKey]*wentry]
+
+	mu struct {
+		sync.Mutex
+		order          []*wentry // creation order, as Locust's dict
+		totalStart     float64
+		totalMethodNil bool
+		tot            entryData // scratch for the Aggregated total
+	}
+}
+
+type wentry struct {
+	method, name string
+
+	mu   sync.Mutex
+	d    entryData
+	errs map[string]*werr // by failure text
+}
+
+type werr struct {
+	occurrences int64
+	first, last float64
+}
+
+// entryData is one entry's numbers in Locust's model, times kept exactly.
+type entryData struct {
+	numRequests, numNone, numFailures int64
+	totalNs, minNs, maxNs             int64 // over timed samples
+	contentLength                     int64
+	lastReq                           float64
+	hasLast                           bool
+	start                             float64
+	rt                                rtHist
+	secs                              secCounts
+	exact                             exactHist
+}
+
+// NewRecorder returns an empty Recorder reading time from now (time.Now if
+// nil). Like Locust's, its Aggregated total reports a nil method until the
+// first Clear (a Locust worker clears on the first spawn of a test), and ""
+// afterwards.
+func NewRecorder(now func() time.Time) *Recorder {
+	if now == nil {
+		now = time.Now
+	}
+	r := &Recorder{now: now}
+	m := map[entryKey]*wentry{}
+	r.entries.Store(&m)
+	r.mu.totalStart = pyTime(now())
+	r.mu.totalMethodNil = true
+	r.mu.tot.secs.keepAll = true
+	return r
+}
+
+// pyTime converts t to the float Python's time.time() would return.
+func pyTime(t time.Time) float64 {
+	return float64(t.UnixNano()) / 1e9
+}
+
+// Record logs one request of the given method (request type) and name with
+// response time rt and a response size. failure is "" for a success, or the
+// error as a Locust worker sends it: the repr of the exception (for example
+// CatchResponseError('boom') or HTTPError('404 Client Error: ...')). It does
+// not allocate when the entry (and, for a failure, that error text) has been
+// seen before.
+func (r *Recorder) Record(method, name string, rt time.Duration, contentLength int64, failure string) {
+	r.record(method, name, rt, false, contentLength, failure)
+}
+
+// RecordNone logs a request whose response time is None in Locust's terms
+// (counted as a request, excluded from times and buckets).
+func (r *Recorder) RecordNone(method, name string, contentLength int64, failure string) {
+	r.record(method, name, 0, true, contentLength, failure)
+}
+
+func (r *Recorder) record(method, name string, rt time.Duration, none bool, contentLength int64, failure string) {
+	now := pyTime(r.now())
+	e := (*r.entries.Load())[entryKey{method, name}]
+	if e == nil {
+		e = r.newEntry(method, name, now)
+	}
+	sec := int64(now)
+	var fails int64
+	if failure != "" {
+		fails = 1
+	}
+	var key int64
+	var us uint64
+	if !none {
+		if rt < 0 {
+			rt = 0
+		}
+		key = BucketKey(rt)
+		us = toMicros(rt)
+	}
+
+	e.mu.Lock()
+	d := &e.d
+	d.numRequests++
+	d.contentLength += contentLength
+	d.lastReq, d.hasLast = now, true
+	d.secs.add(sec, 1, fails)
+	if none {
+		d.numNone++
+	} else {
+		ns := int64(rt)
+		if d.numRequests-d.numNone == 1 || ns < d.minNs {
+			d.minNs = ns
+		}
+		if ns > d.maxNs {
+			d.maxNs = ns
+		}
+		d.totalNs += ns
+		d.rt.add(key, 1)
+		d.exact.record(us)
+	}
+	if fails != 0 {
+		d.numFailures++
+		er := e.errs[failure]
+		if er == nil {
+			if e.errs == nil {
+				e.errs = make(map[string]*werr)
+			}
+			er = &werr{first: now}
+			e.errs[failure] = er
+		}
+		er.occurrences++
+		er.last = now
+	}
+	e.mu.Unlock()
+}
+
+func (r *Recorder) newEntry(method, name string, now float64) *wentry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := *r.entries.Load()
+	k := entryKey{method, name}
+	if e := old[k]; e != nil {
+		return e
+	}
+	e := &wentry{method: method, name: name}
+	e.d.start = now
+	e.d.secs.keepAll = true
+	m := make(map[entryKey]*wentry, len(old)+1)
+	for k, v := range old {
+		m[k] = v
+	}
+	m[k] = e
+	r.mu.order = append(r.mu.order, e)
+	r.entries.Store(&m)
+	return e
+}
+
+// Report returns the delta report since the previous Report (or Clear) in
+// Locust's stats message format and resets the statistics, as a Locust
+// worker does every 3 s (locust-protocol.md §6.4): Stats holds the entries
+// with at least one request, in creation order; Total is the Aggregated
+// entry (always present; its start time is the previous report's);
+// Errors is keyed like Locust's (SHA-256 of
+// method.name.repr(error)) and carries FirstSeen/LastSeen as Locust ≥ 2.44
+// workers do. Every entry carries its exact histogram in Exact.
+//
+// The report differs from a Python worker's in one respect: response-time
+// sums are exact sums of the nanosecond samples converted once, where Python
+// adds the float milliseconds one by one (last-bit differences at most).
+// The caller owns the result; userClassesCount is stored as given.
+func (r *Recorder) Report(userClassesCount map[string]int64, userCount int64) *protocol.StatsReport {
+	now := pyTime(r.now())
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rep := &protocol.StatsReport{
+		Errors:           map[string]protocol.StatsError{},
+		UserClassesCount: userClassesCount,
+		UserCount:        userCount,
+	}
+	tot := &r.mu.tot
+	tot.reset(r.mu.totalStart)
+	for _, e := range r.mu.order {
+		e.mu.Lock()
+		if e.d.numRequests > 0 || e.d.numFailures > 0 {
+			m := e.method
+			rep.Stats = append(rep.Stats, e.d.toWire(e.name, &m))
+			tot.merge(&e.d)
+			// Only reported entries are reset (an idle entry keeps the start
+			// time of its last report, as in Locust's serialize_stats).
+			e.d.reset(now)
+			for text, er := range e.errs {
+				if er.occurrences == 0 {
+					continue
+				}
+				masked := maskAddress(text)
+				first, last := er.first, er.last
+				rep.Errors[errorKey(e.method, e.name, masked)] = protocol.StatsError{
+					Name: e.name, Method: e.method, Error: masked,
+					Occurrences: er.occurrences, FirstSeen: &first, LastSeen: &last,
+				}
+			}
+		}
+		// Keep the errors of this window allocated for the next one (the
+		// common case of a recurring failure) and drop the others, so that
+		// a stream of distinct error texts does not accumulate.
+		for text, er := range e.errs {
+			if er.occurrences == 0 {
+				delete(e.errs, text)
+			}
+			er.occurrences = 0
+		}
+		e.mu.Unlock()
+	}
+	var tm *string
+	if !r.mu.totalMethodNil {
+		tm = new(string)
+	}
+	rep.Total = tot.toWire("Aggregated", tm)
+	r.mu.totalStart = now
+	return rep
+}
+
+// Clear removes every entry and error, as a Locust worker does when a new
+// test starts; from then on the total's method is "".
+func (r *Recorder) Clear() {
+	now := pyTime(r.now())
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := map[entryKey]*wentry{}
+	r.entries.Store(&m)
+	r.mu.order = nil
+	r.mu.totalStart = now
+	r.mu.totalMethodNil = false
+}
+
+// errorKey is Locust's StatsError.create_key for an error text that is
+// already the (masked) repr of the exception.
+func errorKey(method, name, text string) string {
+	sum := sha256.Sum256([]byte(method + "." + name + "." + PythonRepr(text)))
+	return hex.EncodeToString(sum[:])
+}
+
+// ErrorKey returns the key Locust uses for an error row: the hex SHA-256 of
+// method + "." + name + "." + repr(text), where text is the error as a
+// worker sends it (the masked repr of the exception).
+func ErrorKey(method, name, text string) string {
+	return errorKey(method, name, maskAddress(text))
+}
+
+func (d *entryData) reset(now float64) {
+	d.numRequests, d.numNone, d.numFailures = 0, 0, 0
+	d.totalNs, d.minNs, d.maxNs = 0, 0, 0
+	d.contentLength = 0
+	d.lastReq, d.hasLast = 0, false
+	d.start = now
+	d.rt.reset()
+	d.secs.reset()
+	d.exact.reset()
+}
+
+func (d *entryData) timed() int64 { return d.numRequests - d.numNone }
+
+// merge adds o into d (the worker's derivation of the total).
+func (d *entryData) merge(o *entryData) {
+	if o.timed() > 0 {
+		if d.timed() == 0 || o.minNs < d.minNs {
+			d.minNs = o.minNs
+		}
+		if o.maxNs > d.maxNs {
+			d.maxNs = o.maxNs
+		}
+	}
+	d.numRequests += o.numRequests
+	d.numNone += o.numNone
+	d.numFailures += o.numFailures
+	d.totalNs += o.totalNs
+	d.contentLength += o.contentLength
+	if o.hasLast && (!d.hasLast || o.lastReq > d.lastReq) {
+		d.lastReq, d.hasLast = o.lastReq, true
+	}
+	for c, ch := range o.rt.chunks {
+		if ch == nil {
+			continue
+		}
+		for i, n := range ch {
+			if n != 0 {
+				d.rt.add(chunkBase[c]+int64(i)*chunkStep[c], n)
+			}
+		}
+	}
+	for k, n := range o.rt.over {
+		if n != 0 {
+			d.rt.add(k, n)
+		}
+	}
+	for _, sl := range o.secs.ring {
+		if sl.reqs != 0 || sl.fails != 0 {
+			d.secs.add(sl.sec, sl.reqs, sl.fails)
+		}
+	}
+	for _, sl := range o.secs.over {
+		d.secs.add(sl.sec, sl.reqs, sl.fails)
+	}
+	d.exact.merge(&o.exact)
+}
+
+func (d *entryData) toWire(name string, method *string) protocol.StatsEntry {
+	s := protocol.StatsEntry{
+		Name:               name,
+		Method:             method,
+		StartTime:          d.start,
+		NumRequests:        d.numRequests,
+		NumNoneRequests:    d.numNone,
+		NumFailures:        d.numFailures,
+		TotalResponseTime:  float64(d.totalNs) / 1e6,
+		MaxResponseTime:    float64(d.maxNs) / 1e6,
+		TotalContentLength: d.contentLength,
+		ResponseTimes:      d.rt.toMap(),
+		Exact:              d.exact.appendEncoded(nil),
+	}
+	if d.hasLast {
+		last := d.lastReq
+		s.LastRequestTimestamp = &last
+	}
+	if d.timed() > 0 {
+		mn := float64(d.minNs) / 1e6
+		s.MinResponseTime = &mn
+	}
+	s.NumReqsPerSec, s.NumFailPerSec = d.secs.maps()
+	return s
+}

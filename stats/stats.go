@@ -1,0 +1,323 @@
+package stats
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cicada-load/cicada/protocol"
+)
+
+// cacheSize is the number of per-second histogram snapshots kept for the
+// "current" percentiles (Locust's CURRENT_RESPONSE_TIME_PERCENTILE_WINDOW +
+// 10).
+const cacheSize = 20
+
+// Stats is the master side of the stats engine: it merges ("extends")
+// worker reports, Python's and cicada's alike, into Locust's global
+// statistics and hands out immutable Snapshots for tables, CSV files and the
+// web UI. Everything is computed as Locust 2.12.1's master computes it
+// (locust-outputs.md §3); beside Locust's buckets it keeps the exact
+// histograms that cicada workers send in StatsEntry.Exact.
+//
+// All methods are safe for concurrent use.
+type Stats struct {
+	now func() time.Time
+
+	mu struct {
+		sync.Mutex
+		entries        map[entryKey]*mentry
+		total          *mentry
+		errors         map[string]*merr
+		errOrder       []*merr
+		exceptions     map[string]*mexc
+		excOrder       []*mexc
+		malformedExact int64
+		scratch        []bucket
+	}
+}
+
+// mentry is one entry of the master's statistics, in Locust's model.
+type mentry struct {
+	name, method  string
+	methodNil     bool
+	numRequests   int64
+	numNone       int64
+	numFailures   int64
+	totalRT       float64
+	minRT, maxRT  float64
+	hasMin        bool
+	contentLength int64
+	lastReq       float64
+	hasLast       bool
+	start         float64
+	rt            rtHist
+	secs          secCounts
+	cache         []cached // insertion order, at most cacheSize
+	exact         exactHist
+	exactComplete bool
+}
+
+// cached is one of Locust's response_times_cache values.
+type cached struct {
+	sec         int64
+	buckets     []bucket // immutable once stored
+	numRequests int64
+}
+
+type merr struct {
+	key                string
+	method, name, text string
+	occurrences        int64
+	firstSeen          *float64
+	lastSeen           *float64
+}
+
+type mexc struct {
+	count   int64
+	msg, tb string
+	nodes   []string
+}
+
+// New returns empty statistics reading time from now (time.Now if nil).
+// Like Locust's, the Aggregated entry has a nil method until the first Clear.
+func New(now func() time.Time) *Stats {
+	if now == nil {
+		now = time.Now
+	}
+	s := &Stats{now: now}
+	t := pyTime(now())
+	s.mu.entries = map[entryKey]*mentry{}
+	s.mu.total = s.newEntryLocked("Aggregated", "", t)
+	s.mu.total.methodNil = true
+	s.mu.errors = map[string]*merr{}
+	s.mu.exceptions = map[string]*mexc{}
+	return s
+}
+
+// newEntryLocked creates an entry as Locust's StatsEntry constructor does:
+// start time now and a first cached snapshot at int(now).
+// Precondition: s.mu is held.
+func (s *Stats) newEntryLocked(name, method string, now float64) *mentry {
+	e := &mentry{name: name, method: method, cache: make([]cached, 0, cacheSize+1)}
+	e.resetLocked(s, now)
+	return e
+}
+
+// resetLocked is Locust's StatsEntry.reset on a master.
+// Precondition: s.mu is held.
+func (e *mentry) resetLocked(s *Stats, now float64) {
+	e.numRequests, e.numNone, e.numFailures = 0, 0, 0
+	e.totalRT, e.minRT, e.maxRT, e.hasMin = 0, 0, 0, false
+	e.contentLength = 0
+	e.lastReq, e.hasLast = 0, false
+	e.start = now
+	e.rt.reset()
+	e.secs.reset()
+	e.exact.reset()
+	e.exactComplete = true
+	e.cache = e.cache[:0]
+	e.cacheLocked(s, int64(now))
+}
+
+// cacheLocked stores a copy of the buckets under second t, keeping Locust's
+// OrderedDict semantics: an existing second keeps its place, the oldest of
+// more than cacheSize is dropped.
+// Precondition: s.mu is held.
+func (e *mentry) cacheLocked(s *Stats, t int64) {
+	s.mu.scratch = e.rt.appendBuckets(s.mu.scratch[:0])
+	c := cached{sec: t, buckets: slices.Clone(s.mu.scratch), numRequests: e.numRequests}
+	for i := range e.cache {
+		if e.cache[i].sec == t {
+			e.cache[i] = c
+			return
+		}
+	}
+	e.cache = append(e.cache, c)
+	if len(e.cache) > cacheSize {
+		copy(e.cache, e.cache[1:])
+		e.cache[len(e.cache)-1] = cached{}
+		e.cache = e.cache[:cacheSize]
+	}
+}
+
+// extendLocked is Locust's StatsEntry.extend.
+// Precondition: s.mu is held.
+func (e *mentry) extendLocked(s *Stats, o *protocol.StatsEntry) {
+	oldLast, oldHas := e.lastReq, e.hasLast
+	if o.LastRequestTimestamp != nil {
+		if !e.hasLast || *o.LastRequestTimestamp > e.lastReq {
+			e.lastReq = *o.LastRequestTimestamp
+		}
+		e.hasLast = true
+	}
+	e.start = min(e.start, o.StartTime)
+	e.numRequests += o.NumRequests
+	e.numNone += o.NumNoneRequests
+	e.numFailures += o.NumFailures
+	e.totalRT += o.TotalResponseTime
+	if o.MaxResponseTime > e.maxRT {
+		e.maxRT = o.MaxResponseTime
+	}
+	if o.MinResponseTime != nil && (!e.hasMin || *o.MinResponseTime < e.minRT) {
+		e.minRT, e.hasMin = *o.MinResponseTime, true
+	}
+	e.contentLength += o.TotalContentLength
+	for k, n := range o.ResponseTimes {
+		e.rt.add(k, n)
+	}
+	for k, n := range o.NumReqsPerSec {
+		e.secs.add(k, n, 0)
+	}
+	for k, n := range o.NumFailPerSec {
+		e.secs.add(k, 0, n)
+	}
+	switch {
+	case o.Exact != nil:
+		if err := e.exact.addEncoded(o.Exact); err != nil {
+			e.exactComplete = false
+			s.mu.malformedExact++
+		}
+	case o.NumRequests-o.NumNoneRequests > 0:
+		e.exactComplete = false
+	}
+	if e.hasLast && e.lastReq != 0 {
+		last := int64(e.lastReq)
+		var old int64
+		if oldHas && oldLast != 0 {
+			old = int64(oldLast)
+		}
+		if last != 0 && last > old {
+			e.cacheLocked(s, last)
+		}
+	}
+}
+
+// Merge adds a worker's report (Locust's worker_report handler): every entry
+// is extended into the master's entry of the same name and method (created
+// on first sight), errors add up by key, and the report's total is extended
+// into the Aggregated entry, which therefore comes only from the workers'
+// totals. A nil method is taken as "".
+//
+// Errors new to the master are appended to the error report's order; the
+// wire map has no order, so new errors of one report are ordered by
+// FirstSeen (cicada and Locust ≥ 2.44 workers send it), then by key.
+func (s *Stats) Merge(r *protocol.StatsReport) {
+	if r == nil {
+		return
+	}
+	now := pyTime(s.now())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range r.Stats {
+		st := &r.Stats[i]
+		var method string
+		if st.Method != nil {
+			method = *st.Method
+		}
+		k := entryKey{method, st.Name}
+		e := s.mu.entries[k]
+		if e == nil {
+			e = s.newEntryLocked(st.Name, method, now)
+			s.mu.entries[k] = e
+		}
+		e.extendLocked(s, st)
+	}
+	var fresh []*merr
+	for key, er := range r.Errors {
+		if me := s.mu.errors[key]; me != nil {
+			me.occurrences += er.Occurrences
+			me.firstSeen = minSeen(me.firstSeen, er.FirstSeen, false)
+			me.lastSeen = minSeen(me.lastSeen, er.LastSeen, true)
+			continue
+		}
+		me := &merr{key: key, method: er.Method, name: er.Name, text: er.Error, occurrences: er.Occurrences}
+		me.firstSeen = minSeen(nil, er.FirstSeen, false)
+		me.lastSeen = minSeen(nil, er.LastSeen, true)
+		s.mu.errors[key] = me
+		fresh = append(fresh, me)
+	}
+	slices.SortFunc(fresh, func(a, b *merr) int {
+		switch {
+		case a.firstSeen != nil && b.firstSeen == nil:
+			return -1
+		case a.firstSeen == nil && b.firstSeen != nil:
+			return 1
+		case a.firstSeen != nil && *a.firstSeen != *b.firstSeen:
+			return cmp.Compare(*a.firstSeen, *b.firstSeen)
+		}
+		return cmp.Compare(a.key, b.key)
+	})
+	s.mu.errOrder = append(s.mu.errOrder, fresh...)
+	s.mu.total.extendLocked(s, &r.Total)
+}
+
+// minSeen combines two optional times: the smaller, or with larger set the
+// larger. It returns a fresh pointer so that reports are not retained.
+func minSeen(a, b *float64, larger bool) *float64 {
+	switch {
+	case b == nil:
+		return a
+	case a == nil || (!larger && *b < *a) || (larger && *b > *a):
+		v := *b
+		return &v
+	}
+	return a
+}
+
+// AddException records a task exception (Locust's runner.log_exception):
+// rows are keyed by traceback, count occurrences, keep the first message and
+// the set of nodes (insertion order; "local" for standalone).
+func (s *Stats) AddException(msg, traceback, node string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	x := s.mu.exceptions[traceback]
+	if x == nil {
+		x = &mexc{msg: msg, tb: traceback}
+		s.mu.exceptions[traceback] = x
+		s.mu.excOrder = append(s.mu.excOrder, x)
+	}
+	x.count++
+	if !slices.Contains(x.nodes, node) {
+		x.nodes = append(x.nodes, node)
+	}
+}
+
+// Clear is Locust's clear when a new test starts (RequestStats.clear_all plus
+// the runner's exceptions): every entry, error and exception is removed and
+// the Aggregated entry is recreated with method "".
+func (s *Stats) Clear() {
+	now := pyTime(s.now())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.entries = map[entryKey]*mentry{}
+	s.mu.total = s.newEntryLocked("Aggregated", "", now)
+	s.mu.errors = map[string]*merr{}
+	s.mu.errOrder = nil
+	s.mu.exceptions = map[string]*mexc{}
+	s.mu.excOrder = nil
+}
+
+// Reset is Locust's RequestStats.reset_all (--reset-stats, /stats/reset):
+// every entry is zeroed but kept, the errors are removed. Exceptions are
+// kept; /stats/reset also calls ClearExceptions.
+func (s *Stats) Reset() {
+	now := pyTime(s.now())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.total.resetLocked(s, now)
+	for _, e := range s.mu.entries {
+		e.resetLocked(s, now)
+	}
+	s.mu.errors = map[string]*merr{}
+	s.mu.errOrder = nil
+}
+
+// ClearExceptions empties the exceptions table.
+func (s *Stats) ClearExceptions() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.exceptions = map[string]*mexc{}
+	s.mu.excOrder = nil
+}
