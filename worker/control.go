@@ -1,0 +1,236 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cicada-load/cicada/protocol"
+)
+
+type cmdKind uint8
+
+const (
+	cmdSpawn cmdKind = iota + 1
+	cmdStop
+	cmdQuit
+)
+
+// command is a unit of work for the controller goroutine.
+type command struct {
+	kind  cmdKind
+	spawn *protocol.Spawn
+}
+
+func (w *Worker) enqueue(c command) {
+	w.mu.Lock()
+	w.enqueueLocked(c)
+	w.mu.Unlock()
+}
+
+// enqueueLocked queues c; a spawn replaces a spawn still waiting at the end
+// of the queue (only the newest absolute counts matter). Precondition: w.mu
+// held.
+func (w *Worker) enqueueLocked(c command) {
+	if w.mu.quitting {
+		return
+	}
+	q := w.mu.queue
+	if c.kind == cmdSpawn && len(q) > 0 && q[len(q)-1].kind == cmdSpawn {
+		q[len(q)-1] = c
+	} else {
+		w.mu.queue = append(q, c)
+	}
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *Worker) next() (command, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.mu.queue) == 0 {
+		return command{}, false
+	}
+	c := w.mu.queue[0]
+	w.mu.queue = slices.Delete(w.mu.queue, 0, 1)
+	return c, true
+}
+
+func (w *Worker) pending() (any, quit bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, c := range w.mu.queue {
+		if c.kind == cmdQuit {
+			quit = true
+		}
+	}
+	return len(w.mu.queue) > 0, quit
+}
+
+// controller runs spawn, stop and quit one at a time, off the receive loop,
+// so that heartbeats and new commands are handled while thousands of users
+// start or stop.
+func (w *Worker) controller(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.wake:
+		}
+		for {
+			c, ok := w.next()
+			if !ok {
+				break
+			}
+			switch c.kind {
+			case cmdSpawn:
+				w.doSpawn(ctx, c.spawn)
+			case cmdStop:
+				w.doStop(ctx)
+			case cmdQuit:
+				w.doQuit()
+				return
+			}
+		}
+	}
+}
+
+// doSpawn converges to the spawn's absolute counts (locust-protocol.md §3.6,
+// §5.4): missing users start at once, surplus users (the most recently
+// started first) stop gracefully within stop_timeout, then forcibly. It
+// then reports spawning_complete with the actual counts, unless a newer
+// command superseded it meanwhile.
+func (w *Worker) doSpawn(ctx context.Context, s *protocol.Spawn) {
+	unknown, b := w.pool.apply(s.UserClassesCount)
+	for _, name := range unknown {
+		w.unknownClass(name)
+	}
+	b.start()
+	if len(b.users) > 0 {
+		w.mu.Lock()
+		grace := w.mu.stopTimeout
+		w.mu.Unlock()
+		settled := make(chan struct{})
+		go func() {
+			b.wait(grace, w.opts.ForceWait, nil)
+			close(settled)
+		}()
+	wait:
+		for {
+			select {
+			case <-settled:
+				break wait
+			case <-ctx.Done():
+				return
+			case <-w.wake:
+				if any, _ := w.pending(); any {
+					return // superseded: the stopping users finish on their own
+				}
+			}
+		}
+	}
+	counts, total := w.pool.counts()
+	w.mu.Lock()
+	if len(w.mu.queue) > 0 {
+		w.mu.Unlock()
+		return
+	}
+	w.mu.state = StateRunning
+	w.mu.Unlock()
+	w.sendGated(protocol.TypeSpawningComplete, &protocol.SpawningComplete{UserClassesCount: counts, UserCount: total})
+	w.log.Info("spawning complete", "users", total)
+}
+
+// unknownClass reports a class name the scenario does not have: in the log
+// and to the master as an exception (a Python worker would hang in
+// spawning instead).
+func (w *Worker) unknownClass(name string) {
+	have := make([]string, len(w.classes))
+	for i, c := range w.classes {
+		have[i] = c.def.Name
+	}
+	msg := fmt.Sprintf("unknown user class %q: this cicada worker (%s) has %s", name, w.nodeID, strings.Join(have, ", "))
+	w.log.Error("spawn asks for a user class this worker does not have", "class", name, "have", have)
+	w.send(protocol.TypeException, &protocol.Exception{
+		Msg:       msg,
+		Traceback: fmt.Sprintf("spawn: user class %q is not defined in the worker's scenario\n", name),
+	})
+}
+
+// doStop runs Locust's stop sequence (§3.12): stop users, client_stopped,
+// wait stop_timeout, client_ready, state ready.
+func (w *Worker) doStop(ctx context.Context) {
+	w.mu.Lock()
+	grace := w.mu.stopTimeout
+	w.mu.Unlock()
+	b := w.pool.stopAll()
+	b.start()
+	if !b.wait(grace, w.opts.ForceWait, nil) {
+		w.log.Warn("some users did not stop in time", "users", len(b.users))
+	}
+	w.sendGated(protocol.TypeClientStopped, nil)
+	w.mu.Lock()
+	w.mu.registered = false // the master deleted this worker
+	w.mu.readyWanted = false
+	w.mu.readySent = false
+	w.mu.Unlock()
+	w.log.Info("users stopped", "ready_again_in", grace)
+	if grace > 0 {
+		t := time.NewTimer(grace)
+	sleep:
+		for {
+			select {
+			case <-t.C:
+				break sleep
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-w.wake:
+				if _, quit := w.pending(); quit {
+					t.Stop()
+					break sleep
+				}
+			}
+		}
+	}
+	w.mu.Lock()
+	w.mu.readyWanted = true
+	w.mu.state = StateReady
+	w.mu.Unlock()
+	w.sendReady()
+}
+
+// doQuit stops the users (in-flight tasks get QuitTimeout to finish, so
+// their requests are counted), sends the final stats report and then quit.
+func (w *Worker) doQuit() {
+	w.mu.Lock()
+	w.mu.quitting = true
+	w.mu.queue = nil
+	w.mu.Unlock()
+	b := w.pool.stopAll()
+	b.start()
+	if !b.wait(w.opts.QuitTimeout, w.opts.QuitTimeout, nil) {
+		w.log.Warn("some users did not stop before the final report", "users", w.pool.nLive.Load())
+	}
+	w.sendStats()
+	w.send(protocol.TypeQuit, nil)
+	select {
+	case w.done <- nil:
+	default:
+	}
+}
+
+// quitNow makes the controller quit and waits (bounded) until it did.
+func (w *Worker) quitNow() {
+	w.enqueue(command{kind: cmdQuit})
+	t := time.NewTimer(2*w.opts.QuitTimeout + w.opts.ForceWait + time.Second)
+	defer t.Stop()
+	select {
+	case <-w.done:
+	case <-t.C:
+	}
+}

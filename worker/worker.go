@@ -1,0 +1,542 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cicada-load/cicada/protocol"
+	"github.com/cicada-load/cicada/protocol/zmtp"
+	"github.com/cicada-load/cicada/stats"
+)
+
+// Worker states as reported in heartbeats: exactly Locust's strings
+// (locust-protocol.md §4.5).
+const (
+	StateReady    = "ready"
+	StateSpawning = "spawning"
+	StateRunning  = "running"
+)
+
+// Scenario is what a worker runs: its user classes and their defaults.
+type Scenario struct {
+	// Host is the default base URL of the users' HTTP clients, used when
+	// neither the master nor the user class gives one.
+	Host string
+	// Classes are the user classes, matched by name against the master's
+	// spawn messages. At least one is required; names must be unique.
+	Classes []UserClass
+	// HTTP configures every user's HTTP client.
+	HTTP HTTPOptions
+}
+
+// Worker is a Locust worker: it joins a Locust (or cicada) master over
+// ZeroMQ, runs the users the master asks for and reports their stats.
+// Create it with New and run it with Run. Its methods are safe for
+// concurrent use.
+type Worker struct {
+	opts    Options
+	log     *slog.Logger
+	nodeID  string
+	classes []*compiledClass
+	rec     *stats.Recorder
+	env     *env
+	cpu     cpuSampler
+
+	running atomic.Bool
+	dealer  *zmtp.Dealer // set by Run before any goroutine starts
+	pool    *pool        // set by Run before any goroutine starts
+	exc     excLimiter
+
+	customMu sync.RWMutex
+	custom   map[string]MessageHandler
+
+	// mu guards the fields below and the command queue.
+	mu struct {
+		sync.Mutex
+		state         string
+		registered    bool // acked since the last client_ready; gates spawning/heartbeat
+		readyWanted   bool // false between client_stopped and the next client_ready
+		readySent     bool // a client_ready awaits its ack
+		everAcked     bool // the first ack arrived
+		connected     bool // the DEALER has a connection
+		hadConn       bool // a connection existed before (so Connected means "re")
+		selfReconnect bool // the next reconnection follows our own Reconnect()
+		ackIndex      int64
+		lastSpawnTS   float64
+		lastMasterHB  time.Time
+		stopTimeout   time.Duration
+		queue         []command
+		quitting      bool
+	}
+	wake   chan struct{} // controller wake-up, capacity 1
+	acked  chan struct{} // housekeeping wake-up on the first ack, capacity 1
+	done   chan error    // the controller's quit result, capacity 1
+	runCtx context.Context
+}
+
+// New validates the scenario and returns a Worker ready to Run.
+func New(opts Options, sc Scenario) (*Worker, error) {
+	opts = opts.withDefaults()
+	if len(sc.Classes) == 0 {
+		return nil, fmt.Errorf("%w: no user classes", ErrScenario)
+	}
+	w := &Worker{
+		opts:   opts,
+		log:    opts.Logger.With("node", opts.NodeID),
+		nodeID: opts.NodeID,
+		custom: make(map[string]MessageHandler),
+		wake:   make(chan struct{}, 1),
+		acked:  make(chan struct{}, 1),
+		done:   make(chan error, 1),
+	}
+	seen := make(map[string]bool)
+	for i := range sc.Classes {
+		uc := sc.Classes[i] // copy: the caller keeps its own
+		if seen[uc.Name] {
+			return nil, fmt.Errorf("%w: duplicate user class %q", ErrScenario, uc.Name)
+		}
+		seen[uc.Name] = true
+		cc, err := compileClass(&uc)
+		if err != nil {
+			return nil, err
+		}
+		w.classes = append(w.classes, cc)
+	}
+	w.rec = stats.NewRecorder(opts.Now)
+	w.env = &env{rec: w.rec, log: w.log, onExc: w.reportException, httpOpts: sc.HTTP, defHost: sc.Host}
+	w.exc.rate = opts.ExceptionRate
+	w.mu.state = StateReady
+	w.mu.readyWanted = true
+	w.mu.stopTimeout = opts.StopTimeout
+	w.mu.ackIndex = -1
+	return w, nil
+}
+
+// NodeID returns the worker's id (its ZeroMQ identity).
+func (w *Worker) NodeID() string { return w.nodeID }
+
+// Index returns the index the master gave in its last ack, or -1.
+func (w *Worker) Index() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.mu.ackIndex
+}
+
+// State returns the state the worker reports in its heartbeats: StateReady,
+// StateSpawning or StateRunning.
+func (w *Worker) State() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.mu.state
+}
+
+// Registered reports whether the master has acknowledged the worker's
+// latest client_ready (and no stop has unregistered it since).
+func (w *Worker) Registered() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.mu.registered
+}
+
+// UserCount returns the running users per class and their total.
+func (w *Worker) UserCount() (map[string]int64, int64) {
+	if p := w.pool; p != nil && w.running.Load() {
+		return p.counts()
+	}
+	return map[string]int64{}, 0
+}
+
+// Quit asks a running worker to leave the cluster as a Python worker does on
+// Ctrl-C: it stops its users, sends a final stats report and quit, and Run
+// returns nil. It returns at once; it does nothing if Run is not running.
+func (w *Worker) Quit() {
+	w.enqueue(command{kind: cmdQuit})
+}
+
+// Run connects to the master and serves it until the master sends quit,
+// Quit is called, the master stops sending heartbeats (ErrMasterTimeout),
+// the first ack does not come (ErrNoAck) or ctx is done. After a quit it
+// returns nil. When ctx is done the worker drops out abruptly, like a killed
+// process: users are interrupted and no quit is sent; Run returns ctx.Err().
+// Run may be called once.
+func (w *Worker) Run(ctx context.Context) error {
+	if !w.running.CompareAndSwap(false, true) {
+		return ErrRunning
+	}
+	endpoint := "tcp://" + net.JoinHostPort(w.opts.MasterHost, strconv.Itoa(w.opts.MasterPort))
+	d, err := zmtp.Dial(endpoint, w.nodeID, w.opts.Transport)
+	if err != nil {
+		return fmt.Errorf("worker: connect to master: %w", err)
+	}
+	w.dealer = d
+	runCtx, cancelUsers := context.WithCancel(context.WithoutCancel(ctx))
+	w.runCtx = runCtx
+	w.env.runCtx = runCtx
+	w.pool = newPool(w.env, w.classes)
+	w.log.Info("worker starting", "master", endpoint, "classes", len(w.classes))
+
+	loopCtx, stopLoops := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	fail := make(chan error, 2)
+	wg.Add(3)
+	go func() { defer wg.Done(); w.recvLoop(loopCtx) }()
+	go func() { defer wg.Done(); w.housekeeping(loopCtx, fail) }()
+	go func() { defer wg.Done(); w.controller(loopCtx) }()
+
+	// client_ready goes out on the Connected event (see onEvent).
+
+	var result error
+	select {
+	case <-ctx.Done():
+		result = ctx.Err()
+		w.log.Warn("worker context done: dropping out without quit")
+	case result = <-w.done:
+	case result = <-fail:
+		if errors.Is(result, ErrMasterTimeout) {
+			// Locust: a worker without master heartbeats quits.
+			w.quitNow()
+		}
+	}
+
+	// Teardown: interrupt whatever still runs.
+	b := w.pool.stopAll()
+	b.start()
+	b.wait(0, w.opts.ForceWait, nil)
+	cancelUsers()
+	if !w.pool.waitIdle(w.opts.ForceWait) {
+		w.log.Warn("some user tasks did not return after being interrupted", "users", w.pool.nLive.Load())
+	}
+	stopLoops()
+	_ = d.Close()
+	wg.Wait()
+	w.log.Info("worker stopped", "result", result)
+	return result
+}
+
+// ---- sending ----
+
+// send encodes and queues one message. Errors are logged, never fatal.
+func (w *Worker) send(typ string, data any) {
+	b, err := protocol.Encode(protocol.Message{Type: typ, Data: data, NodeID: w.nodeID})
+	if err != nil {
+		w.log.Error("cannot encode message", "type", typ, "err", err)
+		return
+	}
+	if err := w.dealer.Send(b); err != nil {
+		w.log.Warn("cannot send message to master", "type", typ, "err", err)
+	}
+}
+
+// sendGated sends a message that a Python master only accepts from a
+// registered worker (locust-protocol.md §12.6); it is dropped otherwise.
+func (w *Worker) sendGated(typ string, data any) {
+	w.mu.Lock()
+	ok := w.mu.registered
+	w.mu.Unlock()
+	if !ok {
+		w.log.Debug("not registered with the master: message not sent", "type", typ)
+		return
+	}
+	w.send(typ, data)
+}
+
+// sendReady sends client_ready with -1 (skip the version check), which
+// every Locust 2.x master acknowledges.
+func (w *Worker) sendReady() {
+	w.mu.Lock()
+	if !w.mu.readyWanted {
+		w.mu.Unlock()
+		return
+	}
+	w.mu.readySent = true
+	w.mu.Unlock()
+	w.send(protocol.TypeClientReady, &protocol.ClientReady{VersionSkipCheck: true})
+}
+
+func (w *Worker) sendStats() {
+	counts, total := w.pool.counts()
+	w.send(protocol.TypeStats, w.rec.Report(counts, total))
+}
+
+func (w *Worker) sendHeartbeat() {
+	w.mu.Lock()
+	ok := w.mu.registered && w.mu.connected
+	state := w.mu.state
+	w.mu.Unlock()
+	if !ok {
+		return
+	}
+	w.send(protocol.TypeHeartbeat, &protocol.Heartbeat{
+		State:       state,
+		CPUUsage:    w.cpu.sample(time.Now()),
+		MemoryUsage: processRSS(),
+	})
+}
+
+// ---- receiving ----
+
+func (w *Worker) recvLoop(ctx context.Context) {
+	for {
+		frames, err := w.dealer.Recv(ctx)
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, zmtp.ErrClosed) {
+				w.log.Error("receive from master failed", "err", err)
+			}
+			return
+		}
+		if len(frames) == 0 {
+			continue
+		}
+		msg, err := protocol.Decode(frames[0])
+		if err != nil {
+			w.log.Warn("ignoring malformed message from master", "err", err, "bytes", len(frames[0]))
+			continue
+		}
+		w.handle(msg)
+	}
+}
+
+// handle processes one message from the master. It never blocks for long:
+// spawn, stop and quit go to the controller.
+func (w *Worker) handle(msg protocol.Message) {
+	switch msg.Type {
+	case protocol.TypeAck:
+		w.onAck(msg)
+	case protocol.TypeHeartbeat:
+		w.mu.Lock()
+		w.mu.lastMasterHB = time.Now()
+		w.mu.Unlock()
+	case protocol.TypeSpawn:
+		w.onSpawn(msg)
+	case protocol.TypeStop:
+		w.log.Info("stop message from master")
+		w.enqueue(command{kind: cmdStop})
+	case protocol.TypeQuit:
+		w.log.Info("quit message from master: shutting down")
+		w.enqueue(command{kind: cmdQuit})
+	case protocol.TypeReconnect:
+		w.log.Warn("reconnect message from master: resetting the connection")
+		w.mu.Lock()
+		w.mu.selfReconnect = true
+		w.mu.Unlock()
+		w.dealer.Reconnect()
+	case protocol.TypeSpawningComplete:
+		w.log.Debug("master finished spawning", "data", fmt.Sprint(msg.Data))
+	case protocol.TypeUpdateUserClass, protocol.TypeLocustfile:
+		w.log.Warn("message type not supported by this worker; ignored", "type", msg.Type)
+	default:
+		w.onCustom(msg)
+	}
+}
+
+func (w *Worker) onAck(msg protocol.Message) {
+	w.mu.Lock()
+	if a, ok := msg.Data.(*protocol.Ack); ok && a != nil {
+		w.mu.ackIndex = a.Index
+	}
+	if !w.mu.readySent {
+		w.mu.Unlock()
+		w.log.Debug("ack without a pending client_ready; ignored")
+		return
+	}
+	first := !w.mu.everAcked
+	w.mu.readySent = false
+	w.mu.registered = true
+	w.mu.everAcked = true
+	idx := w.mu.ackIndex
+	w.mu.Unlock()
+	w.log.Info("registered with the master", "index", idx)
+	if first {
+		select {
+		case w.acked <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (w *Worker) onSpawn(msg protocol.Message) {
+	s, ok := msg.Data.(*protocol.Spawn)
+	if !ok || s == nil {
+		w.log.Error("spawn message without valid data; ignored", "data", fmt.Sprintf("%T", msg.Data))
+		return
+	}
+	w.sendGated(protocol.TypeSpawning, nil)
+	w.mu.Lock()
+	if s.Timestamp <= w.mu.lastSpawnTS {
+		last := w.mu.lastSpawnTS
+		w.mu.Unlock()
+		w.log.Info("discarding spawn message with an older or equal timestamp", "timestamp", s.Timestamp, "last", last)
+		return
+	}
+	w.mu.lastSpawnTS = s.Timestamp
+	if s.StopTimeout != nil && *s.StopTimeout >= 0 {
+		w.mu.stopTimeout = time.Duration(*s.StopTimeout * float64(time.Second))
+	} else {
+		w.mu.stopTimeout = w.opts.StopTimeout
+	}
+	newTest := w.mu.state != StateRunning && w.mu.state != StateSpawning
+	w.mu.state = StateSpawning
+	w.enqueueLocked(command{kind: cmdSpawn, spawn: s})
+	w.mu.Unlock()
+	if s.Host != nil {
+		h := *s.Host
+		w.env.masterHost.Store(&h)
+	}
+	if newTest {
+		w.rec.Clear()
+	}
+	w.log.Debug("spawn", "users", s.UserClassesCount, "new_test", newTest)
+}
+
+// ---- housekeeping: heartbeats, stats, registration, liveness ----
+
+func (w *Worker) housekeeping(ctx context.Context, fail chan<- error) {
+	hb := time.NewTicker(w.opts.HeartbeatInterval)
+	defer hb.Stop()
+	ready := time.NewTicker(w.opts.ConnectInterval)
+	defer ready.Stop()
+	var statsC <-chan time.Time
+	var connectDeadline <-chan time.Time
+	if w.opts.ConnectTimeout > 0 {
+		t := time.NewTimer(w.opts.ConnectTimeout)
+		defer t.Stop()
+		connectDeadline = t.C
+	}
+	events := w.dealer.Events()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.acked:
+			connectDeadline = nil
+			st := time.NewTicker(w.opts.StatsInterval)
+			defer st.Stop()
+			statsC = st.C
+			w.sendStats()
+			w.sendHeartbeat()
+		case <-statsC:
+			w.sendStats()
+		case <-hb.C:
+			w.sendHeartbeat()
+			if err := w.checkMaster(); err != nil {
+				fail <- err
+				return
+			}
+		case <-ready.C:
+			w.mu.Lock()
+			resend := !w.mu.registered && w.mu.readyWanted && w.mu.connected
+			w.mu.Unlock()
+			if resend {
+				w.log.Debug("no ack yet: sending client_ready again")
+				w.sendReady()
+			}
+		case <-connectDeadline:
+			fail <- fmt.Errorf("%w after %v", ErrNoAck, w.opts.ConnectTimeout)
+			return
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			w.onEvent(ev)
+		}
+	}
+}
+
+// checkMaster returns ErrMasterTimeout when a master that sends heartbeats
+// stopped doing so.
+func (w *Worker) checkMaster() error {
+	if w.opts.MasterHeartbeatTimeout < 0 {
+		return nil
+	}
+	w.mu.Lock()
+	last := w.mu.lastMasterHB
+	w.mu.Unlock()
+	if last.IsZero() {
+		return nil
+	}
+	if since := time.Since(last); since > w.opts.MasterHeartbeatTimeout {
+		w.log.Error("no heartbeat from the master: quitting", "since", since.Round(time.Second))
+		return fmt.Errorf("%w for %v", ErrMasterTimeout, since.Round(time.Second))
+	}
+	return nil
+}
+
+// onEvent tracks the connection. After a lost connection the worker
+// registers again (client_ready), so that a restarted master finds it: a
+// Python worker never does this and stays a zombie (locust-protocol.md
+// §8.6).
+func (w *Worker) onEvent(ev zmtp.Event) {
+	switch ev.Kind {
+	case zmtp.Connected:
+		w.mu.Lock()
+		w.mu.connected = true
+		re := w.mu.hadConn
+		w.mu.hadConn = true
+		self := w.mu.selfReconnect
+		w.mu.selfReconnect = false
+		if re && !self {
+			// The master may be a new process that does not know us.
+			w.mu.registered = false
+			w.mu.readySent = false
+		}
+		need := w.mu.readyWanted && !w.mu.registered
+		w.mu.Unlock()
+		w.log.Info("connected to master", "remote", fmt.Sprint(ev.Remote), "reconnect", re)
+		if need {
+			w.sendReady()
+		}
+	case zmtp.Disconnected:
+		w.mu.Lock()
+		w.mu.connected = false
+		self := w.mu.selfReconnect
+		if !self {
+			// Gate spawning/spawning_complete until the master (perhaps a
+			// new one) has acknowledged us again.
+			w.mu.registered = false
+		}
+		w.mu.Unlock()
+		w.log.Warn("lost the connection to the master", "err", ev.Err)
+	}
+}
+
+// ---- exceptions ----
+
+// reportException sends an exception message, within the rate limit.
+func (w *Worker) reportException(msg, traceback string) {
+	if !w.exc.allow(time.Now()) {
+		return
+	}
+	w.send(protocol.TypeException, &protocol.Exception{Msg: msg, Traceback: traceback})
+}
+
+// excLimiter is a per-second cap on exception messages.
+type excLimiter struct {
+	mu      sync.Mutex
+	rate    int
+	second  int64
+	n       int
+	dropped int64
+}
+
+func (l *excLimiter) allow(now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := now.Unix()
+	if s != l.second {
+		l.second, l.n = s, 0
+	}
+	l.n++
+	if l.n > l.rate {
+		l.dropped++
+		return false
+	}
+	return true
+}
