@@ -1,0 +1,76 @@
+// Package web is cicada's web UI: Locust's HTTP API, a browser dashboard,
+// the HTML report and a Prometheus /metrics endpoint. It sees the master
+// only through the Runner interface defined here; cmd adapts the master to
+// it.
+//
+// # Routes
+//
+// Every route of Locust 2.12.1 plus the JSON routes of current Locust
+// (locust-outputs.md section 6):
+//
+//	GET  /                                 dashboard (embedded assets, see web/ui)
+//	POST /swarm                            start or edit a test (form-encoded)
+//	GET  /stop                             stop the test (synchronous)
+//	GET  /stats/reset                      reset statistics; "ok"
+//	GET  /stats/requests                   live statistics (JSON, cached 2 s)
+//	GET  /stats/requests/csv               _stats.csv of the current statistics
+//	GET  /stats/failures/csv               _failures.csv
+//	GET  /exceptions/csv                   _exceptions.csv
+//	GET  /stats/requests_full_history/csv  the on-disk history file (Options.FullHistoryCSV) or 404
+//	GET  /stats/report                     self-contained HTML report (?download=1)
+//	GET  /exceptions                       task exceptions (JSON)
+//	GET  /tasks                            task ratios (JSON)
+//	GET  /logs                             master and worker log lines (HEAD ≥ 2.18)
+//	GET  /worker-count                     {"worker_count": N} (HEAD ≥ 2.37)
+//	GET  /stats/history                    chart history (cicada extension, for the dashboard)
+//	GET  /metrics                          Prometheus text format 0.0.4 (cicada extension)
+//	GET  /assets/..., /static/...          dashboard assets (no authentication)
+//
+// Common behaviour follows Flask as Locust runs it: JSON pretty-printed with
+// two-space indentation, sorted keys, a trailing newline, non-ASCII escaped
+// and Python's int/float distinction (0 vs 0.0); Access-Control-Allow-Origin
+// "*" on every response and CORS preflights answered without credentials;
+// every GET route answers HEAD; 404 for unknown paths and 405 with Allow for
+// a wrong method; HTTP Basic authentication (Options.Auth) on every route
+// except assets and preflights, compared in constant time.
+//
+// # Choices where Locust 2.12.1 and current Locust differ
+//
+// /stats/requests carries the union of both versions' fields, so scripts
+// written for either keep working:
+//
+//   - Top level: 2.12.1's current_response_time_percentile_50/95 and HEAD's
+//     current_response_time_percentiles object; HEAD's current_rps,
+//     current_fail_per_sec, total_fail_per_sec and worker_count.
+//   - total_rps keeps the 2.12.1 meaning, the Aggregated *current* RPS
+//     (equal to current_rps and to stats[-1].current_rps), because that is
+//     what 2.12.1 dashboards and exporters read as "RPS". HEAD's cumulative
+//     rate is stats[-1].total_rps. total_fail_per_sec (HEAD only) is
+//     cumulative, as in HEAD.
+//   - Entries carry safe_name, ninetieth_response_time and
+//     ninety_ninth_response_time (2.12.1) and response_time_percentile_0.95,
+//     response_time_percentile_0.99, total_rps and total_fail_per_sec (HEAD).
+//     Percentiles are integers (HEAD); the median is an int, or a float where
+//     stats.EntryStats.MedianRepr says Locust has one.
+//   - Error objects carry HEAD's first_seen/last_seen (null when unknown),
+//     and error texts, names, exception messages and tracebacks are raw
+//     strings (HEAD) rather than HTML-escaped (2.12.1), so that clients
+//     can compare them with CSV files and console output.
+//   - Workers carry an extra "connections" field when the worker reports it.
+//   - At most 500 entries and 500 errors, as both versions.
+//
+// POST /swarm answers invalid input with HTTP 200 and success: false
+// (Locust's exact message for run_time; HEAD's message for a missing
+// user_count or spawn_rate, where 2.12.1 crashed with a 500). A run_time
+// schedules a Stop that is never cancelled, as in Locust. The CSV downloads
+// use 2.12.1's file names (requests_<time()>.csv) and Options.Format, so they
+// match the master's --csv files.
+//
+// # Dashboard and history
+//
+// The dashboard (web/ui, vanilla JavaScript with uPlot, built by
+// web/ui/build.sh into web/ui/dist and embedded; build with -tags dev to
+// serve web/ui/dist from disk) polls the JSON routes. Its charts come from a
+// History the server samples every Options.HistoryInterval while a test
+// runs, so they survive a page reload; the same history feeds the report.
+package web

@@ -1,0 +1,223 @@
+package web
+
+import (
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// jsonWriter appends JSON in the exact form Flask's jsonify produces in
+// Locust's debug-mode app (json.dumps with indent=2, sort_keys=True,
+// ensure_ascii=True, separators "," and ": ", plus a trailing newline):
+//
+//	{
+//	  "a": 1,
+//	  "b": [
+//	    2.0
+//	  ]
+//	}
+//
+// Empty arrays and objects print as [] and {}. Numbers follow Python:
+// integers without a decimal point, floats in repr form (always with a point
+// or an exponent). The writer does not sort: callers emit keys in ascending
+// byte order (which equals Python's code point order for UTF-8) and a test
+// checks every route for it. Not safe for concurrent use.
+type jsonWriter struct {
+	buf   []byte
+	depth int
+	// first[d] reports whether the container at depth d has no element yet.
+	first []bool
+}
+
+func (w *jsonWriter) reset() { w.buf = w.buf[:0]; w.depth = 0; w.first = w.first[:0] }
+
+// bytes returns the document with its trailing newline.
+func (w *jsonWriter) bytes() []byte { return append(w.buf, '\n') }
+
+func (w *jsonWriter) newline() {
+	w.buf = append(w.buf, '\n')
+	for i := 0; i < w.depth; i++ {
+		w.buf = append(w.buf, ' ', ' ')
+	}
+}
+
+// elem starts a value inside the current container (array element).
+func (w *jsonWriter) elem() {
+	if w.depth == 0 {
+		return
+	}
+	if !w.first[w.depth] {
+		w.buf = append(w.buf, ',')
+	}
+	w.first[w.depth] = false
+	w.newline()
+}
+
+func (w *jsonWriter) open(c byte) {
+	w.buf = append(w.buf, c)
+	w.depth++
+	for len(w.first) <= w.depth {
+		w.first = append(w.first, false)
+	}
+	w.first[w.depth] = true
+}
+
+func (w *jsonWriter) close(c byte) {
+	empty := w.first[w.depth]
+	w.depth--
+	if !empty {
+		w.newline()
+	}
+	w.buf = append(w.buf, c)
+}
+
+// Object and array framing. beginObject/beginArray write the opening
+// bracket as a value (after a key, or as an array element via elem).
+func (w *jsonWriter) beginObject() { w.open('{') }
+func (w *jsonWriter) endObject()   { w.close('}') }
+func (w *jsonWriter) beginArray()  { w.open('[') }
+func (w *jsonWriter) endArray()    { w.close(']') }
+
+// key writes the next object key and the ": " separator.
+func (w *jsonWriter) key(k string) {
+	w.elem()
+	w.buf = appendPyString(w.buf, k)
+	w.buf = append(w.buf, ':', ' ')
+}
+
+// Value writers (after key or elem).
+func (w *jsonWriter) str(s string)    { w.buf = appendPyString(w.buf, s) }
+func (w *jsonWriter) null()           { w.buf = append(w.buf, "null"...) }
+func (w *jsonWriter) int(v int64)     { w.buf = strconv.AppendInt(w.buf, v, 10) }
+func (w *jsonWriter) float(v float64) { w.buf = appendPyFloat(w.buf, v) }
+func (w *jsonWriter) num(n pyNum)     { w.buf = n.append(w.buf) }
+func (w *jsonWriter) boolean(b bool) {
+	if b {
+		w.buf = append(w.buf, "true"...)
+	} else {
+		w.buf = append(w.buf, "false"...)
+	}
+}
+
+// optStr writes s, or null when s is nil.
+func (w *jsonWriter) optStr(s *string) {
+	if s == nil {
+		w.null()
+		return
+	}
+	w.str(*s)
+}
+
+// Convenience key+value pairs.
+func (w *jsonWriter) kStr(k, v string)       { w.key(k); w.str(v) }
+func (w *jsonWriter) kInt(k string, v int64) { w.key(k); w.int(v) }
+func (w *jsonWriter) kFloat(k string, v float64) {
+	w.key(k)
+	w.float(v)
+}
+func (w *jsonWriter) kNum(k string, v pyNum) { w.key(k); w.num(v) }
+func (w *jsonWriter) kBool(k string, v bool) { w.key(k); w.boolean(v) }
+
+// pyNum is a number that remembers whether Python would hold it as an int
+// or a float, because Locust's JSON shows the difference (0 vs 0.0).
+type pyNum struct {
+	V     float64
+	Float bool
+}
+
+func pyInt(v int64) pyNum     { return pyNum{V: float64(v)} }
+func pyFloat(v float64) pyNum { return pyNum{V: v, Float: true} }
+func (n pyNum) append(b []byte) []byte {
+	if n.Float {
+		return appendPyFloat(b, n.V)
+	}
+	if n.V == math.Trunc(n.V) && math.Abs(n.V) < 1<<62 {
+		return strconv.AppendInt(b, int64(n.V), 10)
+	}
+	return appendPyFloat(b, n.V)
+}
+
+// appendPyFloat appends f as Python's repr(float) does: the shortest
+// round-trip digits, positional notation for exponents -4 <= e < 16,
+// scientific notation ("1e+16", "1e-05") otherwise, and ".0" appended to
+// integral values. JSON has no NaN or infinity; they are written as null
+// (Python would write NaN/Infinity, which strict parsers reject).
+func appendPyFloat(b []byte, f float64) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return append(b, "null"...)
+	}
+	if f == 0 {
+		if math.Signbit(f) {
+			return append(b, "-0.0"...)
+		}
+		return append(b, "0.0"...)
+	}
+	abs := math.Abs(f)
+	if abs >= 1e16 || abs < 1e-4 {
+		// Shortest digits in Go's %e form: "1e+16", "1.5e-05".
+		return strconv.AppendFloat(b, f, 'e', -1, 64)
+	}
+	start := len(b)
+	b = strconv.AppendFloat(b, f, 'f', -1, 64)
+	for _, c := range b[start:] {
+		if c == '.' {
+			return b
+		}
+	}
+	return append(b, '.', '0')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendPyString appends s as a JSON string the way Python's json module
+// does with ensure_ascii=True: \" \\ \n \r \t \b \f escaped by name, other
+// control characters and everything outside printable ASCII (including DEL)
+// as \uXXXX with lower-case hex, astral characters as surrogate pairs.
+// Invalid UTF-8 bytes are written as U+FFFD.
+func appendPyString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c < 0x7f && c != '"' && c != '\\' {
+			b = append(b, c)
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			switch c {
+			case '"':
+				b = append(b, '\\', '"')
+			case '\\':
+				b = append(b, '\\', '\\')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			default:
+				b = appendU4(b, rune(c))
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		if r >= 0x10000 {
+			r -= 0x10000
+			b = appendU4(b, 0xd800+(r>>10))
+			b = appendU4(b, 0xdc00+(r&0x3ff))
+			continue
+		}
+		b = appendU4(b, r)
+	}
+	return append(b, '"')
+}
+
+func appendU4(b []byte, r rune) []byte {
+	return append(b, '\\', 'u', hexDigits[r>>12&0xf], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf])
+}

@@ -1,0 +1,141 @@
+package web
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestAppendPyFloat(t *testing.T) {
+	// Expected values are Python 3's repr(float).
+	tests := []struct {
+		in   float64
+		want string
+	}{
+		{0, "0.0"},
+		{math.Copysign(0, -1), "-0.0"},
+		{1, "1.0"},
+		{2.5, "2.5"},
+		{12, "12.0"},
+		{0.27976190476190477, "0.27976190476190477"},
+		{30.166666666666668, "30.166666666666668"},
+		{1796011280.7118347, "1796011280.7118347"},
+		{0.0001, "0.0001"},
+		{0.00001, "1e-05"},
+		{1.5e-7, "1.5e-07"},
+		{9999999999999998, "9999999999999998.0"},
+		{1e16, "1e+16"},
+		{1.2345e100, "1.2345e+100"},
+		{-3.25, "-3.25"},
+		{math.NaN(), "null"},
+		{math.Inf(1), "null"},
+	}
+	for _, tt := range tests {
+		if got := string(appendPyFloat(nil, tt.in)); got != tt.want {
+			t.Errorf("appendPyFloat(%v) = %s; want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestAppendPyString(t *testing.T) {
+	// Expected values are Python's json.dumps(s) (ensure_ascii=True).
+	tests := []struct{ in, want string }{
+		{"plain", `"plain"`},
+		{`a"b\c`, `"a\"b\\c"`},
+		{"tab\tnl\ncr\rbs\bff\f", `"tab\tnl\ncr\rbs\bff\f"`},
+		{"\x01\x1f\x7f", `"\u0001\u001f\u007f"`},
+		{"é", `"\u00e9"`},
+		{"😀", `"\ud83d\ude00"`},
+		{"<script>&'", `"<script>&'"`},
+		{"bad\xffutf8", `"bad\ufffdutf8"`},
+	}
+	for _, tt := range tests {
+		if got := string(appendPyString(nil, tt.in)); got != tt.want {
+			t.Errorf("appendPyString(%q) = %s; want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestJSONWriterLayout(t *testing.T) {
+	var w jsonWriter
+	w.beginObject()
+	w.key("a")
+	w.beginArray()
+	w.endArray()
+	w.key("b")
+	w.beginObject()
+	w.endObject()
+	w.key("c")
+	w.beginArray()
+	w.elem()
+	w.float(2)
+	w.elem()
+	w.beginObject()
+	w.kInt("x", 1)
+	w.kNum("y", pyInt(0))
+	w.kNum("z", pyFloat(0))
+	w.endObject()
+	w.endArray()
+	w.key("d")
+	w.null()
+	w.endObject()
+	// json.dumps({...}, indent=2, sort_keys=True) + "\n"
+	want := `{
+  "a": [],
+  "b": {},
+  "c": [
+    2.0,
+    {
+      "x": 1,
+      "y": 0,
+      "z": 0.0
+    }
+  ],
+  "d": null
+}
+`
+	if got := string(w.bytes()); got != want {
+		t.Errorf("jsonWriter output =\n%s\nwant\n%s", got, want)
+	}
+}
+
+func FuzzAppendPyString(f *testing.F) {
+	for _, s := range []string{"", "a\"b", "é😀", "\x00\xff", "</script>"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		b := appendPyString(nil, s)
+		var got string
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("appendPyString(%q) = %s: invalid JSON: %v", s, b, err)
+		}
+		if want := strings.ToValidUTF8(s, "\uFFFD"); got != want {
+			t.Fatalf("round trip of %q = %q; want %q", s, got, want)
+		}
+		for _, c := range b {
+			if c >= 0x7f || c < 0x20 {
+				t.Fatalf("appendPyString(%q) = %s: non-ASCII byte %#x", s, b, c)
+			}
+		}
+	})
+}
+
+func FuzzAppendPyFloat(f *testing.F) {
+	for _, v := range []float64{0, 1, 0.1, 1e16, 1e-5, 123456.789} {
+		f.Add(v)
+	}
+	f.Fuzz(func(t *testing.T, v float64) {
+		b := appendPyFloat(nil, v)
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return
+		}
+		var got float64
+		if err := json.Unmarshal(b, &got); err != nil || got != v {
+			t.Fatalf("appendPyFloat(%v) = %s: parses as %v, %v", v, b, got, err)
+		}
+		if !strings.ContainsAny(string(b), ".e") {
+			t.Fatalf("appendPyFloat(%v) = %s: no point or exponent", v, b)
+		}
+	})
+}

@@ -1,0 +1,343 @@
+package web
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"io"
+	"io/fs"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cicada-load/cicada/stats"
+)
+
+// ReportData is everything the HTML report shows.
+type ReportData struct {
+	// Status is the runner state at report time (host, locustfile, user
+	// classes and their counts for the task ratios).
+	Status Status
+	// Snapshot is the final statistics.
+	Snapshot *stats.Snapshot
+	// History is the chart history; the charts section is omitted when it
+	// is empty (as in Locust 2.12.1).
+	History []HistoryPoint
+	// ShowDownloadLink adds the "Download the Report" link (?download=1),
+	// as the web UI's /stats/report does.
+	ShowDownloadLink bool
+	// Version is cicada's version, shown in the footer.
+	Version string
+	// Format lays out error texts (stats.Format.CSVText).
+	Format stats.Format
+}
+
+// reportPercentiles are the columns of the report's response-time table.
+var reportPercentiles = []float64{0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0}
+
+type reportRow struct {
+	Method, Name           string
+	Requests, Fails        int64
+	Avg, Min, Max, AvgSize int64
+	RPS, FailsPerSec       string
+	Percentiles            []int64
+}
+
+type reportError struct {
+	Method, Name, Error string
+	Occurrences         int64
+}
+
+type reportView struct {
+	Title, Locustfile, Host, Version string
+	Start, End, Duration             string
+	ShowDownloadLink                 bool
+	Requests                         []reportRow
+	PercentileHeaders                []string
+	Failures                         []reportError
+	Exceptions                       []stats.ExceptionStats
+	HasHistory                       bool
+	HistoryJSON                      template.JS
+	CSS                              template.CSS
+	JS                               template.JS
+	TasksPerClass, TasksTotal        template.HTML
+}
+
+// WriteReport writes the self-contained HTML report (locust-outputs.md
+// section 5): request statistics, response-time percentiles, failures,
+// exceptions, charts of the history (uPlot, inlined) and the final task
+// ratios. It works offline: every script, style and datum is inline.
+// cmd uses it for --html; the web Server serves it at /stats/report.
+func WriteReport(w io.Writer, d ReportData) error {
+	v, err := buildReportView(d)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := reportTemplate.Execute(&buf, v); err != nil {
+		return fmt.Errorf("web: report: %w", err)
+	}
+	_, err = w.Write(buf.Bytes())
+	return err
+}
+
+func unixTime(sec float64) time.Time {
+	return time.UnixMicro(int64(math.Round(sec * 1e6))).UTC()
+}
+
+func buildReportView(d ReportData) (*reportView, error) {
+	snap := d.Snapshot
+	if snap == nil {
+		snap = &stats.Snapshot{}
+	}
+	a := assets()
+	js, err := fs.ReadFile(a, "report.js")
+	if err != nil {
+		return nil, fmt.Errorf("web: report assets: %w", err)
+	}
+	css, err := fs.ReadFile(a, "report.css")
+	if err != nil {
+		return nil, fmt.Errorf("web: report assets: %w", err)
+	}
+	v := &reportView{
+		Title:            "cicada Test Report",
+		Locustfile:       d.Status.Locustfile,
+		Host:             d.Status.Host,
+		Version:          d.Version,
+		ShowDownloadLink: d.ShowDownloadLink,
+		CSS:              template.CSS(reportCSS + string(css)),
+		JS:               template.JS(js),
+	}
+	if v.Locustfile != "" {
+		v.Title = "Test Report for " + v.Locustfile
+	}
+	start := unixTime(snap.Total.StartTime)
+	end := snap.Time.UTC()
+	if snap.Total.LastRequestTimestamp != nil {
+		end = unixTime(*snap.Total.LastRequestTimestamp)
+	}
+	if snap.Total.StartTime > 0 {
+		const layout = "2006-01-02 15:04:05 UTC"
+		v.Start, v.End = start.Format(layout), end.Format(layout)
+		v.Duration = end.Sub(start).Round(time.Second).String()
+	}
+	row := func(e *stats.EntryStats) reportRow {
+		r := reportRow{
+			Method: e.Method, Name: e.Name, Requests: e.NumRequests, Fails: e.NumFailures,
+			Avg: int64(e.AvgResponseTime()), Max: int64(e.MaxResponseTime),
+			AvgSize:     int64(e.AvgContentLength()),
+			RPS:         strconv.FormatFloat(e.TotalRPS, 'f', 1, 64),
+			FailsPerSec: strconv.FormatFloat(e.TotalFailPerSec, 'f', 1, 64),
+		}
+		if e.MinResponseTime != nil {
+			r.Min = int64(*e.MinResponseTime)
+		}
+		for _, p := range reportPercentiles {
+			r.Percentiles = append(r.Percentiles, e.Percentile(p))
+		}
+		return r
+	}
+	for i := range snap.Entries {
+		v.Requests = append(v.Requests, row(&snap.Entries[i]))
+	}
+	total := row(&snap.Total)
+	total.Name = "Aggregated"
+	v.Requests = append(v.Requests, total)
+	for _, p := range reportPercentiles {
+		v.PercentileHeaders = append(v.PercentileHeaders, stats.ReadablePercentile(p)+"ile (ms)")
+	}
+	for i := range snap.Errors {
+		e := &snap.Errors[i]
+		v.Failures = append(v.Failures, reportError{Method: e.Method, Name: e.Name, Error: d.Format.CSVText(e), Occurrences: e.Occurrences})
+	}
+	v.Exceptions = snap.Exceptions
+	if len(d.History) > 0 {
+		var jw jsonWriter
+		appendHistoryJSON(&jw, d.History, 0, true)
+		v.HasHistory = true
+		v.HistoryJSON = template.JS(jw.bytes())
+	}
+	v.TasksPerClass, v.TasksTotal = ratioHTML(d.Status, false), ratioHTML(d.Status, true)
+	return v, nil
+}
+
+// ratioHTML renders the task-ratio tree of /tasks as nested lists.
+func ratioHTML(st Status, total bool) template.HTML {
+	var b strings.Builder
+	var sum int64
+	for _, n := range st.UserClassesCount {
+		sum += n
+	}
+	if sum == 0 {
+		sum = 1
+	}
+	var walk func(tasks []Task, parent float64)
+	walk = func(tasks []Task, parent float64) {
+		var tw int64
+		for _, t := range tasks {
+			if t.Weight > 0 {
+				tw += int64(t.Weight)
+			}
+		}
+		b.WriteString("<ul>")
+		for _, t := range tasks {
+			if t.Weight <= 0 {
+				continue
+			}
+			r := float64(t.Weight) * parent / float64(tw)
+			fmt.Fprintf(&b, "<li>%.1f%% %s", r*100, template.HTMLEscapeString(t.Name))
+			if len(t.Tasks) > 0 {
+				walk(t.Tasks, r)
+			}
+			b.WriteString("</li>")
+		}
+		b.WriteString("</ul>")
+	}
+	b.WriteString("<ul>")
+	for _, c := range st.UserClasses {
+		ratio := float64(st.UserClassesCount[c.Name]) / float64(sum)
+		fmt.Fprintf(&b, "<li>%.1f%% %s", ratio*100, template.HTMLEscapeString(c.Name))
+		parent := 1.0
+		if total {
+			parent = ratio
+		}
+		walk(c.Tasks, parent)
+		b.WriteString("</li>")
+	}
+	b.WriteString("</ul>")
+	return template.HTML(b.String())
+}
+
+// WriteReport writes the report for the server's runner and history.
+func (s *Server) WriteReport(w io.Writer, showDownloadLink bool) error {
+	return WriteReport(w, ReportData{
+		Status:           s.runner.Status(),
+		Snapshot:         s.runner.Snapshot(),
+		History:          s.history.Points(),
+		ShowDownloadLink: showDownloadLink,
+		Version:          s.opts.Version,
+		Format:           s.opts.Format,
+	})
+}
+
+// handleReport serves GET /stats/report; ?download=1 (any non-empty value)
+// drops the download link and adds Content-Disposition, as Locust does.
+func (s *Server) handleReport(w http.ResponseWriter, r *http.Request) {
+	download := r.URL.Query().Get("download") != ""
+	var buf bytes.Buffer
+	if err := s.WriteReport(&buf, !download); err != nil {
+		s.log.Error("web: report", "err", err)
+		writeText(w, http.StatusInternalServerError, "Internal Server Error")
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	if download {
+		h.Set("Content-Disposition", "attachment;filename=report_"+strconv.FormatInt(s.opts.Now().Unix(), 10)+".html")
+	}
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(http.StatusOK)
+	w.Write(buf.Bytes())
+}
+
+const reportCSS = `
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;font-size:14px;color:#1d2330;margin:0;background:#f6f7f9}
+.container{max-width:1200px;margin:0 auto;padding:20px}
+h1{margin:0 0 6px}h2{margin-top:32px;border-bottom:2px solid #0a7d5a;padding-bottom:4px}
+.info p{margin:2px 0}.info span{color:#667085}
+table{width:100%;border-collapse:collapse;background:#fff}
+th,td{padding:5px 8px;border-bottom:1px solid #d9dde5;text-align:left;vertical-align:top}
+th{background:#eef0f4}td.num,th.num{text-align:right}
+tr.total td{font-weight:700;border-top:2px solid #1d2330}
+td.pre{white-space:pre-wrap;font-family:ui-monospace,monospace;font-size:12px}
+.chart{background:#fff;margin-bottom:14px;padding:6px;border:1px solid #d9dde5}
+.ratio{display:flex;gap:40px}.ratio ul{list-style:none;padding-left:16px}
+footer{color:#667085;font-size:12px;margin-top:30px}
+`
+
+var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
+	"inc":  func(i int) int { return i + 1 },
+	"join": func(s []string) string { return strings.Join(s, ", ") },
+}).Parse(`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{{.Title}}</title>
+<style>{{.CSS}}</style>
+</head>
+<body>
+<div class="container">
+<h1>cicada Test Report</h1>
+<div class="info">
+{{if .Start}}<p><span>During:</span> {{.Start}} – {{.End}} ({{.Duration}})</p>{{end}}
+<p><span>Target Host:</span> {{if .Host}}{{.Host}}{{else}}None{{end}}</p>
+<p><span>Script:</span> {{.Locustfile}}</p>
+{{if .ShowDownloadLink}}<p><a href="?download=1">Download the Report</a></p>{{end}}
+</div>
+
+<h2>Request Statistics</h2>
+<table id="request-statistics">
+<thead><tr><th>Method</th><th>Name</th><th class="num"># Requests</th><th class="num"># Fails</th><th class="num">Average (ms)</th><th class="num">Min (ms)</th><th class="num">Max (ms)</th><th class="num">Average size (bytes)</th><th class="num">RPS</th><th class="num">Failures/s</th></tr></thead>
+<tbody>
+{{- $n := len .Requests}}{{range $i, $r := .Requests}}
+<tr{{if eq (inc $i) $n}} class="total"{{end}}><td>{{$r.Method}}</td><td>{{$r.Name}}</td><td class="num">{{$r.Requests}}</td><td class="num">{{$r.Fails}}</td><td class="num">{{$r.Avg}}</td><td class="num">{{$r.Min}}</td><td class="num">{{$r.Max}}</td><td class="num">{{$r.AvgSize}}</td><td class="num">{{$r.RPS}}</td><td class="num">{{$r.FailsPerSec}}</td></tr>
+{{- end}}
+</tbody>
+</table>
+
+<h2>Response Time Statistics</h2>
+<table id="response-time-statistics">
+<thead><tr><th>Method</th><th>Name</th>{{range .PercentileHeaders}}<th class="num">{{.}}</th>{{end}}</tr></thead>
+<tbody>
+{{- range $i, $r := .Requests}}
+<tr{{if eq (inc $i) $n}} class="total"{{end}}><td>{{$r.Method}}</td><td>{{$r.Name}}</td>{{range $r.Percentiles}}<td class="num">{{.}}</td>{{end}}</tr>
+{{- end}}
+</tbody>
+</table>
+
+{{if .Failures}}
+<h2>Failures Statistics</h2>
+<table id="failures-statistics">
+<thead><tr><th>Method</th><th>Name</th><th>Error</th><th class="num">Occurrences</th></tr></thead>
+<tbody>
+{{- range .Failures}}
+<tr><td>{{.Method}}</td><td>{{.Name}}</td><td class="pre">{{.Error}}</td><td class="num">{{.Occurrences}}</td></tr>
+{{- end}}
+</tbody>
+</table>
+{{end}}
+
+{{if .Exceptions}}
+<h2>Exceptions Statistics</h2>
+<table id="exceptions-statistics">
+<thead><tr><th class="num">Count</th><th>Message</th><th>Traceback</th><th>Nodes</th></tr></thead>
+<tbody>
+{{- range .Exceptions}}
+<tr><td class="num">{{.Count}}</td><td>{{.Msg}}</td><td class="pre">{{.Traceback}}</td><td>{{join .Nodes}}</td></tr>
+{{- end}}
+</tbody>
+</table>
+{{end}}
+
+{{if .HasHistory}}
+<h2>Charts</h2>
+<div class="chart" id="chart-rps"></div>
+<div class="chart" id="chart-rt"></div>
+<div class="chart" id="chart-users"></div>
+<script type="application/json" id="report-history">{{.HistoryJSON}}</script>
+{{end}}
+
+<h2>Final ratio</h2>
+<div class="ratio">
+<div><h3>Ratio per User class</h3>{{.TasksPerClass}}</div>
+<div><h3>Total ratio</h3>{{.TasksTotal}}</div>
+</div>
+
+<footer>Generated by cicada {{.Version}}</footer>
+</div>
+<script>{{.JS}}</script>
+</body>
+</html>
+`))

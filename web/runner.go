@@ -1,0 +1,165 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Runner states, as Locust names them (locust/runners.py, 2.12.1). The web
+// package only compares against StateReady, StateStopped and the spawning
+// and running states; other strings are passed through to clients.
+const (
+	StateReady    = "ready"
+	StateSpawning = "spawning"
+	StateRunning  = "running"
+	StateCleanup  = "cleanup"
+	StateStopping = "stopping"
+	StateStopped  = "stopped"
+	StateMissing  = "missing"
+)
+
+// Runner is everything the web server needs from the master (or a
+// standalone runner): a read-only view of its state and statistics, and the
+// three controls of Locust's web UI. The web package never imports master;
+// cmd adapts the master to this interface.
+//
+// All methods are called concurrently from HTTP handlers and the history
+// sampler and must be safe for that. Status and Snapshot are called on
+// every poll of every browser and every Prometheus scrape, so they must be
+// cheap and must not block on the network.
+type Runner interface {
+	// Status returns the current run state. The returned value is owned by
+	// the caller (slices and maps are not modified afterwards).
+	Status() Status
+
+	// Stats returns the master's statistics (see StatsSource).
+	StatsSource
+
+	// Start starts a new test, or re-ramps a running one (an "edit"), as
+	// Locust's POST /swarm does (locust/web.py 2.12.1 swarm()). It must
+	// return promptly: the ramp-up continues in the background, and a new
+	// Start replaces a ramp-up that is still in progress. When the state is
+	// ready or stopped it is a new test and statistics are cleared; while
+	// spawning or running, statistics are kept. A master without workers
+	// logs Locust's warning and returns nil (Locust answers success: true).
+	// An error is reported to the client as {"success": false, "message":
+	// err.Error()}.
+	Start(ctx context.Context, req StartRequest) error
+
+	// Stop stops the test and returns when users have stopped, or when ctx
+	// is done (Locust's GET /stop is synchronous). Stopping an idle runner
+	// is not an error.
+	Stop(ctx context.Context) error
+
+	// ResetStats zeroes statistics, errors and exceptions, keeping the
+	// entries (Locust's GET /stats/reset, section 3.9 of locust-outputs.md).
+	ResetStats()
+}
+
+// StartRequest is a parsed POST /swarm form.
+type StartRequest struct {
+	// Users is the target number of users (form field user_count).
+	Users int
+	// SpawnRate is users started per second (form field spawn_rate).
+	SpawnRate float64
+	// Host is the new target host with '<' and '>' removed, or nil when the
+	// form had no host field (keep the current host).
+	Host *string
+	// RunTime is the parsed run_time field, 0 if absent or empty. The web
+	// Server schedules the Stop for it itself (never cancelled, exactly as
+	// Locust does); it is passed on for information only, and runners must
+	// not schedule their own stop for it.
+	RunTime time.Duration
+	// UserClasses lists the user_classes fields (class picker), nil if none.
+	UserClasses []string
+	// Options holds every other form field, for locustfile-defined custom
+	// options that Locust updates by name. Runners ignore unknown names.
+	Options map[string][]string
+}
+
+// Status is a point-in-time view of the runner.
+type Status struct {
+	// State is one of the State* constants.
+	State string
+	// UserCount is the number of running users (master: the sum last
+	// reported by workers).
+	UserCount int
+	// Host is the target host, "" when none is set (JSON null).
+	Host string
+	// Distributed reports whether this is a master: /stats/requests then
+	// carries "workers" and "worker_count".
+	Distributed bool
+	// Workers lists connected workers (master only).
+	Workers []WorkerInfo
+	// UserClassesCount is the number of running users per class.
+	UserClassesCount map[string]int64
+	// UserClasses describes the User classes and their tasks, for /tasks.
+	UserClasses []UserClass
+	// Locustfile is the scenario file name shown in the UI and report.
+	Locustfile string
+	// StartTime is when the current (or last) test started; zero if never.
+	StartTime time.Time
+	// ConfiguredUsers, ConfiguredSpawnRate and ConfiguredRunTime prefill
+	// the start form (-u, -r, -t). Zero values leave the fields empty.
+	ConfiguredUsers     int
+	ConfiguredSpawnRate float64
+	ConfiguredRunTime   time.Duration
+}
+
+// WorkerInfo is one worker as the master sees it.
+type WorkerInfo struct {
+	// ID is the worker's node id, "<hostname>_<32 hex>" for Locust workers.
+	ID string
+	// State is ready, spawning, running, stopped or missing.
+	State string
+	// UserCount is the number of users the worker last reported.
+	UserCount int
+	// CPUUsage is the worker's last reported CPU usage in percent.
+	CPUUsage float64
+	// MemoryUsage is the worker's last reported RSS in bytes, -1 if unknown.
+	MemoryUsage int64
+	// Connections is the number of open client connections the worker
+	// reported, -1 if unknown (Python workers do not report it).
+	Connections int
+}
+
+// UserClass describes one User class for the task-ratio view (/tasks).
+type UserClass struct {
+	Name string
+	// Tasks lists the class's tasks with their weights. A task with
+	// sub-tasks is a nested TaskSet.
+	Tasks []Task
+}
+
+// Task is a weighted task, or a nested TaskSet when Tasks is non-empty.
+type Task struct {
+	Name   string
+	Weight int
+	Tasks  []Task
+}
+
+// LogSource is an optional interface of a Runner that keeps recent log
+// lines, served by GET /logs. LogBuffer implements the master half.
+type LogSource interface {
+	// Logs returns the master's recent lines and the latest batch sent by
+	// each worker, keyed by worker id. The result is owned by the caller.
+	Logs() Logs
+}
+
+// Logs is the body of GET /logs.
+type Logs struct {
+	Master  []string
+	Workers map[string][]string
+}
+
+// Errors of this package.
+var (
+	// ErrBadAuth is returned by Run and Serve when Options.Auth is not of
+	// the form user:pass.
+	ErrBadAuth = errors.New("web: credentials supplied with --web-auth should have the format: username:password")
+	// ErrBadTimespan is returned by ParseTimespan for an invalid time span.
+	ErrBadTimespan = errors.New("web: invalid time span format")
+	// ErrClosed is returned by Serve when the Server was already used.
+	ErrClosed = errors.New("web: server closed")
+)

@@ -1,0 +1,395 @@
+package web
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cicada-load/cicada/stats"
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultAddr            = ":8089"
+	DefaultHistoryInterval = 2 * time.Second
+	DefaultHistorySize     = 7200
+	DefaultStatsCacheTTL   = 2 * time.Second
+	DefaultShutdownTimeout = 5 * time.Second
+)
+
+// Options configures a Server. The zero value serves plain HTTP on :8089
+// without authentication.
+type Options struct {
+	// Addr is the listen address, host:port (--web-host, --web-port). If
+	// empty, DefaultAddr is used.
+	Addr string
+	// Auth is "user:pass" for HTTP Basic authentication on every route
+	// except static assets and CORS preflights (--web-auth). Empty: none.
+	Auth string
+	// TLSCert and TLSKey are PEM files; HTTPS is served when both are set
+	// (--tls-cert, --tls-key).
+	TLSCert, TLSKey string
+	// Logger receives server errors and Locust's info lines. If nil,
+	// logs are discarded.
+	Logger *slog.Logger
+	// Version is shown in the dashboard footer and the report.
+	Version string
+	// HistoryInterval is how often the chart history is sampled while a
+	// test runs. If zero, DefaultHistoryInterval is used.
+	HistoryInterval time.Duration
+	// HistorySize bounds the number of history points; when full, every
+	// second point is dropped and the sampling stride doubles, so a long
+	// test keeps its whole time span at a coarser resolution. If zero,
+	// DefaultHistorySize is used.
+	HistorySize int
+	// StatsCacheTTL is how long one /stats/requests body is shared by all
+	// clients (Locust memoises it for 2 s). If zero, DefaultStatsCacheTTL
+	// is used; negative disables the cache. Start, Stop and reset
+	// invalidate it.
+	StatsCacheTTL time.Duration
+	// FullHistoryCSV is the path of the on-disk _stats_history.csv when the
+	// master runs with --csv and --csv-full-history; it is served by
+	// /stats/requests_full_history/csv. Empty: that route answers 404 as
+	// Locust does.
+	FullHistoryCSV string
+	// ShutdownTimeout bounds the graceful shutdown in Run and Serve. If
+	// zero, DefaultShutdownTimeout is used.
+	ShutdownTimeout time.Duration
+	// Format lays out the CSV downloads and the report's error texts; use
+	// the master's, so downloads match its --csv files. The zero value is
+	// what a Locust 2.12.1 master writes.
+	Format stats.Format
+	// Now is the clock. If nil, time.Now is used.
+	Now func() time.Time
+}
+
+// Server is Locust's web UI and HTTP API for a Runner, plus a Prometheus
+// /metrics endpoint. Create it with New; serve it with Run or Serve, or
+// mount Handler in another server. A Server is safe for concurrent use.
+type Server struct {
+	opts    Options
+	runner  Runner
+	log     *slog.Logger
+	handler http.Handler
+	history *History
+
+	user, pass [32]byte // sha256 of the credentials
+	authOn     bool
+	authErr    error
+
+	cache statsCache
+
+	wg      sync.WaitGroup // background goroutines (timers, sampler)
+	ctx     context.Context
+	cancel  context.CancelFunc
+	started atomic.Bool
+
+	methods map[string]string // path -> Allow header, written only by routes
+
+	timersMu sync.Mutex
+	timers   map[*time.Timer]struct{}
+}
+
+// New returns a Server for runner. It does not listen; see Run and Serve.
+func New(opts Options, runner Runner) *Server {
+	if opts.Addr == "" {
+		opts.Addr = DefaultAddr
+	}
+	if opts.HistoryInterval <= 0 {
+		opts.HistoryInterval = DefaultHistoryInterval
+	}
+	if opts.HistorySize <= 0 {
+		opts.HistorySize = DefaultHistorySize
+	}
+	if opts.StatsCacheTTL == 0 {
+		opts.StatsCacheTTL = DefaultStatsCacheTTL
+	}
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s := &Server{
+		opts:    opts,
+		runner:  runner,
+		log:     log,
+		history: NewHistory(opts.HistorySize),
+		timers:  make(map[*time.Timer]struct{}),
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if opts.Auth != "" {
+		user, pass, ok := strings.Cut(opts.Auth, ":")
+		if !ok || strings.Contains(pass, ":") {
+			s.authErr = ErrBadAuth
+		}
+		s.user, s.pass = sha256.Sum256([]byte(user)), sha256.Sum256([]byte(pass))
+		s.authOn = true
+	}
+	s.handler = s.routes()
+	return s
+}
+
+// Handler returns the server's HTTP handler (all routes, authentication
+// and CORS), for tests or for mounting in another server.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// History returns the chart history the server samples while it runs.
+func (s *Server) History() *History { return s.history }
+
+// Run listens on Options.Addr and serves until ctx is done, then shuts down
+// gracefully (waiting up to Options.ShutdownTimeout for open requests). It
+// returns nil after a shutdown caused by ctx.
+func (s *Server) Run(ctx context.Context) error {
+	if s.authErr != nil {
+		return s.authErr
+	}
+	ln, err := net.Listen("tcp", s.opts.Addr)
+	if err != nil {
+		return fmt.Errorf("web: %w", err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve serves on ln until ctx is done, like Run. It takes ownership of ln.
+// It serves TLS when Options.TLSCert and TLSKey are both set. A Server can
+// be served once; later calls return ErrClosed.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if s.authErr != nil {
+		ln.Close()
+		return s.authErr
+	}
+	if !s.started.CompareAndSwap(false, true) {
+		ln.Close()
+		return ErrClosed
+	}
+	if s.opts.TLSCert != "" && s.opts.TLSKey != "" {
+		cert, err := tls.LoadX509KeyPair(s.opts.TLSCert, s.opts.TLSKey)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("web: tls: %w", err)
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	}
+	hs := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		BaseContext:       func(net.Listener) context.Context { return s.ctx },
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.history.Run(s.ctx, s.runner, s.opts.HistoryInterval, s.opts.Now)
+	}()
+
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+
+	var err error
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
+	shutErr := hs.Shutdown(sctx)
+	cancel()
+	if shutErr != nil {
+		hs.Close()
+	}
+	if err == nil {
+		err = <-errc
+	}
+	s.close()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	if err != nil {
+		return fmt.Errorf("web: %w", err)
+	}
+	return nil
+}
+
+// close stops the background goroutines and pending run-time timers and
+// waits for them.
+func (s *Server) close() {
+	s.cancel()
+	s.timersMu.Lock()
+	for t := range s.timers {
+		if t.Stop() {
+			s.wg.Done()
+		}
+		delete(s.timers, t)
+	}
+	s.timersMu.Unlock()
+	s.wg.Wait()
+}
+
+// afterFunc runs f after d on a tracked timer that close cancels.
+func (s *Server) afterFunc(d time.Duration, f func()) {
+	s.timersMu.Lock()
+	defer s.timersMu.Unlock()
+	if s.ctx.Err() != nil {
+		return
+	}
+	s.wg.Add(1)
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
+		defer s.wg.Done()
+		s.timersMu.Lock()
+		delete(s.timers, t)
+		s.timersMu.Unlock()
+		f()
+	})
+	s.timers[t] = struct{}{}
+}
+
+// authorized reports whether r carries the configured credentials. Both
+// halves are compared in constant time over their SHA-256 digests, so
+// neither content nor length leaks through timing.
+func (s *Server) authorized(r *http.Request) bool {
+	if !s.authOn {
+		return true
+	}
+	user, pass, ok := r.BasicAuth()
+	if !ok {
+		return false
+	}
+	u, p := sha256.Sum256([]byte(user)), sha256.Sum256([]byte(pass))
+	return subtle.ConstantTimeCompare(u[:], s.user[:])&subtle.ConstantTimeCompare(p[:], s.pass[:]) == 1
+}
+
+// wrap adds what every Locust route has: CORS (flask-cors: the header on
+// every response, preflights answered without credentials) and Basic auth.
+func (s *Server) wrap(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", "*")
+		if r.Method == http.MethodOptions {
+			allow, ok := s.methods[r.URL.Path]
+			if !ok {
+				allow = "GET, HEAD, OPTIONS"
+			}
+			h.Set("Allow", allow)
+			if m := r.Header.Get("Access-Control-Request-Method"); m != "" {
+				h.Set("Access-Control-Allow-Methods", "DELETE, GET, HEAD, OPTIONS, PATCH, POST, PUT")
+				if rh := r.Header.Get("Access-Control-Request-Headers"); rh != "" {
+					h.Set("Access-Control-Allow-Headers", rh)
+				}
+			}
+			h.Set("Content-Type", "text/html; charset=utf-8")
+			h.Set("Content-Length", "0")
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		if !isPublic(r.URL.Path) && !s.authorized(r) {
+			h.Set("WWW-Authenticate", `Basic realm=""`)
+			h.Set("Content-Length", "0")
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// isPublic reports whether path is served without credentials (Locust
+// 2.12.1 leaves /static unauthenticated; cicada's assets are the same).
+func isPublic(path string) bool {
+	return strings.HasPrefix(path, "/assets/") || strings.HasPrefix(path, "/static/")
+}
+
+// routes builds the route table (locust-outputs.md section 6.3).
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	s.methods = make(map[string]string)
+	handle := func(method, path string, h http.Handler) {
+		mux.Handle(method+" "+path, h)
+		if method == http.MethodGet {
+			s.methods[path] = "GET, HEAD, OPTIONS"
+		} else {
+			s.methods[path] = "OPTIONS, " + method
+		}
+	}
+	get := func(path string, h http.HandlerFunc) { handle(http.MethodGet, path, h) }
+	mux.HandleFunc("GET /{$}", s.handleIndex)
+	handle(http.MethodPost, "/swarm", http.HandlerFunc(s.handleSwarm))
+	get("/stop", s.handleStop)
+	get("/stats/reset", s.handleReset)
+	get("/stats/requests", s.handleRequests)
+	get("/stats/requests/csv", s.handleRequestsCSV)
+	get("/stats/failures/csv", s.handleFailuresCSV)
+	get("/stats/requests_full_history/csv", s.handleFullHistoryCSV)
+	get("/stats/report", s.handleReport)
+	get("/stats/history", s.handleHistory)
+	get("/exceptions", s.handleExceptions)
+	get("/exceptions/csv", s.handleExceptionsCSV)
+	get("/tasks", s.handleTasks)
+	get("/logs", s.handleLogs)
+	get("/worker-count", s.handleWorkerCount)
+	get("/metrics", s.handleMetrics)
+	mux.Handle("GET /assets/", s.assetHandler("/assets/"))
+	mux.Handle("GET /static/", s.assetHandler("/static/"))
+	mux.HandleFunc("/", s.handleNotFound)
+	return s.wrap(mux)
+}
+
+// notFoundPage is the body of a 404, in the form of Flask's (Werkzeug) page.
+const notFoundPage = `<!doctype html>
+<html lang=en>
+<title>404 Not Found</title>
+<h1>Not Found</h1>
+<p>The requested URL was not found on the server. If you entered the URL manually please check your spelling and try again.</p>
+`
+
+// methodNotAllowedPage is the body of a 405, in the form of Flask's page.
+const methodNotAllowedPage = `<!doctype html>
+<html lang=en>
+<title>405 Method Not Allowed</title>
+<h1>Method Not Allowed</h1>
+<p>The method is not allowed for the requested URL.</p>
+`
+
+// handleNotFound answers paths without a route (404) and known paths with
+// the wrong method (405 with Allow, as Flask does).
+func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
+	if allow, ok := s.methods[r.URL.Path]; ok {
+		w.Header().Set("Allow", allow)
+		writeText(w, http.StatusMethodNotAllowed, methodNotAllowedPage)
+		return
+	}
+	writeText(w, http.StatusNotFound, notFoundPage)
+}
+
+// writeJSON writes a JSON body built by jw.
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", fmt.Sprint(len(body)))
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// writeText writes a Flask-style text response (text/html; charset=utf-8).
+func writeText(w http.ResponseWriter, status int, body string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Length", fmt.Sprint(len(body)))
+	w.WriteHeader(status)
+	io.WriteString(w, body)
+}

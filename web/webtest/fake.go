@@ -1,0 +1,287 @@
+// Package webtest provides a fake web.Runner that simulates a load test with
+// changing numbers, for tests of the web package, of cmd, and for the
+// browser end-to-end test. Its statistics go through the real pipeline:
+// requests are recorded by a stats.Recorder (as a worker does) and merged
+// into a stats.Stats (as the master does).
+package webtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/cicada-load/cicada/stats"
+	"github.com/cicada-load/cicada/web"
+)
+
+// Options configures a fake Runner. The zero value is a standalone runner
+// with three request names and a fixed random seed.
+type Options struct {
+	// Names are the simulated request names (GET). If empty, "/", "/data.json"
+	// and "/missing" are used; "/missing" always fails.
+	Names []string
+	// Workers > 0 makes the runner a master with that many fake workers.
+	Workers int
+	// Host is the initial target host.
+	Host string
+	// Now is the clock of the statistics. If nil, time.Now is used.
+	Now func() time.Time
+	// Seed seeds the simulated latencies.
+	Seed uint64
+	// RequestsPerUserSecond is the simulated request rate of one user. If
+	// zero, 2 is used.
+	RequestsPerUserSecond float64
+	// StartErr, if set, is returned by Start.
+	StartErr error
+}
+
+// Runner is a fake web.Runner. It is safe for concurrent use.
+type Runner struct {
+	opts  Options
+	now   func() time.Time
+	stats *stats.Stats
+	rec   *stats.Recorder
+
+	mu struct {
+		sync.Mutex
+		state     string
+		users     float64 // fractional while ramping
+		target    int
+		rate      float64
+		host      string
+		startTime time.Time
+		starts    []web.StartRequest
+		stops     int
+		resets    int
+		rng       *rand.Rand
+		logs      []string
+		workerIDs []string
+		carry     map[string]float64 // fractional requests per name
+	}
+}
+
+var _ web.Runner = (*Runner)(nil)
+var _ web.LogSource = (*Runner)(nil)
+
+// New returns a fake runner in state ready.
+func New(opts Options) *Runner {
+	if len(opts.Names) == 0 {
+		opts.Names = []string{"/", "/data.json", "/missing"}
+	}
+	if opts.RequestsPerUserSecond == 0 {
+		opts.RequestsPerUserSecond = 2
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	r := &Runner{opts: opts, now: now, stats: stats.New(now), rec: stats.NewRecorder(now)}
+	r.mu.state = web.StateReady
+	r.mu.host = opts.Host
+	r.mu.rng = rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))
+	r.mu.carry = make(map[string]float64)
+	for i := 0; i < opts.Workers; i++ {
+		r.mu.workerIDs = append(r.mu.workerIDs, fmt.Sprintf("fakehost_%032x", uint64(i+1)*0x1f2e3d4c5b6a7988))
+	}
+	r.mu.logs = append(r.mu.logs, "[fake] INFO/cicada.webtest: Starting fake runner")
+	return r
+}
+
+// Stats returns the underlying master statistics.
+func (r *Runner) Stats() *stats.Stats { return r.stats }
+
+// Status implements web.Runner.
+func (r *Runner) Status() web.Status {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	users := int(r.mu.users)
+	st := web.Status{
+		State:       r.mu.state,
+		UserCount:   users,
+		Host:        r.mu.host,
+		Distributed: r.opts.Workers > 0,
+		StartTime:   r.mu.startTime,
+		Locustfile:  "fake.yaml",
+		UserClasses: []web.UserClass{{Name: "WebsiteUser", Tasks: []web.Task{
+			{Name: "index", Weight: 5}, {Name: "data", Weight: 2}, {Name: "missing", Weight: 1},
+			{Name: "Browse", Weight: 2, Tasks: []web.Task{{Name: "page", Weight: 3}, {Name: "stop", Weight: 1}}},
+		}}},
+		UserClassesCount:    map[string]int64{"WebsiteUser": int64(users)},
+		ConfiguredUsers:     10,
+		ConfiguredSpawnRate: 2,
+	}
+	n := len(r.mu.workerIDs)
+	for i, id := range r.mu.workerIDs {
+		wu := users / n
+		if i < users%n {
+			wu++
+		}
+		ws := r.mu.state
+		switch ws {
+		case web.StateStopping, web.StateCleanup:
+			ws = web.StateStopped
+		}
+		st.Workers = append(st.Workers, web.WorkerInfo{
+			ID: id, State: ws, UserCount: wu,
+			CPUUsage:    math.Round(float64(wu)*3.3*10) / 10,
+			MemoryUsage: 50<<20 + int64(wu)<<16,
+			Connections: wu,
+		})
+	}
+	return st
+}
+
+// Snapshot implements web.Runner.
+func (r *Runner) Snapshot() *stats.Snapshot { return r.stats.Snapshot() }
+
+// Start implements web.Runner: a new test from ready/stopped clears the
+// statistics; ramping happens in Step.
+func (r *Runner) Start(ctx context.Context, req web.StartRequest) error {
+	if r.opts.StartErr != nil {
+		return r.opts.StartErr
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.mu.starts = append(r.mu.starts, req)
+	if req.Host != nil {
+		r.mu.host = *req.Host
+	}
+	if r.mu.state == web.StateReady || r.mu.state == web.StateStopped {
+		r.stats.Clear()
+		r.rec.Clear()
+		r.mu.startTime = r.now()
+		r.mu.users = 0
+	}
+	r.mu.target = req.Users
+	r.mu.rate = req.SpawnRate
+	r.mu.state = web.StateSpawning
+	r.mu.logs = append(r.mu.logs, fmt.Sprintf("[fake] INFO/cicada.webtest: Ramping to %d users at a rate of %.2f per second", req.Users, req.SpawnRate))
+	return nil
+}
+
+// Stop implements web.Runner.
+func (r *Runner) Stop(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.mu.stops++
+	if r.mu.state != web.StateReady {
+		r.mu.state = web.StateStopped
+	}
+	r.mu.users = 0
+	r.mu.target = 0
+	return nil
+}
+
+// ResetStats implements web.Runner.
+func (r *Runner) ResetStats() {
+	r.mu.Lock()
+	r.mu.resets++
+	r.mu.Unlock()
+	r.stats.Reset()
+	r.stats.ClearExceptions()
+}
+
+// Logs implements web.LogSource.
+func (r *Runner) Logs() web.Logs {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l := web.Logs{Master: append([]string(nil), r.mu.logs...), Workers: map[string][]string{}}
+	for _, id := range r.mu.workerIDs {
+		l.Workers[id] = []string{"[fake] INFO/cicada.worker: " + id + " ready"}
+	}
+	return l
+}
+
+// Starts returns the StartRequests received so far.
+func (r *Runner) Starts() []web.StartRequest {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]web.StartRequest(nil), r.mu.starts...)
+}
+
+// Stops and Resets count the calls of Stop and ResetStats.
+func (r *Runner) Stops() int  { r.mu.Lock(); defer r.mu.Unlock(); return r.mu.stops }
+func (r *Runner) Resets() int { r.mu.Lock(); defer r.mu.Unlock(); return r.mu.resets }
+
+// Step simulates d of traffic ending now: users ramp toward the target at
+// the spawn rate, every running user makes RequestsPerUserSecond requests
+// per second spread over the names, and the recorded requests are merged
+// into the master statistics as one worker report.
+func (r *Runner) Step(d time.Duration) {
+	r.mu.Lock()
+	if r.mu.state == web.StateSpawning || r.mu.state == web.StateRunning {
+		delta := r.mu.rate * d.Seconds()
+		t := float64(r.mu.target)
+		switch {
+		case r.mu.users < t:
+			r.mu.users = math.Min(t, r.mu.users+delta)
+		case r.mu.users > t:
+			r.mu.users = math.Max(t, r.mu.users-delta)
+		}
+		if r.mu.users == t {
+			r.mu.state = web.StateRunning
+		}
+	}
+	users := math.Floor(r.mu.users)
+	active := r.mu.state == web.StateSpawning || r.mu.state == web.StateRunning
+	type req struct {
+		name    string
+		rt      time.Duration
+		size    int64
+		failure string
+	}
+	var reqs []req
+	exception := false
+	if active && users > 0 {
+		per := users * r.opts.RequestsPerUserSecond * d.Seconds() / float64(len(r.opts.Names))
+		for i, name := range r.opts.Names {
+			c := r.mu.carry[name] + per
+			n := int(c)
+			r.mu.carry[name] = c - float64(n)
+			base := 2 + float64(i%7)*3
+			for j := 0; j < n; j++ {
+				// Log-normal-ish latency around base ms, slower with more users.
+				ms := base * math.Exp(r.mu.rng.NormFloat64()*0.5) * (1 + users/200)
+				q := req{name: name, rt: time.Duration(ms * float64(time.Millisecond)), size: int64(100 + i%13)}
+				if name == "/missing" {
+					q.failure = "HTTPError('404 Client Error: Not Found for url: /missing')"
+				} else if r.mu.rng.IntN(200) == 0 {
+					q.failure = "ConnectionResetError(104, 'Connection reset by peer')"
+				}
+				reqs = append(reqs, q)
+			}
+		}
+		exception = r.mu.rng.IntN(20) == 0
+	}
+	r.mu.Unlock()
+
+	for _, q := range reqs {
+		r.rec.Record("GET", q.name, q.rt, q.size, q.failure)
+	}
+	if exception {
+		r.stats.AddException("deliberate task exception",
+			"  File \"fake.yaml\", line 12, in boom\n    raise ValueError(\"deliberate task exception\")\n", "local")
+	}
+	r.stats.Merge(r.rec.Report(map[string]int64{"WebsiteUser": int64(users)}, int64(users)))
+}
+
+// Run calls Step every tick until ctx is done.
+func (r *Runner) Run(ctx context.Context, tick time.Duration) error {
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.Canceled) {
+				return nil
+			}
+			return ctx.Err()
+		case <-t.C:
+			r.Step(tick)
+		}
+	}
+}
