@@ -238,7 +238,7 @@ func (d *decoder) spawn() (*Spawn, error) {
 
 func (d *decoder) spawningComplete() (any, error) {
 	var classes map[string]int64
-	var hasClasses bool
+	var hasClasses, hasCount bool
 	count := int64(-1)
 	err := d.fields(func(k []byte) (bool, error) {
 		var err error
@@ -247,6 +247,7 @@ func (d *decoder) spawningComplete() (any, error) {
 			hasClasses = true
 			classes, err = d.strIntMap()
 		case "user_count":
+			hasCount = true
 			count, err = d.int64()
 		default:
 			return false, nil
@@ -258,7 +259,7 @@ func (d *decoder) spawningComplete() (any, error) {
 		return nil, err
 	case hasClasses:
 		return &SpawningComplete{UserClassesCount: classes, UserCount: count}, nil
-	case count >= 0:
+	case hasCount:
 		return &MasterSpawningComplete{UserCount: count}, nil
 	}
 	return nil, missing("user_classes_count")

@@ -188,7 +188,7 @@ func (e *encoder) data(typ string, data any) error {
 	case *Ack:
 		want = TypeAck
 		if typ == want && v != nil {
-			if v.Index < 0 {
+			if v.Index == -1 {
 				e.nil()
 			} else {
 				e.mapLen(1)
@@ -215,13 +215,13 @@ func (e *encoder) data(typ string, data any) error {
 		want = TypeSpawningComplete
 		if typ == want && v != nil {
 			n := 1
-			if v.UserCount >= 0 {
+			if v.UserCount != -1 {
 				n = 2
 			}
 			e.mapLen(n)
 			e.key("user_classes_count")
 			e.strIntMap(v.UserClassesCount)
-			if v.UserCount >= 0 {
+			if v.UserCount != -1 {
 				e.key("user_count")
 				e.int(v.UserCount)
 			}
@@ -317,7 +317,7 @@ func isNilPointer(v any) bool {
 
 func (e *encoder) heartbeat(h *Heartbeat) {
 	n := 2
-	if h.MemoryUsage >= 0 {
+	if h.MemoryUsage != -1 {
 		n = 3
 	}
 	e.mapLen(n)
@@ -325,7 +325,7 @@ func (e *encoder) heartbeat(h *Heartbeat) {
 	e.str(h.State)
 	e.key("current_cpu_usage")
 	e.float(h.CPUUsage)
-	if h.MemoryUsage >= 0 {
+	if h.MemoryUsage != -1 {
 		e.key("current_memory_usage")
 		e.int(h.MemoryUsage)
 	}
@@ -355,7 +355,7 @@ func (e *encoder) spawn(s *Spawn) error {
 
 func (e *encoder) statsReport(r *StatsReport) {
 	n := 4
-	if r.UserCount >= 0 {
+	if r.UserCount != -1 {
 		n = 5
 	}
 	e.mapLen(n)
@@ -378,7 +378,7 @@ func (e *encoder) statsReport(r *StatsReport) {
 	e.strs = e.strs[:base]
 	e.key("user_classes_count")
 	e.strIntMap(r.UserClassesCount)
-	if r.UserCount >= 0 {
+	if r.UserCount != -1 {
 		e.key("user_count")
 		e.int(r.UserCount)
 	}

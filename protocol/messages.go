@@ -60,15 +60,15 @@ type ClientReady struct {
 }
 
 // Ack answers client_ready. Index is -1 when the master sent no index
-// (masters before 2.11); such an Ack encodes as nil data.
+// (masters before 2.11); an Index of -1 encodes as nil data.
 type Ack struct {
 	Index int64
 }
 
 // Heartbeat is the worker's once-a-second liveness report (W→M). State and
 // CPUUsage are required on the wire (Locust's master fails without them).
-// MemoryUsage is -1 when the worker omitted it (or sent nil); -1 is then
-// omitted on encode.
+// MemoryUsage is -1 when the worker omitted it (or sent nil); a value of -1
+// is omitted on encode.
 type Heartbeat struct {
 	State       string
 	CPUUsage    float64
@@ -94,8 +94,8 @@ type Spawn struct {
 }
 
 // SpawningComplete is the worker's report after a spawn (W→M), recognised
-// by its user_classes_count key. UserCount is -1 when the worker omitted it;
-// -1 is then omitted on encode.
+// by its user_classes_count key. UserCount is -1 when the worker omitted it
+// (boomer sends "count" instead); a value of -1 is omitted on encode.
 type SpawningComplete struct {
 	UserClassesCount map[string]int64
 	UserCount        int64
@@ -143,8 +143,8 @@ type Custom struct {
 // StatsReport is the data of a worker's stats message (W→M), a delta since
 // the worker's previous report (locust-protocol.md §6). The keys stats,
 // stats_total, errors and user_classes_count are required on the wire;
-// UserCount is -1 when user_count was absent (and is then omitted on
-// encode). Empty maps and lists decode to nil; nil encodes as empty.
+// UserCount is -1 when user_count was absent; a value of -1 is omitted on
+// encode. Empty maps and lists decode to nil; nil encodes as empty.
 type StatsReport struct {
 	Stats            []StatsEntry
 	Total            StatsEntry // "stats_total", always present

@@ -165,7 +165,7 @@ func asDateTime(m map[string]any) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	t, err := time.Parse(DateTimeLayout, s)
-	if err != nil || t.Format(DateTimeLayout) != s {
+	if err != nil || t.Year() < 1 || t.Format(DateTimeLayout) != s { // Python's datetime.MINYEAR is 1
 		return time.Time{}, false
 	}
 	return t, true
