@@ -147,7 +147,7 @@ func appendMetrics(p *promWriter, st *Status, snap *stats.Snapshot) {
 	p.family("cicada_current_response_time_seconds", "gauge", "Locust's current response-time percentiles of all requests (about the last 10 s); absent while Locust shows None.")
 	for _, cp := range chartPercentiles {
 		if v, ok := t.CurrentPercentile(cp.p); ok {
-			p.sample("cicada_current_response_time_seconds", float64(v)/1000, "quantile", cp.label)
+			p.sample("cicada_current_response_time_seconds", float64(v)/1000, "percentile", cp.label)
 		}
 	}
 	p.family("cicada_stats_reset_timestamp_seconds", "gauge", "Unix time of the last statistics reset (counters restart from zero then).")
