@@ -275,13 +275,13 @@ func checkHistograms(samples []promSample, types map[string]string) error {
 
 func TestExpositionParserRejects(t *testing.T) {
 	bad := []string{
-		"x 1",                                    // no trailing newline
-		"x 1\n",                                  // no TYPE
-		"# TYPE x counter\nx -1\n",               // negative counter
-		"# TYPE x gauge\nx{a=\"b} 1\n",           // unterminated
-		"# TYPE x gauge\nx{a=\"\\q\"} 1\n",       // bad escape
-		"# TYPE x gauge\nx 1\nx 2\n",             // duplicate
-		"# TYPE x gauge\n# TYPE y gauge\nx 1\n",  // sample outside its family
+		"x 1",                                   // no trailing newline
+		"x 1\n",                                 // no TYPE
+		"# TYPE x counter\nx -1\n",              // negative counter
+		"# TYPE x gauge\nx{a=\"b} 1\n",          // unterminated
+		"# TYPE x gauge\nx{a=\"\\q\"} 1\n",      // bad escape
+		"# TYPE x gauge\nx 1\nx 2\n",            // duplicate
+		"# TYPE x gauge\n# TYPE y gauge\nx 1\n", // sample outside its family
 		"# TYPE h histogram\nh_bucket{le=\"1\"} 2\nh_bucket{le=\"+Inf\"} 1\nh_sum 1\nh_count 1\n",
 		"# TYPE 1x gauge\n1x 1\n",
 	}
