@@ -283,7 +283,8 @@ func (h *exactHist) addEncoded(b []byte) error {
 
 // percentile returns the nearest-rank percentile p (0..1) in µs: the middle
 // of the bucket holding the ceil(p·n)-th smallest sample, clamped to the
-// exact minimum and maximum.
+// exact minimum and maximum (which are returned for the first and last
+// rank).
 func (v exactView) percentile(p float64) (float64, bool) {
 	if v.count == 0 {
 		return 0, false
@@ -292,8 +293,11 @@ func (v exactView) percentile(p float64) (float64, bool) {
 	if rank < 1 || p != p {
 		rank = 1
 	}
-	if rank > v.count {
-		rank = v.count
+	if rank >= v.count {
+		return float64(v.max), true
+	}
+	if rank == 1 {
+		return float64(v.min), true
 	}
 	var res float64
 	var seen uint64

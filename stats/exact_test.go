@@ -59,9 +59,11 @@ func nearestRank(sorted []time.Duration, p float64) time.Duration {
 func TestExactPercentileError(t *testing.T) {
 	rng := rand.New(rand.NewPCG(42, 42))
 	dists := map[string]func() time.Duration{
-		"uniform-µs":  func() time.Duration { return time.Duration(rng.Int64N(int64(200 * time.Microsecond))) },
-		"lognormal":   func() time.Duration { return time.Duration(math.Exp(rng.NormFloat64()*1.5+15) + 1) },
-		"bimodal":     func() time.Duration { return time.Duration(rng.Int64N(2)*int64(time.Second) + rng.Int64N(int64(time.Millisecond))) },
+		"uniform-µs": func() time.Duration { return time.Duration(rng.Int64N(int64(200 * time.Microsecond))) },
+		"lognormal":  func() time.Duration { return time.Duration(math.Exp(rng.NormFloat64()*1.5+15) + 1) },
+		"bimodal": func() time.Duration {
+			return time.Duration(rng.Int64N(2)*int64(time.Second) + rng.Int64N(int64(time.Millisecond)))
+		},
 		"hours":       func() time.Duration { return time.Duration(rng.Int64N(int64(time.Hour))) },
 		"exponential": func() time.Duration { return time.Duration(rng.ExpFloat64() * 5e6) },
 	}
