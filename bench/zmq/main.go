@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +40,7 @@ func main() {
 	pyScript := flag.String("pyscript", "", "path of pyzmq_bench.py (default: next to this program's source, bench/zmq)")
 	count1k := flag.Int("count1k", 200000, "messages per run for 1 KB frames")
 	count100k := flag.Int("count100k", 20000, "messages per run for 100 KB frames")
+	repeat := flag.Int("repeat", 3, "measurements per pair; the median is printed")
 	flag.Parse()
 
 	var err error
@@ -52,7 +54,7 @@ func main() {
 		if script == "" {
 			script = filepath.Join("bench", "zmq", "pyzmq_bench.py")
 		}
-		err = orchestrate(*python, script, []run{{1024, *count1k}, {100 << 10, *count100k}}, *timeout)
+		err = orchestrate(*python, script, []run{{1024, *count1k}, {100 << 10, *count100k}}, *repeat, *timeout)
 	default:
 		err = fmt.Errorf("unknown role %q", *role)
 	}
@@ -127,7 +129,7 @@ type impl struct {
 	cmd  func(role, endpoint string, count, size int) *exec.Cmd
 }
 
-func orchestrate(python, script string, runs []run, timeout time.Duration) error {
+func orchestrate(python, script string, runs []run, repeat int, timeout time.Duration) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -144,17 +146,33 @@ func orchestrate(python, script string, runs []run, timeout time.Duration) error
 		return exec.Command(python, script, role, ep, fmt.Sprint(count), fmt.Sprint(size), secs)
 	}}
 	pairs := [][2]impl{{cicada, cicada}, {pyzmq, pyzmq}, {pyzmq, cicada}, {cicada, pyzmq}}
-	fmt.Printf("%-18s %7s %9s %8s %10s %8s\n", "DEALER -> ROUTER", "frame", "messages", "seconds", "msgs/s", "MB/s")
+	fmt.Printf("%-18s %7s %9s %10s %8s   %s\n", "DEALER -> ROUTER", "frame", "messages", "msgs/s", "MB/s", "(median of runs; all runs msgs/s)")
 	for _, rn := range runs {
 		for _, p := range pairs {
-			n, secs, err := measure(p[0], p[1], rn, timeout)
 			label := p[0].name + " -> " + p[1].name
-			if err != nil {
-				fmt.Printf("%-18s %7s  error: %v\n", label, sizeLabel(rn.size), err)
+			var rates []float64
+			var n int
+			var lastErr error
+			for range max(repeat, 1) {
+				got, secs, err := measure(p[0], p[1], rn, timeout)
+				if err != nil {
+					lastErr = err
+					continue
+				}
+				n = got
+				rates = append(rates, float64(got)/secs)
+			}
+			if len(rates) == 0 {
+				fmt.Printf("%-18s %7s  error: %v\n", label, sizeLabel(rn.size), lastErr)
 				continue
 			}
-			rate := float64(n) / secs
-			fmt.Printf("%-18s %7s %9d %8.2f %10.0f %8.1f\n", label, sizeLabel(rn.size), n, secs, rate, rate*float64(rn.size)/1e6)
+			all := make([]string, len(rates))
+			for i, r := range rates {
+				all[i] = fmt.Sprintf("%.0f", r)
+			}
+			slices.Sort(rates)
+			med := rates[len(rates)/2]
+			fmt.Printf("%-18s %7s %9d %10.0f %8.1f   (%s)\n", label, sizeLabel(rn.size), n, med, med*float64(rn.size)/1e6, strings.Join(all, " "))
 		}
 	}
 	return nil

@@ -9,6 +9,7 @@ export PATH="$PATH:/usr/local/go/bin"
 COUNT1K=${COUNT1K:-200000}
 COUNT100K=${COUNT100K:-20000}
 TIMEOUT=${TIMEOUT:-20s}
+REPEAT=${REPEAT:-3}
 PYTHON=${PYTHON:-/usr/bin/python3}
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
@@ -17,4 +18,4 @@ echo "== go test -bench (protocol/zmtp)"
 go test -run '^$' -bench . -benchtime 1s ./protocol/zmtp/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)' || true
 echo "== DEALER -> ROUTER, two processes, loopback (load average: $(cut -d' ' -f1-3 /proc/loadavg))"
 "$bin/zmqbench" -python "$PYTHON" -pyscript bench/zmq/pyzmq_bench.py \
-	-count1k "$COUNT1K" -count100k "$COUNT100K" -timeout "$TIMEOUT"
+	-count1k "$COUNT1K" -count100k "$COUNT100K" -timeout "$TIMEOUT" -repeat "$REPEAT"

@@ -189,10 +189,11 @@ func TestSilentConnection(t *testing.T) {
 		// The silent connections are still open: the real peer did not wait
 		// for their handshake deadline.
 		for _, nc := range append(silent, half) {
-			nc.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
+			nc.SetReadDeadline(time.Now().Add(waitLong))
 			if _, err := io.ReadFull(nc, make([]byte, greetingSize)); err != nil {
 				t.Fatalf("silent connection: reading the server greeting: %v", err)
 			}
+			nc.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
 			var b [1]byte
 			if _, err := nc.Read(b[:]); !errors.Is(err, os.ErrDeadlineExceeded) {
 				t.Fatalf("silent connection closed early: %v", err)

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strings"
 	"testing"
 	"time"
 )
@@ -121,7 +123,10 @@ func TestAnonymousDealerGetsGeneratedIdentity(t *testing.T) {
 func TestDuplicateIdentityNewestWins(t *testing.T) {
 	log := &logCapture{}
 	r := newRouter(t, testOpts(log))
-	d1 := newDealer(t, endpointOf(r), "dup", testOpts(nil))
+	slow := testOpts(nil)
+	slow.ReconnectMin = time.Minute // once replaced, d1 stays away
+	slow.ReconnectMax = time.Minute
+	d1 := newDealer(t, endpointOf(r), "dup", slow)
 	waitConnectedID(t, r.Events(), "dup")
 	waitEvent(t, d1.Events(), Connected, waitLong)
 	d2 := newDealer(t, endpointOf(r), "dup", testOpts(nil))
@@ -145,9 +150,6 @@ func TestDuplicateIdentityNewestWins(t *testing.T) {
 		}
 		return false
 	})
-	// The old dealer, dropped, reconnects and wins in turn; stop it first so
-	// the two do not keep replacing each other.
-	d1.Close()
 }
 
 func TestDealerReconnect(t *testing.T) {
@@ -193,5 +195,117 @@ func TestManyDealersOrdered(t *testing.T) {
 			t.Fatalf("from %s got %s; want %d", id, f[0], next[id])
 		}
 		next[id]++
+	}
+}
+
+func TestCloseFlushesQueuedMessages(t *testing.T) {
+	o := testOpts(nil)
+	o.Linger = waitShort
+	r, err := Listen("tcp://127.0.0.1:0", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	d := newDealer(t, endpointOf(r), "w", o)
+	waitConnectedID(t, r.Events(), "w")
+	big := make([]byte, 1<<20)
+	for range 20 { // more than the socket buffers hold
+		if err := r.Send("w", big); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Send("w", []byte("quit")); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- r.Close() }()
+	for range 20 {
+		dealerRecv(t, d)
+	}
+	if f := dealerRecv(t, d); string(f[0]) != "quit" {
+		t.Fatalf("last message = %q; want quit", f[0])
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+
+	// And a Dealer's Close flushes what it queued.
+	r2 := newRouter(t, o)
+	d2, err := Dial(endpointOf(r2), "w2", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, d2.Events(), Connected, waitLong)
+	for range 20 {
+		d2.Send(big)
+	}
+	d2.Send([]byte("bye"))
+	go func() { closed <- d2.Close() }()
+	for range 20 {
+		routerRecv(t, r2)
+	}
+	if _, f := routerRecv(t, r2); string(f[0]) != "bye" {
+		t.Fatalf("last message = %q; want bye", f[0])
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestIPv6Loopback(t *testing.T) {
+	ln, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	ln.Close()
+	r, err := Listen("tcp://[::1]:0", testOpts(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	ep := "tcp://" + r.Addr().String()
+	if !strings.HasPrefix(ep, "tcp://[::1]:") {
+		t.Fatalf("Addr = %v", r.Addr())
+	}
+	d := newDealer(t, ep, "v6", testOpts(nil))
+	d.Send([]byte("over v6"))
+	if id, f := routerRecv(t, r); id != "v6" || string(f[0]) != "over v6" {
+		t.Fatalf("Recv = %q %q", id, f)
+	}
+}
+
+func TestListenErrors(t *testing.T) {
+	for _, ep := range []string{"tcp://127.0.0.1", "udp://127.0.0.1:0", "tcp://127.0.0.1:99999", "tcp://:0"} {
+		if _, err := Listen(ep, Options{}); !errors.Is(err, ErrEndpoint) {
+			t.Errorf("Listen(%q) = %v; want ErrEndpoint", ep, err)
+		}
+	}
+	r := newRouter(t, testOpts(nil))
+	if _, err := Listen(endpointOf(r), Options{}); err == nil || errors.Is(err, ErrEndpoint) {
+		t.Errorf("Listen on a busy port = %v; want a listen error", err)
+	}
+	if _, err := Dial("tcp://*:5557", "x", Options{}); !errors.Is(err, ErrEndpoint) {
+		t.Errorf("Dial(tcp://*:5557) = %v; want ErrEndpoint", err)
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	lo, hi := 100*time.Millisecond, 5*time.Second
+	d := lo
+	var seq []time.Duration
+	for range 8 {
+		seq = append(seq, d)
+		d = nextBackoff(d, hi)
+	}
+	want := []time.Duration{100, 200, 400, 800, 1600, 3200, 5000, 5000}
+	for i := range want {
+		if seq[i] != want[i]*time.Millisecond {
+			t.Fatalf("backoff sequence = %v; want %v ms", seq, want)
+		}
+	}
+	for range 1000 {
+		if j := jitter(time.Second); j < 500*time.Millisecond || j > time.Second {
+			t.Fatalf("jitter(1s) = %v; want within [500ms, 1s]", j)
+		}
 	}
 }
