@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"io"
 	"math"
 	"strings"
 	"testing"
@@ -293,7 +294,9 @@ func TestDecodeErrors(t *testing.T) {
 		{"second message appended", append(env("quit", Nil), env("quit", Nil)...), "trailing bytes"},
 		{"truncated string", env("quit", Nil)[:5], "unexpected EOF"},
 		{"truncated float", mp(A(3), S("spawn"), M(1), S("timestamp"), F(1)[:5]), "timestamp: bad number: unexpected EOF"},
-		{"missing node_id", mp(A(3), S("quit"), Nil), "node_id: truncated"},
+		{"missing node_id", mp(A(3), S("quit"), Nil), "node_id: truncated: unexpected EOF"},
+		{"truncated uint32", mp(A(3), S("ack"), M(1), S("index"), H("ce 00")), "index: bad integer: unexpected EOF"},
+		{"truncated at uint32 code", mp(A(3), S("ack"), M(1), S("index"), H("ce")), "index: bad integer: unexpected EOF"},
 		{"type not a string", mp(A(3), I(1), Nil, S("n")), "envelope: type: want str, got int"},
 		{"node_id nil", mp(A(3), S("quit"), Nil, Nil), "node_id: want str, got nil"},
 		{"invalid UTF-8", mp(A(3), S("quit"), Nil, S("\xff")), "not valid UTF-8"},
@@ -365,6 +368,9 @@ func TestDecodeErrors(t *testing.T) {
 			}
 			if !strings.HasPrefix(err.Error(), "protocol: malformed message: ") {
 				t.Errorf("Decode error %q lacks the sentinel prefix", err)
+			}
+			if strings.Contains(tt.want, "EOF") && !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Errorf("Decode(%.64x) error %v does not wrap io.ErrUnexpectedEOF", tt.in, err)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"errors"
+	"io"
 	"strings"
 )
 
@@ -64,7 +65,12 @@ func (e *fieldError) Unwrap() []error {
 
 func malformed(msg string) error { return &fieldError{kind: ErrMalformed, msg: msg} }
 
+// malformedCause wraps a lower-level error; running out of input is always
+// reported as io.ErrUnexpectedEOF.
 func malformedCause(msg string, cause error) error {
+	if errors.Is(cause, io.EOF) {
+		cause = io.ErrUnexpectedEOF
+	}
 	return &fieldError{kind: ErrMalformed, msg: msg, cause: cause}
 }
 

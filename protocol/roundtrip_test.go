@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"encoding/hex"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -321,4 +322,65 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("re-encoding is not stable: %x then %x", enc, enc2)
 		}
 	})
+}
+
+// TestConcurrentUse decodes and encodes the captured frames from several
+// goroutines at once (pooled state, intern tables) and expects the same
+// results as sequential use. Run it with -race.
+func TestConcurrentUse(t *testing.T) {
+	frames := loadFrames(t)
+	want := make([][]byte, len(frames))
+	for i, f := range frames {
+		m, err := Decode(f.payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want[i], err = Encode(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := make(chan error, 4)
+	for w := 0; w < 4; w++ {
+		go func() {
+			var buf []byte
+			for round := 0; round < 3; round++ {
+				for i, f := range frames {
+					m, err := Decode(f.payload)
+					if err == nil {
+						buf, err = AppendEncode(buf[:0], m)
+					}
+					if err == nil && !bytes.Equal(buf, want[i]) {
+						err = errors.New(f.name() + ": concurrent re-encoding differs")
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for w := 0; w < 4; w++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestDecodeAllocs locks in the allocation budget of the master's hot
+// path: a heartbeat costs its one value, and a stats report little more than
+// the maps its struct is made of.
+func TestDecodeAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops items under the race detector")
+	}
+	hb, _ := Encode(Message{Type: TypeHeartbeat, Data: &Heartbeat{State: "running", CPUUsage: 1, MemoryUsage: 1 << 30}, NodeID: node2121})
+	if a := testing.AllocsPerRun(100, func() { _, _ = Decode(hb) }); a > 1 {
+		t.Errorf("Decode(heartbeat) allocs = %v; want ≤ 1", a)
+	}
+	st, _ := Encode(benchStatsMessage())
+	if a := testing.AllocsPerRun(20, func() { _, _ = Decode(st) }); a > 400 {
+		t.Errorf("Decode(stats, 50 entries) allocs = %v; want ≤ 400", a)
+	}
 }
