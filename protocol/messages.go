@@ -135,7 +135,11 @@ type UpdateUserClass struct {
 }
 
 // Custom is the data of a message type this package does not know, decoded
-// to plain Go values (see FORMAT.md for the value mapping).
+// to plain Go values: nil, bool, int64 (uint64 above MaxInt64), float64,
+// string, []byte (msgpack bin), []any, map[string]any when every key is a
+// string, else map[any]any (int keys stay int64), and time.Time for HEAD's
+// {"__datetime__": true, "as_str": ...} map. Encoding writes the same values
+// back faithfully; FORMAT.md §5 has the full mapping.
 type Custom struct {
 	Data any
 }
