@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"encoding/binary"
 	"slices"
 	"time"
 )
@@ -264,4 +265,34 @@ func (s *secCounts) maps() (reqs, fails map[int64]int64) {
 		put(sl)
 	}
 	return reqs, fails
+}
+
+// packBuckets appends ascending buckets as varints: the key's difference
+// from the previous key (zigzag), then the count.
+func packBuckets(dst []byte, bs []bucket) []byte {
+	var prev int64
+	for _, b := range bs {
+		dst = binary.AppendVarint(dst, b.Key-prev)
+		dst = binary.AppendVarint(dst, b.Count)
+		prev = b.Key
+	}
+	return dst
+}
+
+// unpackBuckets reverses packBuckets (its input is always our own).
+func unpackBuckets(p []byte) []bucket {
+	var out []bucket
+	var key int64
+	for len(p) > 0 {
+		d, n := binary.Varint(p)
+		p = p[n:]
+		c, m := binary.Varint(p)
+		p = p[m:]
+		if n <= 0 || m <= 0 {
+			break
+		}
+		key += d
+		out = append(out, bucket{key, c})
+	}
+	return out
 }

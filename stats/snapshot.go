@@ -59,9 +59,15 @@ type EntryStats struct {
 	// workers, false as soon as a Python worker contributed).
 	ExactComplete bool
 
-	buckets []bucket // ascending
-	current *cached  // base for the current percentiles, nil if none
-	exact   []byte   // encoded
+	buckets []bucket     // ascending
+	current *currentBase // base for the current percentiles, nil if none
+	exact   []byte       // encoded
+}
+
+// currentBase is the cached histogram the current percentiles diff against.
+type currentBase struct {
+	buckets     []bucket
+	numRequests int64
 }
 
 // ErrorStats is one row of the errors table.
@@ -184,11 +190,10 @@ func (e *mentry) snapshot(tot *mentry, now int64) EntryStats {
 	return es
 }
 
-func (e *mentry) findCache(t int64) *cached {
+func (e *mentry) findCache(t int64) *currentBase {
 	for i := range e.cache {
 		if e.cache[i].sec == t {
-			c := e.cache[i] // the buckets slice is immutable
-			return &c
+			return &currentBase{unpackBuckets(e.cache[i].packed), e.cache[i].numRequests}
 		}
 	}
 	return nil

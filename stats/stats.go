@@ -59,10 +59,11 @@ type mentry struct {
 	exactComplete bool
 }
 
-// cached is one of Locust's response_times_cache values.
+// cached is one of Locust's response_times_cache values, its buckets packed
+// (packBuckets) to keep the 20 copies per entry small.
 type cached struct {
 	sec         int64
-	buckets     []bucket // immutable once stored
+	packed      []byte // immutable once stored
 	numRequests int64
 }
 
@@ -127,7 +128,7 @@ func (e *mentry) resetLocked(s *Stats, now float64) {
 // Precondition: s.mu is held.
 func (e *mentry) cacheLocked(s *Stats, t int64) {
 	s.mu.scratch = e.rt.appendBuckets(s.mu.scratch[:0])
-	c := cached{sec: t, buckets: slices.Clone(s.mu.scratch), numRequests: e.numRequests}
+	c := cached{sec: t, packed: packBuckets(nil, s.mu.scratch), numRequests: e.numRequests}
 	for i := range e.cache {
 		if e.cache[i].sec == t {
 			e.cache[i] = c

@@ -1,0 +1,181 @@
+package stats
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cicada-load/cicada/protocol"
+)
+
+// BenchmarkRecord measures Record on an existing entry from one goroutine.
+func BenchmarkRecord(b *testing.B) {
+	r := NewRecorder(nil)
+	r.Record("GET", "/api/items", 12*time.Millisecond, 512, "")
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		r.Record("GET", "/api/items", time.Duration(i%50000)*time.Microsecond, 512, "")
+	}
+}
+
+// BenchmarkRecordParallel runs Record from 1 and 64 goroutines (b.SetParallelism
+// relative to GOMAXPROCS), all on one name (worst case: one entry mutex) or
+// spread over 64 names.
+func BenchmarkRecordParallel(b *testing.B) {
+	for _, goroutines := range []int{1, 64} {
+		for _, names := range []int{1, 64} {
+			b.Run(fmt.Sprintf("goroutines=%d/names=%d", goroutines, names), func(b *testing.B) {
+				r := NewRecorder(nil)
+				ns := make([]string, names)
+				for i := range ns {
+					ns[i] = fmt.Sprintf("/api/item-%d", i)
+					r.Record("GET", ns[i], time.Millisecond, 0, "")
+				}
+				procs := runtime.GOMAXPROCS(0)
+				if goroutines == 1 {
+					runtime.GOMAXPROCS(1)
+					defer runtime.GOMAXPROCS(procs)
+				} else {
+					b.SetParallelism((goroutines + procs - 1) / procs)
+				}
+				var id atomic.Int64
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					name := ns[int(id.Add(1))%names]
+					i := 0
+					for pb.Next() {
+						i++
+						r.Record("GET", name, time.Duration(i%50000)*time.Microsecond, 512, "")
+					}
+				})
+			})
+		}
+	}
+}
+
+// fill records n lognormal samples over 3 s under each of names.
+func fill(r *Recorder, clk *fakeClock, names []string, n int, rng *rand.Rand) {
+	for i := range n {
+		clk.add(3 * time.Second / time.Duration(n))
+		for _, name := range names {
+			rt := time.Duration(math.Exp(rng.NormFloat64()*0.8+2.5) * 1e6)
+			fail := ""
+			if i%50 == 0 {
+				fail = "HTTPError('500 Server Error')"
+			}
+			r.Record("GET", name, rt, 1024, fail)
+		}
+	}
+}
+
+func names(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("/api/v1/resource-%04d", i)
+	}
+	return out
+}
+
+// BenchmarkReport1000 builds one report of 1,000 names, each with 100
+// samples over 3 s (the recording is not timed).
+func BenchmarkReport1000(b *testing.B) {
+	clk := newFakeClock(1e9)
+	r := NewRecorder(clk.now)
+	ns := names(1000)
+	rng := rand.New(rand.NewPCG(1, 1))
+	fill(r, clk, ns, 100, rng)
+	r.Report(nil, 0)
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		fill(r, clk, ns, 100, rng)
+		b.StartTimer()
+		r.Report(nil, 0)
+	}
+}
+
+// BenchmarkMerge1000 merges one 1,000-name report (100 samples per name)
+// into master statistics.
+func BenchmarkMerge1000(b *testing.B) {
+	clk := newFakeClock(1e9)
+	r := NewRecorder(clk.now)
+	ns := names(1000)
+	rng := rand.New(rand.NewPCG(2, 2))
+	var reps []*protocol.StatsReport
+	for range 8 {
+		fill(r, clk, ns, 100, rng)
+		reps = append(reps, r.Report(nil, 0))
+	}
+	s := New(clk.now)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		s.Merge(reps[i%len(reps)])
+		i++
+	}
+}
+
+// BenchmarkSnapshot1000 takes a snapshot of master statistics with 1,000
+// names and writes the stats CSV from it.
+func BenchmarkSnapshot1000(b *testing.B) {
+	clk := newFakeClock(1e9)
+	r := NewRecorder(clk.now)
+	ns := names(1000)
+	rng := rand.New(rand.NewPCG(3, 3))
+	s := New(clk.now)
+	for range 8 {
+		fill(r, clk, ns, 100, rng)
+		s.Merge(r.Report(nil, 0))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		snap := s.Snapshot()
+		if err := WriteStatsCSV(discard{}, snap); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// BenchmarkEntryMemory reports the heap held per entry by a Recorder and by
+// master Stats (including its 20 cached per-second snapshots) for 1,000
+// names that each saw 30 s of lognormal traffic (2–100 ms).
+func BenchmarkEntryMemory(b *testing.B) {
+	for b.Loop() {
+		clk := newFakeClock(1e9)
+		ns := names(1000)
+		rng := rand.New(rand.NewPCG(4, 4))
+		before := heapInUse()
+		r := NewRecorder(clk.now)
+		fill(r, clk, ns, 100, rng)
+		worker := heapInUse() - before
+		s := New(clk.now)
+		before = heapInUse()
+		for range 10 {
+			s.Merge(r.Report(nil, 0))
+			fill(r, clk, ns, 100, rng)
+		}
+		master := heapInUse() - before
+		b.ReportMetric(float64(worker)/1000, "worker-B/entry")
+		b.ReportMetric(float64(master)/1000, "master-B/entry")
+		runtime.KeepAlive(r)
+		runtime.KeepAlive(s)
+	}
+}
