@@ -11,7 +11,7 @@ const SLOW_POLL_MS = 5000;
 const $ = (id) => document.getElementById(id);
 const esc = (s) =>
   String(s ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
-const fmt = (v, d = 0) => (v == null ? "" : typeof v === "number" ? (d ? v.toFixed(d) : String(Math.round(v))) : esc(v));
+const fmt = (v, d = 0) => (v == null ? "" : typeof v === "number" ? (d ? v.toFixed(d) : String(Math.round(v))) : String(v));
 
 const args = window.cicadaArgs || {};
 const state = {
@@ -126,6 +126,8 @@ function showTab(name) {
   for (const a of document.querySelectorAll("#tabs a")) a.classList.toggle("active", a.dataset.tab === name);
   for (const s of document.querySelectorAll("main .tab")) s.classList.toggle("active", s.id === "tab-" + name);
   if (name === "charts") ensureCharts();
+  if (name === "failures" && state.stats) renderFailures(state.stats);
+  if (name === "workers" && state.stats) renderWorkers(state.stats);
   if (name === "ratio") pollRatio();
   if (name === "logs") pollLogs();
 }
@@ -155,49 +157,94 @@ function sortRows(rows) {
   return sorted;
 }
 
-function statsRow(s, cls) {
-  return (
-    `<tr${cls ? ` class="${cls}"` : ""}><td>${esc(s.method)}</td><td>${esc(s.name)}</td>` +
-    `<td class="num">${s.num_requests}</td><td class="num">${s.num_failures}</td>` +
-    `<td class="num">${fmt(s.median_response_time)}</td>` +
-    `<td class="num">${fmt(s.ninetieth_response_time ?? s["response_time_percentile_0.9"])}</td>` +
-    `<td class="num">${fmt(s.ninety_ninth_response_time ?? s["response_time_percentile_0.99"])}</td>` +
-    `<td class="num">${fmt(s.avg_response_time)}</td><td class="num">${fmt(s.min_response_time)}</td>` +
-    `<td class="num">${fmt(s.max_response_time)}</td><td class="num">${fmt(s.avg_content_length)}</td>` +
-    `<td class="num">${fmt(s.current_rps, 1)}</td><td class="num">${fmt(s.current_fail_per_sec, 1)}</td></tr>`
-  );
+const STATS_CLASSES = ["", "name", "num", "num", "num", "num", "num", "num", "num", "num", "num", "num", "num"];
+
+function statsCells(s) {
+  return [
+    s.method ?? "",
+    s.name,
+    String(s.num_requests),
+    String(s.num_failures),
+    fmt(s.median_response_time),
+    fmt(s.ninetieth_response_time ?? s["response_time_percentile_0.9"]),
+    fmt(s.ninety_ninth_response_time ?? s["response_time_percentile_0.99"]),
+    fmt(s.avg_response_time),
+    fmt(s.min_response_time),
+    fmt(s.max_response_time),
+    fmt(s.avg_content_length),
+    fmt(s.current_rps, 1),
+    fmt(s.current_fail_per_sec, 1),
+  ];
 }
 
+// updateTable brings tbody to the given rows, reusing row and cell
+// elements and touching only cells whose text changed: much cheaper than
+// re-parsing HTML for hundreds of rows on every refresh.
+function updateTable(tbody, rows, classes) {
+  const trs = tbody.rows;
+  for (let i = 0; i < rows.length; i++) {
+    const { cells, cls } = rows[i];
+    let tr = trs[i];
+    if (!tr) {
+      tr = tbody.insertRow();
+      tr._v = [];
+      for (let j = 0; j < cells.length; j++) {
+        const td = tr.insertCell();
+        if (classes[j]) td.className = classes[j];
+      }
+    }
+    if (tr.className !== cls) tr.className = cls;
+    const prev = tr._v;
+    for (let j = 0; j < cells.length; j++) {
+      if (prev[j] !== cells[j]) {
+        tr.cells[j].textContent = cells[j];
+        prev[j] = cells[j];
+      }
+    }
+  }
+  while (trs.length > rows.length) tbody.deleteRow(-1);
+}
+
+// renderStats renders the statistics table; the failures and workers
+// tables are rendered only while their tab is visible (hidden tables still
+// cost parsing), and again when their tab is shown.
 function renderStats(d) {
   const t0 = performance.now();
   const rows = d.stats || [];
   const total = rows.length ? rows[rows.length - 1] : null;
-  const body = sortRows(rows.slice(0, -1)).map((s) => statsRow(s)).join("") + (total ? statsRow(total, "total") : "");
-  document.querySelector("#stats-table tbody").innerHTML = body;
-  $("stats-note").textContent = d.truncated ? "Only the first 500 request names are shown; the CSV download has all." : "";
+  const list = sortRows(rows.slice(0, -1)).map((s) => ({ cells: statsCells(s), cls: "" }));
+  if (total) list.push({ cells: statsCells(total), cls: "total" });
+  updateTable(document.querySelector("#stats-table tbody"), list, STATS_CLASSES);
+  $("stats-note").textContent =
+    rows.length > 500 ? "Only the first 500 request names are shown; the CSV download has all of them." : "";
   for (const th of document.querySelectorAll("#stats-table th")) {
     th.classList.toggle("sorted", th.dataset.key === state.sortKey);
     th.classList.toggle("desc", th.dataset.key === state.sortKey && state.sortDesc);
   }
-  // failures
   const errs = d.errors || [];
   $("failures-count").textContent = errs.length ? errs.length : "";
-  document.querySelector("#failures-table tbody").innerHTML = errs
-    .map((e) => `<tr><td class="num">${e.occurrences}</td><td>${esc(e.method)}</td><td>${esc(e.name)}</td><td class="pre">${esc(e.error)}</td></tr>`)
-    .join("");
-  // workers
-  if (Array.isArray(d.workers)) {
-    document.querySelector("#workers-table tbody").innerHTML = d.workers
-      .map(
-        (w) =>
-          `<tr><td>${esc(w.id)}</td><td>${esc(w.state)}</td><td class="num">${w.user_count}</td>` +
-          `<td class="num">${(w.cpu_usage ?? 0).toFixed(1)}%</td><td class="num">${bytes(w.memory_usage)}</td>` +
-          `<td class="num">${w.connections ?? ""}</td></tr>`,
-      )
-      .join("");
-  }
+  if (state.tab === "failures") renderFailures(d);
+  if (state.tab === "workers") renderWorkers(d);
   state.renders++;
   state.lastRenderMs = performance.now() - t0;
+}
+
+function renderFailures(d) {
+  document.querySelector("#failures-table tbody").innerHTML = (d.errors || [])
+    .map((e) => `<tr><td class="num">${e.occurrences}</td><td>${esc(e.method)}</td><td class="name">${esc(e.name)}</td><td class="pre">${esc(e.error)}</td></tr>`)
+    .join("");
+}
+
+function renderWorkers(d) {
+  if (!Array.isArray(d.workers)) return;
+  document.querySelector("#workers-table tbody").innerHTML = d.workers
+    .map(
+      (w) =>
+        `<tr><td>${esc(w.id)}</td><td>${esc(w.state)}</td><td class="num">${w.user_count}</td>` +
+        `<td class="num">${(w.cpu_usage ?? 0).toFixed(1)}%</td><td class="num">${bytes(w.memory_usage)}</td>` +
+        `<td class="num">${w.connections ?? ""}</td></tr>`,
+    )
+    .join("");
 }
 
 function bytes(n) {

@@ -1,0 +1,135 @@
+package web_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cicada-load/cicada/web"
+	"github.com/cicada-load/cicada/web/webtest"
+)
+
+// browserTools returns node's path, failing under CI=true (and skipping
+// otherwise) when node, Chromium or playwright-core is missing. CI needs:
+// apt-get install -y chromium nodejs npm; (cd web/ui && npm ci).
+func browserTools(t *testing.T) string {
+	t.Helper()
+	node := needTool(t, "node", "apt-get install nodejs npm")
+	chromium := os.Getenv("CHROMIUM")
+	if chromium == "" {
+		chromium = "/usr/bin/chromium"
+	}
+	missing := ""
+	if _, err := os.Stat(chromium); err != nil {
+		missing = "chromium (apt-get install chromium)"
+	} else if _, err := os.Stat(filepath.Join("ui", "node_modules", "playwright-core", "package.json")); err != nil {
+		missing = "playwright-core (cd web/ui && npm ci)"
+	}
+	if missing != "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("browser test needs %s", missing)
+		}
+		t.Skipf("browser test needs %s", missing)
+	}
+	return node
+}
+
+// artifactsDir is where screenshots go (git-ignored).
+func artifactsDir(t *testing.T, sub string) string {
+	dir := os.Getenv("CICADA_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join("testdata", "artifacts")
+	}
+	dir, _ = filepath.Abs(filepath.Join(dir, sub))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// runE2E runs ui/e2e.mjs and returns its E2E_RESULT object.
+func runE2E(t *testing.T, node, base, artifacts, mode string) map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "e2e.mjs", base, artifacts, mode)
+	cmd.Dir = "ui"
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var res map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(out.Bytes()))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if j, ok := strings.CutPrefix(sc.Text(), "E2E_RESULT "); ok {
+			if jerr := json.Unmarshal([]byte(j), &res); jerr != nil {
+				t.Fatalf("bad E2E_RESULT: %v", jerr)
+			}
+		}
+	}
+	if err != nil || res == nil || res["ok"] != true {
+		t.Fatalf("node e2e.mjs %s: %v\nscreenshots in %s\n%s", mode, err, artifacts, out.String())
+	}
+	return res
+}
+
+func TestBrowser(t *testing.T) {
+	node := browserTools(t)
+	r := webtest.New(webtest.Options{Workers: 3, Host: "http://127.0.0.1:26080"})
+	runFake(t, r)
+	srv := web.New(web.Options{HistoryInterval: 300 * time.Millisecond, StatsCacheTTL: 200 * time.Millisecond, Version: "e2e"}, r)
+	base := serve(t, srv, "http")
+	dir := artifactsDir(t, "browser")
+	res := runE2E(t, node, base, dir, "flow")
+	t.Logf("e2e flow: %v (screenshots in %s)", res, dir)
+	if res["usersAfterEdit"] != float64(20) || res["finalState"] != "stopped" {
+		t.Errorf("e2e result %v", res)
+	}
+	if res["pointsAfterReload"].(float64) < res["pointsBeforeReload"].(float64) {
+		t.Errorf("history lost on reload: %v < %v", res["pointsAfterReload"], res["pointsBeforeReload"])
+	}
+	starts := r.Starts()
+	if len(starts) != 2 || starts[0].Users != 10 || starts[1].Users != 20 {
+		t.Errorf("runner starts = %+v; want start 10 then edit 20", starts)
+	}
+}
+
+// TestBrowserRenderPerf measures the dashboard with 1,000 request names
+// and 200 workers: the /stats/requests size and the table render time per
+// refresh in Chromium.
+func TestBrowserRenderPerf(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	node := browserTools(t)
+	r := bigRunner()
+	runFake(t, r)
+	srv := web.New(web.Options{StatsCacheTTL: -1}, r)
+	base := serve(t, srv, "http")
+	res := runE2E(t, node, base, artifactsDir(t, "perf"), "perf")
+	t.Logf("1000 names, 200 workers: /stats/requests %v bytes, %v table rows; JSON.parse median %.1f ms; table render+layout: cold %.1f ms, warm median %.1f ms (max %.1f); full refresh (fetch+parse+render+history) median %.1f ms (max %.1f)",
+		res["bytes"], res["rows"], res["parseMedianMs"], res["coldRenderMs"], res["renderMedianMs"], res["renderMaxMs"], res["refreshMedianMs"], res["refreshMaxMs"])
+}
+
+// bigRunner is a fake master with 1,000 request names and 200 workers,
+// already running.
+func bigRunner() *webtest.Runner {
+	names := make([]string, 1000)
+	for i := range names {
+		names[i] = fmt.Sprintf("/api/v1/resource/%04d/items", i)
+	}
+	r := webtest.New(webtest.Options{Names: names, Workers: 200, RequestsPerUserSecond: 5, Host: "http://127.0.0.1:26080"})
+	r.Start(context.Background(), web.StartRequest{Users: 400, SpawnRate: 400})
+	for i := 0; i < 3; i++ {
+		r.Step(time.Second)
+	}
+	return r
+}

@@ -1,0 +1,231 @@
+// End-to-end test of the dashboard in a real Chromium (Debian's, driven by
+// playwright-core). Started by `go test ./web -run TestBrowser`, which serves
+// the dashboard with a fake runner that simulates a running test.
+//
+//   node e2e.mjs <base-url> <artifacts-dir> [flow|perf]
+//
+// flow: start a test from the form, see table rows and charts update, sort,
+//       edit the user count, download the stats CSV, reload and see the
+//       history again, stop. Screenshots go to <artifacts-dir>.
+// perf: measure the statistics table's render time per refresh.
+// The last line printed is "E2E_RESULT <json>".
+import { chromium } from "playwright-core";
+import fs from "node:fs";
+import path from "node:path";
+
+const [base, artifacts = "artifacts", mode = "flow"] = process.argv.slice(2);
+if (!base) {
+  console.error("usage: node e2e.mjs <base-url> <artifacts-dir> [flow|perf]");
+  process.exit(2);
+}
+fs.mkdirSync(artifacts, { recursive: true });
+
+const T = 30000; // generous per-step timeout for a loaded 2-core machine
+const result = { mode };
+const problems = [];
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  headless: true,
+  args: [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+  ],
+});
+
+async function shot(page, name) {
+  await page.screenshot({ path: path.join(artifacts, name), fullPage: false });
+}
+
+function check(cond, msg) {
+  if (!cond) throw new Error(msg);
+}
+
+async function flow(page) {
+  await page.goto(base + "/", { waitUntil: "load", timeout: T });
+  // In state ready the start form opens by itself.
+  await page.waitForSelector("#start-dialog[open]", { timeout: T });
+  await shot(page, "01-start-form.png");
+  await page.fill('#start-form input[name="user_count"]', "10");
+  await page.fill('#start-form input[name="spawn_rate"]', "5");
+  await page.fill('#start-form input[name="host"]', "http://127.0.0.1:26080");
+  await page.click("#start-submit");
+  await page.waitForSelector("#start-dialog", { state: "hidden", timeout: T });
+
+  // Table rows appear and numbers change.
+  await page.waitForFunction(() => document.querySelectorAll("#stats-table tbody tr").length >= 3, null, { timeout: T });
+  const totalReqs = () =>
+    page.$eval("#stats-table tbody tr.total td:nth-child(3)", (td) => Number(td.textContent));
+  await page.waitForFunction(
+    () => Number(document.querySelector("#stats-table tbody tr.total td:nth-child(3)")?.textContent || 0) > 0,
+    null,
+    { timeout: T },
+  );
+  const n1 = await totalReqs();
+  await page.waitForFunction(
+    (n) => Number(document.querySelector("#stats-table tbody tr.total td:nth-child(3)").textContent) > n,
+    n1,
+    { timeout: T },
+  );
+  result.rows = await page.$$eval("#stats-table tbody tr", (rs) => rs.length);
+  result.state = await page.textContent("#state");
+  check(["spawning", "running"].includes(result.state), "state after start: " + result.state);
+  await shot(page, "02-running.png");
+
+  // Sorting: by # Requests (descending first), Aggregated stays last.
+  await page.click('#stats-table th[data-key="num_requests"]');
+  const sorted = await page.$$eval("#stats-table tbody tr:not(.total) td:nth-child(3)", (tds) =>
+    tds.map((td) => Number(td.textContent)),
+  );
+  check(sorted.every((v, i) => i === 0 || sorted[i - 1] >= v), "not sorted descending: " + sorted);
+  check(await page.$eval("#stats-table tbody tr:last-child", (tr) => tr.classList.contains("total")), "Aggregated not last");
+
+  // Charts fill from the server history.
+  await page.click('#tabs a[data-tab="charts"]');
+  await page.waitForFunction(() => document.querySelectorAll("#tab-charts .uplot").length === 3, null, { timeout: T });
+  await page.waitForFunction(() => (window.cicada.state.history?.time.length || 0) >= 3, null, { timeout: T });
+  const pointsBefore = await page.evaluate(() => window.cicada.state.history.time.length);
+  await page.waitForFunction((n) => window.cicada.state.history.time.length > n, pointsBefore, { timeout: T });
+  result.chartPoints = await page.evaluate(() => window.cicada.state.history.time.length);
+  await shot(page, "03-charts.png");
+
+  // Edit the running test.
+  await page.click("#btn-edit");
+  await page.waitForSelector("#edit-dialog[open]", { timeout: T });
+  await page.fill('#edit-form input[name="user_count"]', "20");
+  await page.fill('#edit-form input[name="spawn_rate"]', "20");
+  await page.click("#edit-submit");
+  await page.waitForFunction(() => document.querySelector("#users").textContent === "20", null, { timeout: T });
+  result.usersAfterEdit = Number(await page.textContent("#users"));
+
+  // Download the stats CSV.
+  await page.click('#tabs a[data-tab="download"]');
+  const [download] = await Promise.all([page.waitForEvent("download", { timeout: T }), page.click("#dl-requests")]);
+  const csvPath = path.join(artifacts, "requests.csv");
+  await download.saveAs(csvPath);
+  const csv = fs.readFileSync(csvPath, "utf8");
+  check(csv.startsWith("Type,Name,Request Count,Failure Count"), "bad CSV: " + csv.slice(0, 80));
+  check(csv.includes(",Aggregated,"), "CSV without Aggregated row");
+  result.csvName = download.suggestedFilename();
+  result.csvLines = csv.trim().split("\r\n").length;
+
+  // Reload: the chart history comes back from the server.
+  const before = await page.evaluate(() => window.cicada.state.history.time.length);
+  await page.goto(base + "/#charts", { waitUntil: "load", timeout: T });
+  await page.reload({ waitUntil: "load", timeout: T });
+  await page.waitForFunction((n) => (window.cicada.state.history?.time.length || 0) >= n, before, { timeout: T });
+  await page.waitForFunction(() => document.querySelectorAll("#tab-charts .uplot").length === 3, null, { timeout: T });
+  result.pointsAfterReload = await page.evaluate(() => window.cicada.state.history.time.length);
+  result.pointsBeforeReload = before;
+  await shot(page, "04-after-reload.png");
+
+  // Other tabs render.
+  await page.click('#tabs a[data-tab="failures"]');
+  await page.waitForFunction(() => document.querySelectorAll("#failures-table tbody tr").length >= 1, null, { timeout: T });
+  await shot(page, "05-failures.png");
+  await page.click('#tabs a[data-tab="workers"]');
+  await page.waitForFunction(() => document.querySelectorAll("#workers-table tbody tr").length >= 1, null, { timeout: T });
+  await shot(page, "06-workers.png");
+  await page.click('#tabs a[data-tab="ratio"]');
+  await page.waitForFunction(() => document.querySelector("#ratio-total li") !== null, null, { timeout: T });
+
+  // Stop.
+  await page.click('#tabs a[data-tab="stats"]');
+  await page.click("#btn-stop");
+  await page.waitForFunction(() => document.querySelector("#state").textContent === "stopped", null, { timeout: T });
+  check(await page.isVisible("#btn-new"), "New test button hidden after stop");
+  result.finalState = await page.textContent("#state");
+  await shot(page, "07-stopped.png");
+
+  // The report opens and draws its charts.
+  const report = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  await report.goto(base + "/stats/report", { waitUntil: "load", timeout: T });
+  await report.waitForFunction(() => document.querySelectorAll(".uplot").length === 3, null, { timeout: T });
+  await report.screenshot({ path: path.join(artifacts, "08-report.png"), fullPage: true });
+  await report.close();
+}
+
+async function perf(page) {
+  await page.goto(base + "/", { waitUntil: "load", timeout: T });
+  await page.waitForFunction(() => window.cicada && window.cicada.state.stats && window.cicada.state.stats.stats.length > 400, null, {
+    timeout: T,
+  });
+  const r = await page.evaluate(async () => {
+    const get = async () => (await fetch("./stats/requests", { cache: "no-store" })).text();
+    const a = await get();
+    await new Promise((res) => setTimeout(res, 1500));
+    const b = await get();
+    const datas = [JSON.parse(a), JSON.parse(b)];
+    const tbody = document.querySelector("#stats-table tbody");
+    const layout = () => document.querySelector("#stats-table").getBoundingClientRect();
+    // Cold: into an empty table.
+    tbody.innerHTML = "";
+    let t0 = performance.now();
+    window.cicada.renderStats(datas[0]);
+    layout();
+    const coldMs = performance.now() - t0;
+    // Warm: alternating two different snapshots, as successive polls are.
+    const times = [];
+    const parses = [];
+    for (let i = 0; i < 20; i++) {
+      t0 = performance.now();
+      const d = JSON.parse(i % 2 ? b : a);
+      parses.push(performance.now() - t0);
+      t0 = performance.now();
+      window.cicada.renderStats(d);
+      layout();
+      times.push(performance.now() - t0);
+    }
+    const fulls = [];
+    for (let i = 0; i < 10; i++) {
+      t0 = performance.now();
+      await window.cicada.refresh();
+      layout();
+      fulls.push(performance.now() - t0);
+    }
+    const med = (xs) => xs.sort((x, y) => x - y)[Math.floor(xs.length / 2)];
+    const mx = (xs) => Math.max(...xs);
+    return {
+      bytes: a.length,
+      rows: tbody.rows.length,
+      coldRenderMs: coldMs,
+      parseMedianMs: med(parses),
+      renderMedianMs: med(times.slice()),
+      renderMaxMs: mx(times),
+      refreshMedianMs: med(fulls.slice()),
+      refreshMaxMs: mx(fulls),
+    };
+  });
+  Object.assign(result, r);
+  await shot(page, "perf-1000-names.png");
+}
+
+let exitCode = 0;
+try {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 }, acceptDownloads: true });
+  page.on("pageerror", (e) => problems.push("pageerror: " + e.message));
+  page.on("console", (m) => {
+    if (m.type() === "error") problems.push("console: " + m.text());
+  });
+  if (mode === "perf") await perf(page);
+  else await flow(page);
+  if (problems.length) throw new Error(problems.join("\n"));
+  result.ok = true;
+} catch (e) {
+  result.ok = false;
+  result.error = String(e && e.stack ? e.stack : e);
+  exitCode = 1;
+  try {
+    const pages = browser.contexts().flatMap((c) => c.pages());
+    if (pages[0]) await pages[0].screenshot({ path: path.join(artifacts, "failure.png") });
+  } catch {}
+} finally {
+  await browser.close();
+}
+console.log("E2E_RESULT " + JSON.stringify(result));
+process.exit(exitCode);
