@@ -58,11 +58,11 @@ func reprInputs() (reprInput, []float64) {
 	return in, fs
 }
 
-// TestPythonRepr compares FormatPyFloat, PythonRepr, ReadablePercentile
+// TestGoldenPythonRepr compares FormatPyFloat, PythonRepr, ReadablePercentile
 // and the fixed-point formats with Python's, from the committed golden
 // testdata/golden/python_repr.json and, when Locust's Python is installed,
 // from a live run (required under CI=true).
-func TestPythonRepr(t *testing.T) {
+func TestGoldenPythonRepr(t *testing.T) {
 	in, fs := reprInputs()
 	const golden = "testdata/golden/python_repr.json"
 	run := func() []byte {

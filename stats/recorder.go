@@ -26,7 +26,8 @@ type entryKey struct{ method, name string }
 // names never share a lock or a cache line. Goroutines recording the same
 // name share its mutex; its critical section is a few tens of nanoseconds.
 //
-// All methods are safe for concurrent use.
+// All methods are safe for concurrent use. Lock order: Recorder.mu, then
+// an entry's mu (Report and Clear); Record takes only the entry's mu.
 type Recorder struct {
 	now     func() time.Time
 	entries atomic.Pointer[map[entryKey]*wentry]
@@ -194,9 +195,13 @@ func (r *Recorder) newEntry(method, name string, now float64) *wentry {
 // The report differs from a Python worker's in one respect: response-time
 // sums are exact sums of the nanosecond samples converted once, where Python
 // adds the float milliseconds one by one (last-bit differences at most).
-// The caller owns the result; userClassesCount is stored as given.
+// The caller owns the result; userClassesCount is stored as given (nil
+// becomes an empty map).
 func (r *Recorder) Report(userClassesCount map[string]int64, userCount int64) *protocol.StatsReport {
 	now := pyTime(r.now())
+	if userClassesCount == nil {
+		userClassesCount = map[string]int64{} // Locust always sends a map
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rep := &protocol.StatsReport{
