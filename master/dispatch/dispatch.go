@@ -19,9 +19,20 @@
 //   - Adding or removing a worker recomputes the whole split from zero for
 //     the current user count and yields it at once (a rebalance).
 //
-// The Dispatcher never sleeps: each Step carries the delay the caller must
-// observe before sending it, so pacing is the caller's job and tests need no
-// clock.
+// The Dispatcher never sleeps: Wait tells the caller how long to pause
+// before asking for the next step, so pacing is the caller's job and tests
+// need no clock. The caller's loop is
+//
+//	for {
+//		if d := disp.Wait(); d > 0 { sleep until lastPaced+d }
+//		step, ok := disp.Next()
+//		if !ok { break }
+//		if !step.Rebalance { lastPaced = now }
+//		send(step.Users)
+//	}
+//
+// Workers may be added or removed at any point of that loop (from the same
+// goroutine), as Locust's master does between steps.
 //
 // Deliberate differences from 2.12.1, none of which changes a mapping:
 //   - AddWorker with an id already present does not add a duplicate entry
@@ -29,8 +40,6 @@
 //   - InProgress is false as soon as Next has returned false. (2.12.1 leaves
 //     its dispatch_in_progress flag set after a rebalance-only dispatch,
 //     which stops later joins from triggering a re-dispatch.)
-//   - The sleep Python takes after a ramp that ran out of users to spawn
-//     (only fixed_count classes, all full) is not reported.
 //   - With no workers at all, no users are placed (Python raises).
 //   - 2.12.1 hangs (an endless loop that blocks the whole master) when
 //     fixed_count classes are all full at a re-count, as on a ramp up after
@@ -119,15 +128,9 @@ func (m Mapping) Clone() Mapping {
 type Step struct {
 	// Users is the full mapping for this step.
 	Users Mapping
-	// Delay is how long after the previous paced step this one must be sent.
-	// It is 0 for the first step of a dispatch and for rebalance steps, and
-	// per-step/rate otherwise (Python sleeps max(0, Delay − time spent since
-	// the previous paced step began)).
-	Delay time.Duration
 	// Rebalance is true for a step that only re-sends the split recomputed
 	// after a worker joined or left. Such a step does not restart the pacing
-	// interval: the next paced step is still due Delay after the previous
-	// paced one.
+	// interval (see Wait).
 	Rebalance bool
 }
 
@@ -294,6 +297,7 @@ func (d *Dispatcher) Next() (Step, bool) {
 	for {
 		switch d.pc {
 		case pcIdle:
+			d.pending = 0
 			return Step{}, false
 		case pcStart:
 			if d.rebal {
@@ -368,9 +372,48 @@ func (d *Dispatcher) exitStep() {
 }
 
 func (d *Dispatcher) pacedStep() Step {
-	s := Step{Users: d.users.Clone(), Delay: d.pending}
 	d.pending = 0
-	return s
+	return Step{Users: d.users.Clone()}
+}
+
+// Wait advances the dispatch to the point where the next step would be
+// computed and returns how long after the start of the previous paced step
+// the caller must wait before calling Next (Python sleeps max(0, Wait −
+// time spent since then) before computing the step). It is 0 when the next
+// step is due at once: the first step, a pending rebalance, or the end. A
+// worker added or removed during the wait is taken into account by the step
+// Next then computes. Calling Wait again without Next returns the same
+// value.
+func (d *Dispatcher) Wait() time.Duration {
+	for {
+		switch d.pc {
+		case pcUpAfterYield:
+			if d.rebal {
+				return 0
+			}
+			d.pc = pcUpExit
+		case pcDownAfterYield:
+			if d.rebal {
+				return 0
+			}
+			d.pc = pcDownExit
+		case pcUpExit:
+			d.exitStep()
+			if d.noUsers {
+				d.noUsers = false
+				d.pc = pcDown
+			} else {
+				d.pc = pcUp
+			}
+		case pcDownExit:
+			d.exitStep()
+			d.pc = pcDown
+		case pcIdle:
+			return 0
+		default:
+			return d.pending
+		}
+	}
 }
 
 func (d *Dispatcher) rebalanceStep() Step {

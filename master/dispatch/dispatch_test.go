@@ -93,15 +93,22 @@ func TestNewErrors(t *testing.T) {
 	}
 }
 
-func drain(t *testing.T, d *Dispatcher) []Step {
+// pacedStep is a Step with the Wait that preceded it.
+type pacedStep struct {
+	Step
+	Delay time.Duration
+}
+
+func drain(t testing.TB, d *Dispatcher) []pacedStep {
 	t.Helper()
-	var out []Step
+	var out []pacedStep
 	for i := 0; i < 100000; i++ {
+		w := d.Wait()
 		s, ok := d.Next()
 		if !ok {
 			return out
 		}
-		out = append(out, s)
+		out = append(out, pacedStep{s, w})
 	}
 	t.Fatal("dispatch did not end")
 	return nil
@@ -401,12 +408,13 @@ func runGo(t *testing.T, c refCase) []refResult {
 				continue
 			}
 			for n := op.N; n != 0; n-- {
+				w := d.Wait()
 				s, ok := d.Next()
 				if !ok {
-					out = append(out, refResult{End: true})
+					out = append(out, refResult{End: true, Sleep: w.Seconds()})
 					break
 				}
-				out = append(out, refResult{Users: s.Users, Sleep: s.Delay.Seconds()})
+				out = append(out, refResult{Users: s.Users, Sleep: w.Seconds()})
 			}
 		}
 	}
@@ -472,15 +480,15 @@ func TestMatchesLocust(t *testing.T) {
 				if g.End != w.End {
 					t.Fatalf("result %d: end = %v; python %v", k, g.End, w.End)
 				}
+				if math.Abs(g.Sleep-w.Sleep) > 1e-6 {
+					t.Fatalf("result %d: wait = %v; python sleep %v", k, g.Sleep, w.Sleep)
+				}
 				if w.End {
 					continue
 				}
 				steps++
 				if !reflect.DeepEqual(g.Users, w.Users) {
 					t.Fatalf("result %d: users = %v; python %v", k, g.Users, w.Users)
-				}
-				if math.Abs(g.Sleep-w.Sleep) > 1e-6 {
-					t.Fatalf("result %d: delay = %v; python sleep %v", k, g.Sleep, w.Sleep)
 				}
 			}
 		})
@@ -573,11 +581,7 @@ func BenchmarkRampUp(b *testing.B) {
 		if err := d.NewDispatch(10000, 1000); err != nil {
 			b.Fatal(err)
 		}
-		for {
-			if _, ok := d.Next(); !ok {
-				break
-			}
-		}
+		drain(b, d)
 	}
 }
 
@@ -593,11 +597,7 @@ func BenchmarkRebalance(b *testing.B) {
 	if err := d.NewDispatch(10000, 1e6); err != nil {
 		b.Fatal(err)
 	}
-	for {
-		if _, ok := d.Next(); !ok {
-			break
-		}
-	}
+	drain(b, d)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		if i%2 == 0 {
