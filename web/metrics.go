@@ -2,6 +2,7 @@ package web
 
 import (
 	"math"
+	"unicode/utf8"
 	"net/http"
 	"sort"
 	"strconv"
@@ -14,6 +15,15 @@ import (
 // cicada_response_time_seconds histogram. Locust's bucket keys (whole ms,
 // 10 ms above 100 ms, ...) are assigned to the first bound >= key.
 var responseTimeBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+
+// responseTimeLEs are the le label values of responseTimeBuckets.
+var responseTimeLEs = func() []string {
+	les := make([]string, len(responseTimeBuckets))
+	for i, le := range responseTimeBuckets {
+		les[i] = strconv.FormatFloat(le, 'g', -1, 64)
+	}
+	return les
+}()
 
 // workerStates are the states cicada_workers always reports (0 if none).
 var workerStates = []string{StateReady, StateSpawning, StateRunning, StateStopped, StateMissing}
@@ -70,6 +80,9 @@ func (p *promWriter) sample(name string, v float64, labels ...string) {
 // appendLabelValue escapes \, " and newline; invalid UTF-8 becomes U+FFFD
 // (label values must be valid UTF-8).
 func appendLabelValue(b []byte, s string) []byte {
+	if !strings.ContainsAny(s, "\\\"\n") && utf8.ValidString(s) {
+		return append(b, s...)
+	}
 	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
 		switch r {
 		case '\\':
@@ -79,7 +92,7 @@ func appendLabelValue(b []byte, s string) []byte {
 		case '\n':
 			b = append(b, `\n`...)
 		default:
-			b = append(b, string(r)...)
+			b = utf8.AppendRune(b, r)
 		}
 	}
 	return b
@@ -129,9 +142,9 @@ func appendMetrics(p *promWriter, st *Status, snap *stats.Snapshot) {
 			counts[j] += n
 		}
 		var cum int64
-		for j, le := range responseTimeBuckets {
+		for j, le := range responseTimeLEs {
 			cum += counts[j]
-			p.sample(rt+"_bucket", float64(cum), "method", e.Method, "name", e.Name, "le", strconv.FormatFloat(le, 'g', -1, 64))
+			p.sample(rt+"_bucket", float64(cum), "method", e.Method, "name", e.Name, "le", le)
 		}
 		cum += counts[len(responseTimeBuckets)]
 		p.sample(rt+"_bucket", float64(cum), "method", e.Method, "name", e.Name, "le", "+Inf")
