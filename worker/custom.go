@@ -49,14 +49,15 @@ func (w *Worker) SendMessage(typ string, data any) error {
 	if builtinTypes[typ] || typ == "" {
 		return fmt.Errorf("%w: %q", ErrBuiltinType, typ)
 	}
-	if w.dealer == nil {
+	d := w.dealer.Load()
+	if d == nil {
 		return fmt.Errorf("worker: SendMessage %q before Run", typ)
 	}
 	b, err := protocol.Encode(protocol.Message{Type: typ, Data: &protocol.Custom{Data: data}, NodeID: w.nodeID})
 	if err != nil {
 		return fmt.Errorf("worker: encode %q: %w", typ, err)
 	}
-	return w.dealer.Send(b)
+	return d.Send(b)
 }
 
 func (w *Worker) onCustom(msg protocol.Message) {

@@ -50,8 +50,8 @@ type Worker struct {
 	cpu     cpuSampler
 
 	running atomic.Bool
-	dealer  *zmtp.Dealer // set by Run before any goroutine starts
-	pool    *pool        // set by Run before any goroutine starts
+	dealer  atomic.Pointer[zmtp.Dealer] // set by Run
+	pool    *pool
 	exc     excLimiter
 
 	customMu sync.RWMutex
@@ -75,10 +75,9 @@ type Worker struct {
 		queue         []command
 		quitting      bool
 	}
-	wake   chan struct{} // controller wake-up, capacity 1
-	acked  chan struct{} // housekeeping wake-up on the first ack, capacity 1
-	done   chan error    // the controller's quit result, capacity 1
-	runCtx context.Context
+	wake  chan struct{} // controller wake-up, capacity 1
+	acked chan struct{} // housekeeping wake-up on the first ack, capacity 1
+	done  chan error    // the controller's quit result, capacity 1
 }
 
 // New validates the scenario and returns a Worker ready to Run.
@@ -111,6 +110,7 @@ func New(opts Options, sc Scenario) (*Worker, error) {
 	}
 	w.rec = stats.NewRecorder(opts.Now)
 	w.env = &env{rec: w.rec, log: w.log, onExc: w.reportException, httpOpts: sc.HTTP, defHost: sc.Host}
+	w.pool = newPool(w.env, w.classes)
 	w.exc.rate = opts.ExceptionRate
 	w.mu.state = StateReady
 	w.mu.readyWanted = true
@@ -147,10 +147,7 @@ func (w *Worker) Registered() bool {
 
 // UserCount returns the running users per class and their total.
 func (w *Worker) UserCount() (map[string]int64, int64) {
-	if p := w.pool; p != nil && w.running.Load() {
-		return p.counts()
-	}
-	return map[string]int64{}, 0
+	return w.pool.counts()
 }
 
 // Quit asks a running worker to leave the cluster as a Python worker does on
@@ -175,11 +172,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("worker: connect to master: %w", err)
 	}
-	w.dealer = d
 	runCtx, cancelUsers := context.WithCancel(context.WithoutCancel(ctx))
-	w.runCtx = runCtx
-	w.env.runCtx = runCtx
-	w.pool = newPool(w.env, w.classes)
+	w.env.runCtx = runCtx // before any user starts: users start from the controller
+	w.dealer.Store(d)
 	w.log.Info("worker starting", "master", endpoint, "classes", len(w.classes))
 
 	loopCtx, stopLoops := context.WithCancel(ctx)
@@ -229,7 +224,7 @@ func (w *Worker) send(typ string, data any) {
 		w.log.Error("cannot encode message", "type", typ, "err", err)
 		return
 	}
-	if err := w.dealer.Send(b); err != nil {
+	if err := w.dealer.Load().Send(b); err != nil {
 		w.log.Warn("cannot send message to master", "type", typ, "err", err)
 	}
 }
@@ -284,7 +279,7 @@ func (w *Worker) sendHeartbeat() {
 
 func (w *Worker) recvLoop(ctx context.Context) {
 	for {
-		frames, err := w.dealer.Recv(ctx)
+		frames, err := w.dealer.Load().Recv(ctx)
 		if err != nil {
 			if ctx.Err() == nil && !errors.Is(err, zmtp.ErrClosed) {
 				w.log.Error("receive from master failed", "err", err)
@@ -326,7 +321,7 @@ func (w *Worker) handle(msg protocol.Message) {
 		w.mu.Lock()
 		w.mu.selfReconnect = true
 		w.mu.Unlock()
-		w.dealer.Reconnect()
+		w.dealer.Load().Reconnect()
 	case protocol.TypeSpawningComplete:
 		w.log.Debug("master finished spawning", "data", fmt.Sprint(msg.Data))
 	case protocol.TypeUpdateUserClass, protocol.TypeLocustfile:
@@ -409,7 +404,7 @@ func (w *Worker) housekeeping(ctx context.Context, fail chan<- error) {
 		defer t.Stop()
 		connectDeadline = t.C
 	}
-	events := w.dealer.Events()
+	events := w.dealer.Load().Events()
 	for {
 		select {
 		case <-ctx.Done():
