@@ -2,11 +2,11 @@ package web
 
 import (
 	"math"
-	"unicode/utf8"
 	"net/http"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/cicada-load/cicada/stats"
 )
