@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"maps"
 	"math"
 	"sync"
 	"time"
@@ -34,8 +35,9 @@ type History struct {
 		points    []HistoryPoint
 		stride    int // keep one tick in stride
 		tick      int
-		startTime time.Time // Status.StartTime of the test being sampled
-		version   uint64    // incremented on Clear
+		startTime time.Time        // Status.StartTime of the test being sampled
+		version   uint64           // incremented on Clear
+		classes   map[string]int64 // last non-empty Status.UserClassesCount
 	}
 	max int
 }
@@ -64,6 +66,15 @@ func (h *History) pointsVersion() ([]HistoryPoint, uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]HistoryPoint(nil), h.mu.points...), h.mu.version
+}
+
+// LastUserClassesCount returns the last non-empty Status.UserClassesCount
+// seen by Sample (nil if none): the user counts of the moment the test
+// stopped, which the report's final task ratios use, as Locust's do.
+func (h *History) LastUserClassesCount() map[string]int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return maps.Clone(h.mu.classes)
 }
 
 // Clear empties the history, as Locust does when a new test starts or
@@ -117,6 +128,13 @@ func (h *History) Sample(st Status, src StatsSource, now time.Time) {
 	if !st.StartTime.IsZero() && !st.StartTime.Equal(h.mu.startTime) {
 		h.mu.startTime = st.StartTime
 		h.clearLocked()
+	}
+	var sum int64
+	for _, n := range st.UserClassesCount {
+		sum += n
+	}
+	if sum > 0 {
+		h.mu.classes = maps.Clone(st.UserClassesCount)
 	}
 	if !active {
 		return

@@ -211,9 +211,22 @@ func ratioHTML(st Status, total bool) template.HTML {
 }
 
 // WriteReport writes the report for the server's runner and history.
+//
+// The final task ratios use the user counts of the moment the test stopped
+// (the last non-empty counts the history sampler saw), as Locust's do.
 func (s *Server) WriteReport(w io.Writer, showDownloadLink bool) error {
+	st := s.runner.Status()
+	var sum int64
+	for _, n := range st.UserClassesCount {
+		sum += n
+	}
+	if sum == 0 {
+		if last := s.history.LastUserClassesCount(); last != nil {
+			st.UserClassesCount = last
+		}
+	}
 	return WriteReport(w, ReportData{
-		Status:           s.runner.Status(),
+		Status:           st,
 		Snapshot:         s.runner.Snapshot(),
 		History:          s.history.Points(),
 		ShowDownloadLink: showDownloadLink,
