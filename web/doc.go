@@ -64,7 +64,17 @@
 // user_count or spawn_rate, where 2.12.1 crashed with a 500). A run_time
 // schedules a Stop that is never cancelled, as in Locust. The CSV downloads
 // use 2.12.1's file names (requests_<time()>.csv) and Options.Format, so they
-// match the master's --csv files.
+// match the master's --csv files. The "Starting web interface at ..." log
+// line is cmd's (Locust prints it from main.py).
+//
+// # Concurrency
+//
+// Handlers run concurrently. The /stats/requests cache lock is held while
+// the body is rebuilt (so concurrent pollers share one build) and is the
+// only web lock held while calling the Runner; History and the run-time
+// timers use their own locks and never call out while holding them.
+// Background goroutines (history sampler, run-time timers) end before
+// Serve returns.
 //
 // # Dashboard and history
 //

@@ -44,11 +44,13 @@ type Runner interface {
 	// spawning or running, statistics are kept. A master without workers
 	// logs Locust's warning and returns nil (Locust answers success: true).
 	// An error is reported to the client as {"success": false, "message":
-	// err.Error()}.
+	// err.Error()}. ctx is the HTTP request's context: it ends with the
+	// response, so the background ramp-up must not use it.
 	Start(ctx context.Context, req StartRequest) error
 
 	// Stop stops the test and returns when users have stopped, or when ctx
-	// is done (Locust's GET /stop is synchronous). Stopping an idle runner
+	// is done (Locust's GET /stop is synchronous; ctx is the request's, or
+	// a 2-minute context for the run_time timer). Stopping an idle runner
 	// is not an error.
 	Stop(ctx context.Context) error
 
