@@ -12,15 +12,28 @@ import (
 	"github.com/cicada-load/cicada/protocol"
 )
 
-// BenchmarkRecord measures Record on an existing entry from one goroutine.
+// BenchmarkRecord measures Record on an existing entry from one goroutine,
+// with time.Now as the clock and with a clock that costs nothing (Record
+// reads the clock once; time.Now alone is 50–100 ns on some VMs).
 func BenchmarkRecord(b *testing.B) {
-	r := NewRecorder(nil)
-	r.Record("GET", "/api/items", 12*time.Millisecond, 512, "")
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		i++
-		r.Record("GET", "/api/items", time.Duration(i%50000)*time.Microsecond, 512, "")
+	fixed := time.Unix(1e9, 0)
+	for _, c := range []struct {
+		name string
+		now  func() time.Time
+	}{{"clock=time.Now", nil}, {"clock=fixed", func() time.Time { return fixed }}} {
+		b.Run(c.name, func(b *testing.B) {
+			r := NewRecorder(c.now)
+			r.Record("GET", "/api/items", 12*time.Millisecond, 512, "")
+			b.ReportAllocs()
+			var m cpuMeter
+			m.start()
+			i := 0
+			for b.Loop() {
+				i++
+				r.Record("GET", "/api/items", time.Duration(i%50000)*time.Microsecond, 512, "")
+			}
+			m.stop(b)
+		})
 	}
 }
 
@@ -92,12 +105,18 @@ func BenchmarkReport1000(b *testing.B) {
 	fill(r, clk, ns, 100, rng)
 	r.Report(nil, 0)
 	b.ReportAllocs()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var cpu int64
 	for b.Loop() {
 		b.StopTimer()
 		fill(r, clk, ns, 100, rng)
 		b.StartTimer()
+		t0 := threadCPU()
 		r.Report(nil, 0)
+		cpu += threadCPU() - t0
 	}
+	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkMerge1000 merges one 1,000-name report (100 samples per name)
@@ -114,11 +133,14 @@ func BenchmarkMerge1000(b *testing.B) {
 	}
 	s := New(clk.now)
 	b.ReportAllocs()
+	var m cpuMeter
+	m.start()
 	i := 0
 	for b.Loop() {
 		s.Merge(reps[i%len(reps)])
 		i++
 	}
+	m.stop(b)
 }
 
 // BenchmarkSnapshot1000 takes a snapshot of master statistics with 1,000
@@ -134,12 +156,31 @@ func BenchmarkSnapshot1000(b *testing.B) {
 		s.Merge(r.Report(nil, 0))
 	}
 	b.ReportAllocs()
+	var m cpuMeter
+	m.start()
 	for b.Loop() {
 		snap := s.Snapshot()
 		if err := WriteStatsCSV(discard{}, snap); err != nil {
 			b.Fatal(err)
 		}
 	}
+	m.stop(b)
+}
+
+// cpuMeter reports the benchmark's own thread CPU time per op as
+// "cpu-ns/op" (see threadCPU); call start before the loop and stop after.
+type cpuMeter struct{ t0 int64 }
+
+func (m *cpuMeter) start() {
+	runtime.LockOSThread()
+	m.t0 = threadCPU()
+}
+
+func (m *cpuMeter) stop(b *testing.B) {
+	if t := threadCPU() - m.t0; t > 0 && b.N > 0 {
+		b.ReportMetric(float64(t)/float64(b.N), "cpu-ns/op")
+	}
+	runtime.UnlockOSThread()
 }
 
 type discard struct{}

@@ -281,7 +281,7 @@ func packBuckets(dst []byte, bs []bucket) []byte {
 
 // unpackBuckets reverses packBuckets (its input is always our own).
 func unpackBuckets(p []byte) []bucket {
-	var out []bucket
+	out := make([]bucket, 0, len(p)/2)
 	var key int64
 	for len(p) > 0 {
 		d, n := binary.Varint(p)

@@ -50,6 +50,9 @@ type exactHist struct {
 	count    uint64
 	min, max uint64 // µs, valid when count > 0
 	chunks   [exactChunks]*[exactSubCount]uint64
+	// nz marks the non-zero buckets of each chunk, so that encoding and
+	// resetting touch only those (a chunk is 1 KiB, the bitmap 16 bytes).
+	nz [exactChunks][exactSubCount / 64]uint64
 }
 
 // exactIndex returns the bucket index of a value in µs.
@@ -100,13 +103,22 @@ func (h *exactHist) addN(idx int, n uint64) {
 		ch = new([exactSubCount]uint64)
 		h.chunks[c] = ch
 	}
-	ch[idx%exactSubCount] += n
+	i := idx % exactSubCount
+	ch[i] += n
+	h.nz[c][i>>6] |= 1 << (i & 63)
 }
 
 func (h *exactHist) reset() {
-	for _, ch := range h.chunks {
-		if ch != nil {
-			*ch = [exactSubCount]uint64{}
+	for c, ch := range h.chunks {
+		if ch == nil {
+			continue
+		}
+		for w, word := range h.nz[c] {
+			for word != 0 {
+				ch[w*64+bits.TrailingZeros64(word)] = 0
+				word &= word - 1
+			}
+			h.nz[c][w] = 0
 		}
 	}
 	h.count, h.min, h.max = 0, 0, 0
@@ -121,9 +133,17 @@ func (h *exactHist) merge(o *exactHist) {
 		if ch == nil {
 			continue
 		}
-		for i, n := range ch {
-			if n != 0 {
-				h.addN(c*exactSubCount+i, n)
+		dst := h.chunks[c]
+		if dst == nil {
+			dst = new([exactSubCount]uint64)
+			h.chunks[c] = dst
+		}
+		for w, word := range o.nz[c] {
+			h.nz[c][w] |= word
+			for word != 0 {
+				i := w*64 + bits.TrailingZeros64(word)
+				dst[i] += ch[i]
+				word &= word - 1
 			}
 		}
 	}
@@ -160,14 +180,15 @@ func (h *exactHist) appendEncoded(dst []byte) []byte {
 		if ch == nil {
 			continue
 		}
-		for i, n := range ch {
-			if n == 0 {
-				continue
+		for w, word := range h.nz[c] {
+			for word != 0 {
+				i := w*64 + bits.TrailingZeros64(word)
+				word &= word - 1
+				idx := c*exactSubCount + i
+				dst = binary.AppendUvarint(dst, uint64(idx-prev-1))
+				dst = binary.AppendUvarint(dst, ch[i])
+				prev = idx
 			}
-			idx := c*exactSubCount + i
-			dst = binary.AppendUvarint(dst, uint64(idx-prev-1))
-			dst = binary.AppendUvarint(dst, n)
-			prev = idx
 		}
 	}
 	return dst

@@ -64,6 +64,12 @@ type EntryStats struct {
 	exact   []byte       // encoded
 }
 
+// snapScratch holds reusable buffers for Snapshot.
+type snapScratch struct {
+	buckets []bucket
+	exact   []byte
+}
+
 // currentBase is the cached histogram the current percentiles diff against.
 type currentBase struct {
 	buckets     []bucket
@@ -102,7 +108,7 @@ func (s *Stats) Snapshot() *Snapshot {
 	tot := s.mu.total
 	snap.Entries = make([]EntryStats, 0, len(s.mu.entries))
 	for _, e := range s.mu.entries {
-		snap.Entries = append(snap.Entries, e.snapshot(tot, nowSec))
+		snap.Entries = append(snap.Entries, e.snapshot(tot, nowSec, &s.mu.snapScratch))
 	}
 	slices.SortFunc(snap.Entries, func(a, b EntryStats) int {
 		if c := strings.Compare(a.Name, b.Name); c != 0 {
@@ -110,7 +116,7 @@ func (s *Stats) Snapshot() *Snapshot {
 		}
 		return strings.Compare(a.Method, b.Method)
 	})
-	snap.Total = tot.snapshot(tot, nowSec)
+	snap.Total = tot.snapshot(tot, nowSec, &s.mu.snapScratch)
 	snap.Errors = make([]ErrorStats, 0, len(s.mu.errOrder))
 	for _, e := range s.mu.errOrder {
 		snap.Errors = append(snap.Errors, ErrorStats{
@@ -136,16 +142,22 @@ func copyPtr(p *float64) *float64 {
 }
 
 // snapshot copies e; tot is the Aggregated entry whose timestamps drive
-// the rates, now the current unix second.
-func (e *mentry) snapshot(tot *mentry, now int64) EntryStats {
+// the rates, now the current unix second, scratch a reusable buffer. The
+// exact histogram is copied only when complete (it is unused otherwise).
+func (e *mentry) snapshot(tot *mentry, now int64, scratch *snapScratch) EntryStats {
 	es := EntryStats{
 		Name: e.name, Method: e.method, MethodNil: e.methodNil,
 		NumRequests: e.numRequests, NumNoneRequests: e.numNone, NumFailures: e.numFailures,
 		TotalResponseTime: e.totalRT, MaxResponseTime: e.maxRT,
 		TotalContentLength: e.contentLength, StartTime: e.start,
 		ExactComplete: e.exactComplete,
-		buckets:       e.rt.appendBuckets(nil),
-		exact:         e.exact.appendEncoded(nil),
+	}
+	sb := e.rt.appendBuckets(scratch.buckets[:0])
+	es.buckets = slices.Clone(sb)
+	scratch.buckets = sb
+	if e.exactComplete {
+		scratch.exact = e.exact.appendEncoded(scratch.exact[:0])
+		es.exact = slices.Clone(scratch.exact)
 	}
 	if e.hasMin {
 		es.MinResponseTime = copyPtr(&e.minRT)

@@ -35,6 +35,7 @@ type Stats struct {
 		excOrder       []*mexc
 		malformedExact int64
 		scratch        []bucket
+		snapScratch    snapScratch
 	}
 }
 

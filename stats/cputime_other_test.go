@@ -1,0 +1,5 @@
+//go:build !linux
+
+package stats
+
+func threadCPU() int64 { return 0 }
