@@ -101,6 +101,8 @@ type Status struct {
 	// Locustfile is the scenario file name shown in the UI and report.
 	Locustfile string
 	// StartTime is when the current (or last) test started; zero if never.
+	// It must change when a new test starts: the chart history is cleared
+	// then, as Locust clears its history with the statistics.
 	StartTime time.Time
 	// ConfiguredUsers, ConfiguredSpawnRate and ConfiguredRunTime prefill
 	// the start form (-u, -r, -t). Zero values leave the fields empty.
