@@ -147,24 +147,13 @@ func (f Format) WriteStatsCSV(w io.Writer, s *Snapshot) error {
 // WriteFailuresCSV is the package-level WriteFailuresCSV with this format.
 func (f Format) WriteFailuresCSV(w io.Writer, s *Snapshot) error {
 	r := new(csvRow).header(FailuresCSVHeader...)
-	errs := make([]*ErrorStats, len(s.Errors))
-	for i := range s.Errors {
-		errs[i] = &s.Errors[i]
-	}
-	sortErrorsByKey(errs)
-	for _, e := range errs {
+	errs := s.ErrorsByKey()
+	for i := range errs {
+		e := &errs[i]
 		r.field(e.Method).field(e.Name).field(f.CSVText(e)).int(e.Occurrences).end()
 	}
 	_, err := w.Write(r.b)
 	return err
-}
-
-func sortErrorsByKey(errs []*ErrorStats) {
-	for i := 1; i < len(errs); i++ {
-		for j := i; j > 0 && errs[j].Key < errs[j-1].Key; j-- {
-			errs[j], errs[j-1] = errs[j-1], errs[j]
-		}
-	}
 }
 
 // WriteExceptionsCSV is the package-level WriteExceptionsCSV with this

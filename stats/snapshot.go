@@ -372,6 +372,14 @@ func (s *Snapshot) ExactComplete() bool {
 	return true
 }
 
+// ErrorsByKey returns the errors sorted by key, the order of Locust's
+// failures CSV (the web UI lists them in insertion order, as Errors).
+func (s *Snapshot) ErrorsByKey() []ErrorStats {
+	out := slices.Clone(s.Errors)
+	slices.SortFunc(out, func(a, b ErrorStats) int { return strings.Compare(a.Key, b.Key) })
+	return out
+}
+
 // ReadablePercentile is Locust's label for a percentile: "50%", "99.9%".
 func ReadablePercentile(p float64) string {
 	x := p * 100
