@@ -117,8 +117,11 @@ type conn struct {
 
 func newConn(nc net.Conn, br *bufio.Reader, info peerInfo, maxFrame int64) *conn {
 	return &conn{
-		nc:     nc,
-		fr:     frameReader{br: br, max: maxFrame},
+		nc: nc,
+		// The small handshake reader (anything it buffered is kept) under
+		// a larger one: a bufio.Reader reads large requests directly, so
+		// the extra layer costs a call per fill.
+		fr:     frameReader{br: bufio.NewReaderSize(br, readBufferSize), max: maxFrame},
 		info:   info,
 		remote: nc.RemoteAddr(),
 		pong:   make(chan []byte, 1),

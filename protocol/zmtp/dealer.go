@@ -243,7 +243,7 @@ func (d *Dealer) connect() error {
 	}
 	d.mu.hs = nc
 	d.mu.Unlock()
-	br := bufio.NewReaderSize(nc, readBufferSize)
+	br := bufio.NewReaderSize(nc, handshakeBufferSize)
 	nc.SetDeadline(time.Now().Add(d.opts.HandshakeTimeout)) //nolint:errcheck // shows in the handshake
 	info, err := handshake(br, nc, socketDealer, d.identity, d.opts.MaxFrameSize)
 	if err == nil {

@@ -293,7 +293,7 @@ func TestFailedHandshakesLeakNoFD(t *testing.T) {
 func TestFrozenPeerDoesNotStallOthers(t *testing.T) {
 	o := testOpts(nil)
 	o.WriteTimeout = 500 * time.Millisecond
-	o.SendQueue = 64
+	o.SendQueue = 1000 // more than the test sends: the healthy queue never fills
 	r := newRouter(t, o)
 	frozen := rawDial(t, r)
 	frozen.(*net.TCPConn).SetReadBuffer(4096)

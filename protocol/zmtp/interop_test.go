@@ -171,7 +171,7 @@ func toks(frames [][]byte) []string {
 func TestInteropPyDealerToGoRouter(t *testing.T) {
 	needPyZMQ(t)
 	r := newRouter(t, testOpts(nil))
-	py := startPy(t, "dealer", endpointOf(r), "py-dealer-1", "--heartbeat", "100")
+	py := startPy(t, "dealer", endpointOf(r), "py-dealer-1", "--heartbeat", "100", "--heartbeat-timeout", "1000")
 	py.ready()
 	waitConnectedID(t, r.Events(), "py-dealer-1")
 
@@ -192,9 +192,11 @@ func TestInteropPyDealerToGoRouter(t *testing.T) {
 		t.Fatalf("4 MB frame from python: %d frames", len(f))
 	}
 
-	// libzmq sends a PING every 100 ms and drops the connection if no PONG
-	// comes within 300 ms: the connection must survive a second of that.
-	time.Sleep(time.Second) // real time has to pass for libzmq's heartbeats; nothing to poll
+	// libzmq sends a PING every 100 ms and drops the connection if nothing
+	// comes back within 1 s: the connection must survive 2.5 s of that.
+	// (Without PONGs it is dropped; checked by hand against a build that
+	// swallows them.)
+	time.Sleep(2500 * time.Millisecond) // real time has to pass for libzmq's heartbeats; nothing to poll
 	select {
 	case ev := <-r.Events():
 		t.Fatalf("unexpected event during heartbeats: %+v", ev)

@@ -144,14 +144,17 @@ type Event struct {
 	Err error
 }
 
-// eventQueueSize is the capacity of the Events channels. Events that find
-// the channel full are dropped and logged, so that an application that does
-// not read events never blocks the transport.
+// Channel and buffer sizes. Events that find the Events channel full are
+// dropped and logged, so that an application that does not read events never
+// blocks the transport.
 const (
 	routerEventQueue = 1024
 	dealerEventQueue = 64
 	recvQueue        = 256
 	readBufferSize   = 32 << 10
+	// handshakeBufferSize keeps connections that never finish their
+	// handshake cheap.
+	handshakeBufferSize = 1 << 10
 )
 
 // group starts and tracks goroutines, so that Close can wait for all of them.

@@ -6,10 +6,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -244,7 +246,7 @@ func (r *Router) serveConn(nc net.Conn) {
 	r.mu.pending[nc] = struct{}{}
 	r.mu.Unlock()
 
-	br := bufio.NewReaderSize(nc, readBufferSize)
+	br := bufio.NewReaderSize(nc, handshakeBufferSize)
 	nc.SetDeadline(time.Now().Add(r.opts.HandshakeTimeout)) //nolint:errcheck // shows in the handshake
 	info, err := handshake(br, nc, socketRouter, "", r.opts.MaxFrameSize)
 	if err == nil {
@@ -255,7 +257,12 @@ func (r *Router) serveConn(nc net.Conn) {
 		delete(r.mu.pending, nc)
 		r.mu.Unlock()
 		nc.Close()
-		if !r.isClosing() {
+		switch {
+		case r.isClosing():
+		case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET):
+			// Port probes and health checks: connect and close.
+			r.log.Debug("zmtp: peer left during handshake", "remote", nc.RemoteAddr().String(), "err", err)
+		default:
 			r.log.Warn("zmtp: rejected peer", "remote", nc.RemoteAddr().String(), "err", handshakeError(err, r.opts.HandshakeTimeout))
 		}
 		return

@@ -3,7 +3,7 @@
 
 Usage:
   zmqpeer.py router ENDPOINT [--echo]          bind a ROUTER (ENDPOINT may use port 0)
-  zmqpeer.py dealer ENDPOINT IDENTITY [--echo] [--heartbeat MS]
+  zmqpeer.py dealer ENDPOINT IDENTITY [--echo] [--heartbeat MS] [--heartbeat-timeout MS]
                                                 connect a DEALER ("-" = no identity)
   zmqpeer.py many ENDPOINT N                    N DEALERs at once, identities py-0..py-N-1:
                                                 each sends hello-i and waits for one reply
@@ -121,7 +121,8 @@ def main():
     ap.add_argument("endpoint")
     ap.add_argument("arg", nargs="?")
     ap.add_argument("--echo", action="store_true")
-    ap.add_argument("--heartbeat", type=int, default=0)
+    ap.add_argument("--heartbeat", type=int, default=0, help="ZMQ_HEARTBEAT_IVL in ms")
+    ap.add_argument("--heartbeat-timeout", type=int, default=0, help="ZMQ_HEARTBEAT_TIMEOUT in ms")
     a = ap.parse_args()
     ctx = zmq.Context()
     if a.mode == "many":
@@ -138,7 +139,7 @@ def main():
             sock.setsockopt(zmq.IDENTITY, a.arg.encode())
         if a.heartbeat:
             sock.setsockopt(zmq.HEARTBEAT_IVL, a.heartbeat)
-            sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, 3 * a.heartbeat)
+            sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, a.heartbeat_timeout or 3 * a.heartbeat)
         sock.connect(a.endpoint)
         ready = a.endpoint
     sock.setsockopt(zmq.LINGER, 2000)
