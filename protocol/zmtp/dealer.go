@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -44,6 +45,8 @@ type Dealer struct {
 		closed bool
 	}
 }
+
+var _ io.Closer = (*Dealer)(nil)
 
 // Dial returns a Dealer for endpoint ("tcp://host:port", "tcp://[::1]:port")
 // at once; it connects in the background. identity is announced in READY

@@ -39,6 +39,8 @@ type Router struct {
 	}
 }
 
+var _ io.Closer = (*Router)(nil)
+
 // peer is one connected Router peer.
 type peer struct {
 	id string
