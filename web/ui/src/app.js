@@ -197,12 +197,36 @@ function updateTable(tbody, rows, classes) {
     const prev = tr._v;
     for (let j = 0; j < cells.length; j++) {
       if (prev[j] !== cells[j]) {
-        tr.cells[j].textContent = cells[j];
+        const td = tr.cells[j];
+        td.textContent = cells[j];
+        if (classes[j] === "name") td.title = cells[j];
         prev[j] = cells[j];
       }
     }
   }
   while (trs.length > rows.length) tbody.deleteRow(-1);
+}
+
+// renderVisibleRows renders only the rows of state.rows that are in (or
+// near) the scroll box's view, with spacers standing in for the others, so
+// a refresh costs the same for 10 or 500 request names. Rows have one fixed
+// height (no wrapping), measured from the first rendered row.
+function renderVisibleRows() {
+  const box = $("stats-box");
+  const rows = state.rows || [];
+  const rowH = state.rowH || 29;
+  const n = rows.length;
+  const start = Math.max(0, Math.floor(box.scrollTop / rowH) - 10);
+  const end = Math.min(n, start + Math.ceil((box.clientHeight || 800) / rowH) + 20);
+  $("stats-top").rows[0].cells[0].style.height = start * rowH + "px";
+  $("stats-bottom").rows[0].cells[0].style.height = (n - end) * rowH + "px";
+  $("stats-top").hidden = start === 0;
+  $("stats-bottom").hidden = end === n;
+  const list = [];
+  for (let i = start; i < end; i++) list.push({ cells: statsCells(rows[i]), cls: "" });
+  const tbody = $("stats-rows");
+  updateTable(tbody, list, STATS_CLASSES);
+  if (!state.rowH && tbody.rows.length) state.rowH = tbody.rows[0].getBoundingClientRect().height || 29;
 }
 
 // renderStats renders the statistics table; the failures and workers
@@ -212,9 +236,9 @@ function renderStats(d) {
   const t0 = performance.now();
   const rows = d.stats || [];
   const total = rows.length ? rows[rows.length - 1] : null;
-  const list = sortRows(rows.slice(0, -1)).map((s) => ({ cells: statsCells(s), cls: "" }));
-  if (total) list.push({ cells: statsCells(total), cls: "total" });
-  updateTable(document.querySelector("#stats-table tbody"), list, STATS_CLASSES);
+  state.rows = sortRows(rows.slice(0, -1));
+  renderVisibleRows();
+  updateTable($("stats-total"), total ? [{ cells: statsCells(total), cls: "total" }] : [], STATS_CLASSES);
   $("stats-note").textContent =
     rows.length > 500 ? "Only the first 500 request names are shown; the CSV download has all of them." : "";
   for (const th of document.querySelectorAll("#stats-table th")) {
@@ -256,6 +280,18 @@ function bytes(n) {
     i++;
   }
   return (i ? n.toFixed(1) : n) + " " + u[i];
+}
+
+function setupScrolling() {
+  let pending = false;
+  $("stats-box").addEventListener("scroll", () => {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => {
+      pending = false;
+      renderVisibleRows();
+    });
+  });
 }
 
 function setupSorting() {
@@ -372,6 +408,7 @@ function main() {
   if (args.locustfile) document.title = "cicada for " + args.locustfile;
   setupControls();
   setupSorting();
+  setupScrolling();
   setupTabs();
   loop(refresh, POLL_MS);
   loop(pollExceptions, SLOW_POLL_MS);
@@ -384,5 +421,5 @@ function main() {
 }
 
 // window.cicada is the hook the end-to-end test uses to measure rendering.
-window.cicada = { state, refresh, renderStats, showTab };
+window.cicada = { state, refresh, renderStats, renderVisibleRows, showTab };
 main();
