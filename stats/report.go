@@ -71,8 +71,9 @@ func WriteErrorReport(w io.Writer, s *Snapshot) error {
 	return Format{}.WriteErrorReport(w, s)
 }
 
-// padSpec emulates Python's "%-<n>s" for a possibly negative n ("%--4s"
-// left-justifies in 4).
+// absInt is the width Python's "%-<n>s" pads to for a possibly negative n
+// ("%--4s" left-justifies in 4), as Locust's stats table does when
+// STATS_NAME_WIDTH < 4.
 func absInt(n int) int {
 	if n < 0 {
 		return -n
