@@ -765,7 +765,7 @@ func (c *Client) exchange(conn net.Conn, cl *call, resp *Response) (res result) 
 		raw := x.rd.err
 		switch {
 		case errors.Is(err, fasthttp.ErrBodyTooLarge):
-			res.err = fmt.Errorf("%w (limit %d bytes)", ErrBodyTooLarge, c.cfg.maxBody)
+			res.err = &bodyTooLargeError{limit: c.cfg.maxBody}
 		case raw == io.EOF && x.rd.n == 0:
 			res.err = ErrEOFBeforeResponse
 		case raw == io.EOF:
@@ -822,7 +822,7 @@ func (c *Client) copyBody(x *exchange, resp *Response) error {
 	if err != nil {
 		resp.Body = resp.Body[:0]
 		if errors.Is(err, ErrBodyTooLarge) {
-			return fmt.Errorf("%w (limit %d bytes, decoded)", ErrBodyTooLarge, c.cfg.maxBody)
+			return &bodyTooLargeError{limit: c.cfg.maxBody}
 		}
 		return fmt.Errorf("bad %s body: %w", enc, err)
 	}

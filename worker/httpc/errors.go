@@ -182,6 +182,10 @@ func Classify(err error) Kind {
 // classify classifies a raw error that happened during op ("dial", "tls",
 // "write", "read"; "" if unknown).
 func classify(err error, op string) Kind {
+	var opErr *net.OpError
+	if op == "" && errors.As(err, &opErr) {
+		op = opErr.Op
+	}
 	switch {
 	case errors.Is(err, context.Canceled):
 		return Canceled
@@ -315,7 +319,11 @@ func message(e *Error) string {
 	case NoBuffers:
 		return "cicada: kernel socket memory exhausted (" + errnoName(errno) + ") on the load generator: " + osErrorRepr(errno)
 	case BodyTooLarge:
-		return "cicada: response body exceeds MaxResponseBodySize: " + errText(e.Err)
+		var be *bodyTooLargeError
+		if errors.As(e.Err, &be) {
+			return "cicada: response body larger than MaxResponseBodySize (" + strconv.Itoa(be.limit) + " bytes)"
+		}
+		return "cicada: response body larger than MaxResponseBodySize"
 	case Canceled:
 		return "cicada: request canceled (user stopped)"
 	case InvalidRequest, ClientClosed:
@@ -347,7 +355,7 @@ func message(e *Error) string {
 	case TLS:
 		return "SSLError(" + pyRepr(errText(e.Err)) + ")"
 	case Protocol:
-		return "HTTPParseError(" + pyRepr(truncate(strings.TrimPrefix(errText(e.Err), "fasthttp: "), 200)) + ")"
+		return "HTTPParseError(" + pyRepr(parseErrorText(e.Err)) + ")"
 	}
 	if hasErrno {
 		return osErrorRepr(errno)
@@ -397,12 +405,31 @@ func httpErrorRepr(status int, reason, url string) string {
 	return "HTTPError(" + pyRepr(strconv.Itoa(status)+" "+side+" Error: "+reason+" for url: "+url) + ")"
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
+// parseErrorText is fasthttp's parse error without the quoted response
+// bytes it includes, so that one kind of malformed response gives one
+// failure entry, not one per distinct response.
+func parseErrorText(err error) string {
+	s := errText(err)
+	s = strings.TrimPrefix(s, "error when reading response headers: ")
+	s = strings.TrimPrefix(s, "fasthttp: ")
+	if i := strings.IndexAny(s, "\"\n"); i >= 0 {
+		s = s[:i]
 	}
-	return s[:n] + "..."
+	s = strings.TrimRight(s, " :.")
+	if len(s) > 120 {
+		s = s[:120]
+	}
+	return s
 }
+
+// bodyTooLargeError is a body beyond Options.MaxResponseBodySize.
+type bodyTooLargeError struct{ limit int }
+
+func (e *bodyTooLargeError) Error() string {
+	return "httpc: response body too large (limit " + strconv.Itoa(e.limit) + " bytes)"
+}
+
+func (e *bodyTooLargeError) Is(target error) bool { return target == ErrBodyTooLarge }
 
 // pyRepr quotes s like CPython's repr(str): single quotes unless s contains
 // a single quote and no double quote, backslash escapes for the quote,
