@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,7 +42,19 @@ func main() {
 	count1k := flag.Int("count1k", 200000, "messages per run for 1 KB frames")
 	count100k := flag.Int("count100k", 20000, "messages per run for 100 KB frames")
 	repeat := flag.Int("repeat", 3, "measurements per pair; the median is printed")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this process (router/dealer roles)")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "zmq bench:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	var err error
 	switch *role {
@@ -59,6 +72,7 @@ func main() {
 		err = fmt.Errorf("unknown role %q", *role)
 	}
 	if err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "zmq bench:", err)
 		os.Exit(1)
 	}
@@ -146,53 +160,70 @@ func orchestrate(python, script string, runs []run, repeat int, timeout time.Dur
 		return exec.Command(python, script, role, ep, fmt.Sprint(count), fmt.Sprint(size), secs)
 	}}
 	pairs := [][2]impl{{cicada, cicada}, {pyzmq, pyzmq}, {pyzmq, cicada}, {cicada, pyzmq}}
-	fmt.Printf("%-18s %7s %9s %10s %8s   %s\n", "DEALER -> ROUTER", "frame", "messages", "msgs/s", "MB/s", "(median of runs; all runs msgs/s)")
+	fmt.Println("msgs/s and MB/s: receiver's count over the time from its first to its last message.")
+	fmt.Println("CPU: user+system CPU time of the whole sender / receiver process per message (includes start-up).")
+	fmt.Printf("%-18s %6s %8s %9s %7s %11s %11s   %s\n", "DEALER -> ROUTER", "frame", "messages", "msgs/s", "MB/s", "send CPU", "recv CPU", "(msgs/s of each run)")
 	for _, rn := range runs {
 		for _, p := range pairs {
 			label := p[0].name + " -> " + p[1].name
-			var rates []float64
+			var rates, sendCPU, recvCPU []float64
 			var n int
 			var lastErr error
 			for range max(repeat, 1) {
-				got, secs, err := measure(p[0], p[1], rn, timeout)
+				m, err := measure(p[0], p[1], rn, timeout)
 				if err != nil {
 					lastErr = err
 					continue
 				}
-				n = got
-				rates = append(rates, float64(got)/secs)
+				n = m.n
+				rates = append(rates, float64(m.n)/m.secs)
+				sendCPU = append(sendCPU, m.sendCPU.Seconds()*1e6/float64(m.n))
+				recvCPU = append(recvCPU, m.recvCPU.Seconds()*1e6/float64(m.n))
 			}
 			if len(rates) == 0 {
-				fmt.Printf("%-18s %7s  error: %v\n", label, sizeLabel(rn.size), lastErr)
+				fmt.Printf("%-18s %6s  error: %v\n", label, sizeLabel(rn.size), lastErr)
 				continue
 			}
 			all := make([]string, len(rates))
 			for i, r := range rates {
 				all[i] = fmt.Sprintf("%.0f", r)
 			}
-			slices.Sort(rates)
-			med := rates[len(rates)/2]
-			fmt.Printf("%-18s %7s %9d %10.0f %8.1f   (%s)\n", label, sizeLabel(rn.size), n, med, med*float64(rn.size)/1e6, strings.Join(all, " "))
+			med := median(rates)
+			fmt.Printf("%-18s %6s %8d %9.0f %7.1f %8.2f µs %8.2f µs   (%s)\n", label, sizeLabel(rn.size), n, med,
+				med*float64(rn.size)/1e6, median(sendCPU), median(recvCPU), strings.Join(all, " "))
 		}
 	}
 	return nil
 }
 
+func median(xs []float64) float64 {
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	return xs[len(xs)/2]
+}
+
 func sizeLabel(n int) string { return fmt.Sprintf("%d KB", n>>10) }
 
+type measurement struct {
+	n                int
+	secs             float64
+	sendCPU, recvCPU time.Duration
+}
+
 // measure runs one receiver and one sender process and returns the
-// receiver's count and seconds.
-func measure(sender, receiver impl, rn run, timeout time.Duration) (int, float64, error) {
+// receiver's count and seconds, and the CPU time of both processes.
+func measure(sender, receiver impl, rn run, timeout time.Duration) (measurement, error) {
+	var m measurement
 	recv := receiver.cmd("router", "tcp://127.0.0.1:0", rn.count, rn.size)
 	recv.Stderr = os.Stderr
 	out, err := recv.StdoutPipe()
 	if err != nil {
-		return 0, 0, err
+		return m, err
 	}
 	if err := recv.Start(); err != nil {
-		return 0, 0, err
+		return m, err
 	}
-	defer func() { recv.Process.Kill(); recv.Wait() }()
+	recvDone := make(chan struct{})
 	lines := make(chan string, 4)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -200,7 +231,11 @@ func measure(sender, receiver impl, rn run, timeout time.Duration) (int, float64
 			lines <- sc.Text()
 		}
 		close(lines)
+		recv.Wait()
+		close(recvDone)
 	}()
+	defer func() { recv.Process.Kill(); <-recvDone }()
+	bound := timeout + 10*time.Second
 	wait := func() (string, error) {
 		select {
 		case l, ok := <-lines:
@@ -208,35 +243,49 @@ func measure(sender, receiver impl, rn run, timeout time.Duration) (int, float64
 				return "", io.ErrUnexpectedEOF
 			}
 			return l, nil
-		case <-time.After(timeout + 10*time.Second):
+		case <-time.After(bound):
 			return "", errors.New("receiver timed out")
 		}
 	}
 	l, err := wait()
 	if err != nil {
-		return 0, 0, fmt.Errorf("receiver start: %w", err)
+		return m, fmt.Errorf("receiver start: %w", err)
 	}
 	ep, ok := strings.CutPrefix(l, "ready ")
 	if !ok {
-		return 0, 0, fmt.Errorf("receiver said %q", l)
+		return m, fmt.Errorf("receiver said %q", l)
 	}
 	send := sender.cmd("dealer", ep, rn.count, rn.size)
 	send.Stderr = os.Stderr
 	if err := send.Start(); err != nil {
-		return 0, 0, err
+		return m, err
 	}
-	defer func() { send.Process.Kill(); send.Wait() }()
+	sendDone := make(chan error, 1)
+	go func() { sendDone <- send.Wait() }()
+	defer func() { send.Process.Kill(); <-sendDone; sendDone <- nil }()
 	l, err = wait()
 	if err != nil {
-		return 0, 0, err
+		return m, err
 	}
-	var n int
-	var secs float64
-	if _, err := fmt.Sscanf(l, "result %d %f", &n, &secs); err != nil {
-		return 0, 0, fmt.Errorf("receiver said %q", l)
+	if _, err := fmt.Sscanf(l, "result %d %f", &m.n, &m.secs); err != nil {
+		return m, fmt.Errorf("receiver said %q", l)
 	}
-	if n == 0 || secs <= 0 {
-		return 0, 0, fmt.Errorf("received %d messages", n)
+	if m.n == 0 || m.secs <= 0 {
+		return m, fmt.Errorf("received %d messages", m.n)
 	}
-	return n, secs, nil
+	// Both processes exit by themselves once done; their CPU time is then known.
+	select {
+	case <-recvDone:
+	case <-time.After(bound):
+		return m, errors.New("receiver did not exit")
+	}
+	select {
+	case err := <-sendDone:
+		sendDone <- err
+	case <-time.After(bound):
+		return m, errors.New("sender did not exit")
+	}
+	m.recvCPU = recv.ProcessState.UserTime() + recv.ProcessState.SystemTime()
+	m.sendCPU = send.ProcessState.UserTime() + send.ProcessState.SystemTime()
+	return m, nil
 }
