@@ -4,7 +4,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 GO      ?= go
 PKGS    := ./...
 
-.PHONY: all build run test test-short lint fuzz generate goldens bench check-generated examples clean
+.PHONY: web all build run test test-short lint fuzz generate goldens bench check-generated examples clean
 
 all: build
 
@@ -59,3 +59,7 @@ bench:
 
 clean:
 	rm -rf bin
+
+## web: rebuild the dashboard assets (needs npm; the built files are committed)
+web:
+	cd web/ui && npm ci --no-audit --no-fund && sh ./build.sh
