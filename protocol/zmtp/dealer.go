@@ -193,8 +193,12 @@ func (d *Dealer) run() {
 			delay = d.opts.ReconnectMin
 			continue
 		}
-		if err == nil {
-			delay = d.opts.ReconnectMin // the connection worked; start over
+		var ok *sessionEnded
+		if errors.As(err, &ok) && ok.lasted >= d.opts.ReconnectMax {
+			// The connection worked for a while: start over. A peer that
+			// accepts and drops at once (say, a duplicate identity fight)
+			// keeps backing off.
+			delay = d.opts.ReconnectMin
 		}
 		wait := jitter(delay)
 		t := time.NewTimer(wait)
@@ -228,9 +232,18 @@ func jitter(d time.Duration) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
+// sessionEnded is connect's result after an established connection ended.
+type sessionEnded struct {
+	lasted time.Duration
+	cause  error
+}
+
+func (e *sessionEnded) Error() string { return fmt.Sprintf("zmtp: connection ended: %v", e.cause) }
+func (e *sessionEnded) Unwrap() error { return e.cause }
+
 // connect dials once, runs the handshake and, if it succeeds, the session.
-// It returns nil after a session that ended, errReconnect after Reconnect,
-// and the dial or handshake error otherwise.
+// It returns a *sessionEnded after a session (wrapping errReconnect after
+// Reconnect), and the dial or handshake error otherwise.
 func (d *Dealer) connect() error {
 	dialer := net.Dialer{Timeout: d.opts.HandshakeTimeout}
 	nc, err := dialer.DialContext(d.ctx, "tcp", d.addr)
@@ -274,6 +287,7 @@ func (d *Dealer) connect() error {
 	d.mu.Unlock()
 	d.log.Debug("zmtp: connected", "remote", c.remote.String(), "zmtp", fmt.Sprintf("%d.%d", info.major, info.minor))
 	d.emit(Event{Kind: Connected, Identity: info.identity, Remote: c.remote})
+	connectedAt := time.Now()
 
 	writerDone := make(chan struct{})
 	d.g.Go("zmtp-dealer-writer", func() {
@@ -298,10 +312,7 @@ func (d *Dealer) connect() error {
 		d.log.Info("zmtp: disconnected", "remote", c.remote.String(), "err", cause)
 	}
 	d.emit(Event{Kind: Disconnected, Identity: info.identity, Remote: c.remote, Err: cause})
-	if errors.Is(cause, errReconnect) {
-		return errReconnect
-	}
-	return nil
+	return &sessionEnded{lasted: time.Since(connectedAt), cause: cause}
 }
 
 // emit reports ev without blocking.

@@ -112,8 +112,9 @@
 // A Dealer dials in the background and, after a failed dial or handshake or
 // a lost connection, waits a delay drawn from [d/2, d], where d starts at
 // Options.ReconnectMin and doubles up to Options.ReconnectMax; d starts over
-// after each successful handshake. Dealer.Reconnect drops the connection and
-// dials at once with the same identity.
+// after a connection that lasted at least ReconnectMax (so a peer that
+// accepts and drops at once is retried ever more slowly). Dealer.Reconnect
+// drops the connection and dials at once with the same identity.
 //
 // # Concurrency
 //
