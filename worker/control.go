@@ -207,6 +207,7 @@ func (w *Worker) doStop(ctx context.Context) {
 // doQuit stops the users (in-flight tasks get QuitTimeout to finish, so
 // their requests are counted), sends the final stats report and then quit.
 func (w *Worker) doQuit() {
+	start := time.Now()
 	w.mu.Lock()
 	w.mu.quitting = true
 	w.mu.queue = nil
@@ -218,6 +219,7 @@ func (w *Worker) doQuit() {
 	}
 	w.sendStats()
 	w.send(protocol.TypeQuit, nil)
+	w.log.Info("final stats report and quit sent", "after", time.Since(start).Round(time.Millisecond))
 	select {
 	case w.done <- nil:
 	default:

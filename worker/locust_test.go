@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"fmt"
+	"github.com/cicada-load/cicada/worker"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -20,16 +21,16 @@ func TestLocustMasterHeadless(t *testing.T) {
 		t.Skip("runs a 20 s Locust test")
 	}
 	t.Parallel()
-	ng := startNginx(t)
+	ng := worker.StartNginx(t)
 	dir := t.TempDir()
-	port := freePort(t)
+	port := worker.FreePort(t)
 	out := filepath.Join(dir, "OUT")
 	m := startLocust(t, dir, "--headless", "--expect-workers", "2", "-u", "200", "-r", "100", "-t", "20s",
-		"-H", ng.url(), "--csv", out, "--master-bind-port", strconv.Itoa(port))
+		"-H", ng.URL(), "--csv", out, "--master-bind-port", strconv.Itoa(port))
 	w1 := startCicadaWorker(t, port)
 	w2 := startCicadaWorker(t, port)
 
-	pollUntil(t, 40*time.Second, "100 users on each worker", func() bool {
+	worker.PollUntil(t, 40*time.Second, "100 users on each worker", func() bool {
 		return w1.users() == 100 && w2.users() == 100
 	})
 	if err := m.wait(t, 60*time.Second); err != nil {
@@ -41,11 +42,11 @@ func TestLocustMasterHeadless(t *testing.T) {
 		}
 	}
 	reqs, fails := aggregated(t, out+"_stats.csv")
-	t.Logf("master: %d requests, %d failures; nginx: %d lines", reqs, fails, ng.requests(t))
+	t.Logf("master: %d requests, %d failures; nginx: %d lines", reqs, fails, ng.Requests(t))
 	if fails != 0 {
 		t.Errorf("Aggregated failures = %d; want 0", fails)
 	}
-	if got := ng.requests(t); got != reqs || reqs < 1000 {
+	if got := ng.Requests(t); got != reqs || reqs < 1000 {
 		t.Errorf("master counted %d requests, nginx logged %d; want equal (and > 1000)", reqs, got)
 	}
 	if p := m.problems(); len(p) > 0 {
@@ -60,18 +61,18 @@ func TestLocustMasterMissingWorker(t *testing.T) {
 		t.Skip("runs a Locust master")
 	}
 	t.Parallel()
-	ng := startNginx(t)
+	ng := worker.StartNginx(t)
 	dir := t.TempDir()
-	port := freePort(t)
+	port := worker.FreePort(t)
 	m := startLocust(t, dir, "--headless", "--expect-workers", "2", "-u", "4", "-r", "4", "-t", "60s",
-		"-H", ng.url(), "--master-bind-port", strconv.Itoa(port))
+		"-H", ng.URL(), "--master-bind-port", strconv.Itoa(port))
 	w1 := startCicadaWorker(t, port)
 	w2 := startCicadaWorker(t, port)
-	pollUntil(t, 40*time.Second, "2 users on each worker", func() bool { return w1.users() == 2 && w2.users() == 2 })
+	worker.PollUntil(t, 40*time.Second, "2 users on each worker", func() bool { return w1.users() == 2 && w2.users() == 2 })
 
 	w1.cancel()
 	want := fmt.Sprintf("Worker %s failed to send heartbeat, setting state to missing.", w1.w.NodeID())
-	pollUntil(t, 20*time.Second, "the master to mark the worker missing", func() bool {
+	worker.PollUntil(t, 20*time.Second, "the master to mark the worker missing", func() bool {
 		return strings.Contains(m.log(), want)
 	})
 	m.kill(syscall.SIGTERM)
@@ -92,10 +93,10 @@ func TestLocustMasterWebAndRestart(t *testing.T) {
 		t.Skip("runs Locust masters")
 	}
 	t.Parallel()
-	ng := startNginx(t)
+	ng := worker.StartNginx(t)
 	dir := t.TempDir()
-	port, webPort := freePort(t), freePort(t)
-	args := []string{"--web-host", "127.0.0.1", "--web-port", strconv.Itoa(webPort), "-H", ng.url(),
+	port, webPort := worker.FreePort(t), worker.FreePort(t)
+	args := []string{"--web-host", "127.0.0.1", "--web-port", strconv.Itoa(webPort), "-H", ng.URL(),
 		"--master-bind-port", strconv.Itoa(port)}
 	m := startLocust(t, dir, args...)
 	api := &webAPI{base: fmt.Sprintf("http://127.0.0.1:%d", webPort), c: http.Client{Timeout: 10 * time.Second}}
@@ -105,14 +106,14 @@ func TestLocustMasterWebAndRestart(t *testing.T) {
 
 	waitWorkers := func(state string) {
 		t.Helper()
-		pollUntil(t, 40*time.Second, "both workers "+state+" in /stats/requests", func() bool {
+		worker.PollUntil(t, 40*time.Second, "both workers "+state+" in /stats/requests", func() bool {
 			ws, err := api.workers()
 			return err == nil && ws[ids[0]] == state && ws[ids[1]] == state
 		})
 	}
 	waitUsers := func(each int64) {
 		t.Helper()
-		pollUntil(t, 40*time.Second, fmt.Sprintf("%d users on each worker", each), func() bool {
+		worker.PollUntil(t, 40*time.Second, fmt.Sprintf("%d users on each worker", each), func() bool {
 			return w1.users() == each && w2.users() == each
 		})
 	}
@@ -152,7 +153,7 @@ func TestLocustMasterWebAndRestart(t *testing.T) {
 			t.Errorf("worker %d Run after the master's quit = %v; want nil", i+1, err)
 		}
 	}
-	if ng.requests(t) == 0 {
+	if ng.Requests(t) == 0 {
 		t.Error("no requests reached nginx")
 	}
 	if p := m2.problems(); len(p) > 0 {

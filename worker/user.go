@@ -316,12 +316,17 @@ func (u *User) requestStop(b *stopBatch) {
 	u.batch = b
 	if u.state == stWaiting && u.timer.Stop() {
 		u.state = stFinishing
-		u.mu.Unlock()
-		if u.class.def.def.OnStop != nil {
-			go u.finish()
+		if u.class.def.def.OnStop == nil {
+			// Nothing of this user can still record a request: it counts
+			// as stopped now, and its cleanup (closing its connection)
+			// must not delay the caller (the final stats report at quit).
+			u.batch = nil
+			u.mu.Unlock()
+			b.doneOne()
 		} else {
-			u.finish()
+			u.mu.Unlock()
 		}
+		go u.finish()
 		return
 	}
 	u.mu.Unlock()
