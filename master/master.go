@@ -1,0 +1,677 @@
+// Package master is cicada's Locust-compatible master: it binds Locust's
+// ZeroMQ ROUTER port, registers Python Locust 2.x and cicada workers, tracks
+// their liveness, dispatches users to them at the spawn rate (package
+// master/dispatch), merges their statistics (package stats) and runs
+// headless tests with Locust's console tables, CSV files, log lines and exit
+// codes.
+//
+// Behaviour follows locust/runners.py (MasterRunner) and locust/main.py of
+// Locust 2.12.1, with HEAD's fixes, plus these deliberate differences:
+//
+//   - Every client_ready whose data is a string or -1 is acknowledged,
+//     including Debian's python3-locust 2.12.1, whose version is "" (which
+//     Locust's own master rejects as pre-2.0). Bad data is logged, never
+//     fatal; no message from a worker can stop the master.
+//   - Heartbeats are echoed (Locust ≥ 2.19 behaviour) only to workers that
+//     understand them: version -1 (cicada, boomer), versions ≥ 2.19 and
+//     unparsable non-empty versions, and adopted workers. Not to "" (the
+//     Debian 2.12.1 package) nor to versions below 2.19, which would log
+//     "Unknown message type" every second. A worker that never received a
+//     master heartbeat never arms its 60 s master timeout, so not echoing
+//     is always safe.
+//   - A worker that heartbeats but is not registered (the master
+//     restarted, or it was deleted after a partition) is adopted: a node is
+//     created from its heartbeat instead of leaving a zombie. Workers that
+//     sent client_stopped (until their client_ready) or quit are not
+//     adopted. An adopted worker running users while no test runs is sent
+//     stop, which brings it back through client_ready.
+//   - At exit the master waits for every live worker's final stats report
+//     (its quit message, which follows the report, or a stats report after
+//     quit was sent) up to Options.FinalReportTimeout, instead of Locust's
+//     fixed 0.5 s, so no request goes uncounted; the exit code and the
+//     summary come after that wait. CSV files are completed at exit.
+//   - When a deleted worker's users are re-dispatched, the split is sent at
+//     once (a rebalance) instead of ramping the remaining workers down to
+//     zero and back up as 2.12.1's fresh dispatcher does; the final split is
+//     the same. Missing workers are not given users (HEAD's fix).
+//   - A new Start replaces a ramp still in progress (2.12.1 runs them
+//     concurrently), and a worker joining while the master waits for
+//     reports after a ramp is given users at once.
+//   - "The last worker quit" uses HEAD's condition (no ready, spawning or
+//     running worker left).
+//
+// Concurrency: one goroutine (the loop) owns all master state; the receive
+// goroutine decodes messages and hands them over, and the control methods
+// run closures on the loop. See LOCKS.md.
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cicada-load/cicada/master/dispatch"
+	"github.com/cicada-load/cicada/protocol"
+	"github.com/cicada-load/cicada/protocol/zmtp"
+	"github.com/cicada-load/cicada/stats"
+)
+
+// Master states, as Locust names them.
+const (
+	StateReady    = "ready"
+	StateSpawning = "spawning"
+	StateRunning  = "running"
+	StateStopping = "stopping"
+	StateStopped  = "stopped"
+	// StateMissing is a worker state: no heartbeat for HeartbeatLiveness
+	// ticks.
+	StateMissing = "missing"
+)
+
+// inbound is one received message, decoded by the receive goroutine.
+type inbound struct {
+	id  string
+	msg protocol.Message
+	err error
+}
+
+// Master is a Locust master. Create it with New, then call Run once. The
+// control and view methods (Start, Stop, Quit, ResetStats, Status,
+// Snapshot, Addr) are safe for concurrent use.
+type Master struct {
+	opts    Options
+	log     *slog.Logger // locust.runners
+	mainLog *slog.Logger // locust.main
+	rootLog *slog.Logger // root
+	router  *zmtp.Router
+	stats   *stats.Stats
+	csv     *csvFiles
+
+	inbox    chan inbound
+	calls    chan func()
+	quitReq  chan struct{}
+	quitOnce sync.Once
+	phase    atomic.Int32 // 0 new, 1 running, 2 done
+	loopDone chan struct{}
+	wg       sync.WaitGroup
+
+	userCount  atomic.Int64 // mirror of the loop's user count, for CSV history
+	lastStatus atomic.Pointer[Status]
+
+	st loopState // owned by the loop goroutine
+}
+
+// New validates opts, binds the worker port and creates the CSV files.
+// The caller must call Run (which releases both) or Close.
+func New(opts Options) (*Master, error) {
+	if err := opts.normalize(); err != nil {
+		return nil, err
+	}
+	m := &Master{
+		opts:     opts,
+		log:      opts.Logger.With("logger", "locust.runners"),
+		mainLog:  opts.Logger.With("logger", "locust.main"),
+		rootLog:  opts.Logger.With("logger", "root"),
+		stats:    stats.New(opts.Now),
+		inbox:    make(chan inbound, 1024),
+		calls:    make(chan func()),
+		quitReq:  make(chan struct{}),
+		loopDone: make(chan struct{}),
+	}
+	m.st.init(&m.opts)
+	r, err := zmtp.Listen(opts.endpoint(), opts.Transport)
+	if err != nil {
+		port := strconv.Itoa(max(opts.BindPort, 0))
+		if opts.BindHost != "*" {
+			port = opts.BindHost + ":" + port
+		}
+		m.log.Error(fmt.Sprintf("The master port (%s) is busy or cannot be bound. Is another Locust or cicada master still running? (%v)", port, err))
+		return nil, fmt.Errorf("%w %s: %w", ErrBind, port, err)
+	}
+	m.router = r
+	if opts.CSVPrefix != "" {
+		c, err := openCSV(opts.CSVPrefix, opts.CSVFullHistory, opts.StatsFormat)
+		if err != nil {
+			r.Close()
+			return nil, err
+		}
+		m.csv = c
+	}
+	return m, nil
+}
+
+// Addr returns the address the worker port is bound to.
+func (m *Master) Addr() net.Addr { return m.router.Addr() }
+
+// Close releases the port and files of a Master whose Run was never called.
+// It is not needed after Run.
+func (m *Master) Close() error {
+	if !m.phase.CompareAndSwap(0, 2) {
+		return nil
+	}
+	close(m.loopDone)
+	if m.csv != nil {
+		m.csv.close()
+	}
+	return m.router.Close()
+}
+
+// Run runs the master until the test ends (headless), Quit is called or ctx
+// is done, then waits for the workers' final reports, logs "Shutting down
+// (exit code N)", prints the summary and completes the CSV files. It
+// returns the process exit code as Locust computes it (locust-outputs.md
+// §8.1), and an error only when the master itself failed. Run may be called
+// once.
+func (m *Master) Run(ctx context.Context) (exitCode int, err error) {
+	if !m.phase.CompareAndSwap(0, 1) {
+		return 1, ErrClosed
+	}
+	rctx, cancelRecv := context.WithCancel(context.Background())
+	defer cancelRecv()
+	m.goroutine("recv", func() { m.receive(rctx) })
+
+	outCtx, stopOutput := context.WithCancel(context.Background())
+	printing := !m.opts.OnlySummary && (m.opts.Headless || m.opts.PrintStats)
+	if printing {
+		m.goroutine("printer", func() { m.printer(outCtx) })
+	}
+	if m.csv != nil {
+		m.goroutine("csv", func() { m.csvWriter(outCtx) })
+	}
+	if m.opts.Headless {
+		m.goroutine("headless", func() { m.headless(ctx) })
+	}
+
+	m.loop(ctx)
+
+	// The loop is done: no more state changes. Stop the outputs, then the
+	// transport (Close lingers to flush the quit messages).
+	stopOutput()
+	cancelRecv()
+	closeErr := m.router.Close()
+	m.wg.Wait()
+	m.phase.Store(2)
+
+	res := m.st.result
+	if res.gaveUp {
+		m.finishCSV()
+		return 1, nil
+	}
+	snap := m.stats.Snapshot()
+	code := 0
+	switch {
+	case len(snap.Errors) > 0 || len(snap.Exceptions) > 0:
+		code = *m.opts.ExitCodeOnError
+	case res.internalError:
+		code = 2
+	}
+	m.mainLog.Info(fmt.Sprintf("Shutting down (exit code %d)", code))
+	csvErr := m.finishCSV()
+	f := m.opts.StatsFormat
+	w := m.opts.Stderr
+	_ = f.WriteStatsTable(w, snap, false)
+	_ = f.WritePercentileTable(w, snap)
+	_ = f.WriteErrorReport(w, snap)
+	if closeErr != nil && !errors.Is(closeErr, zmtp.ErrClosed) {
+		m.log.Debug("closing the worker port: " + closeErr.Error())
+	}
+	return code, csvErr
+}
+
+// goroutine starts a tracked, pprof-labelled goroutine.
+func (m *Master) goroutine(name string, f func()) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		pprof.Do(context.Background(), pprof.Labels("master", name), func(context.Context) { f() })
+	}()
+}
+
+// receive decodes messages off the ROUTER and hands them to the loop.
+func (m *Master) receive(ctx context.Context) {
+	for {
+		id, frames, err := m.router.Recv(ctx)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, zmtp.ErrClosed) {
+				return
+			}
+			m.log.Debug("receive: " + err.Error())
+			continue
+		}
+		in := inbound{id: id}
+		if len(frames) == 0 {
+			in.err = fmt.Errorf("%w: empty message", protocol.ErrMalformed)
+		} else {
+			in.msg, in.err = protocol.Decode(frames[0])
+		}
+		select {
+		case m.inbox <- in:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// call runs f on the loop and waits for it. It returns false, without
+// running f, when the loop is not running.
+func (m *Master) call(f func()) bool {
+	if m.phase.Load() != 1 {
+		return false
+	}
+	done := make(chan struct{})
+	select {
+	case m.calls <- func() { f(); close(done) }:
+	case <-m.loopDone:
+		return false
+	}
+	<-done
+	return true
+}
+
+// Quit ends the test and the master: workers are sent quit, their final
+// reports awaited, and Run returns. It does not wait for that.
+func (m *Master) Quit() {
+	m.quitOnce.Do(func() { close(m.quitReq) })
+}
+
+// Start starts a test with users users at spawnRate users per second, or
+// re-ramps a running one, as Locust's web UI "swarm" does. host, if not
+// nil, replaces the target host. With a load shape configured (Stages),
+// the shape is started instead and users and spawnRate are ignored. Start
+// returns once the first dispatch step is sent; the ramp continues in the
+// background and a later Start replaces it. Without workers it logs
+// Locust's warning and returns nil.
+func (m *Master) Start(users int, spawnRate float64, host *string) error {
+	if users < 0 {
+		return ErrBadUserCount
+	}
+	if !(spawnRate > 0) || spawnRate > 1e12 {
+		return ErrBadSpawnRate
+	}
+	var err error
+	if !m.call(func() {
+		if host != nil {
+			m.st.host = *host
+		}
+		if len(m.opts.Stages) > 0 {
+			m.startShape()
+			return
+		}
+		err = m.start(int64(users), spawnRate)
+	}) {
+		return ErrClosed
+	}
+	return err
+}
+
+// Stop stops the test: workers are sent stop, and Stop returns when they
+// report no users (or StopTimeout+StopWait later), or when ctx is done.
+// Stopping an idle master is not an error.
+func (m *Master) Stop(ctx context.Context) error {
+	var done chan struct{}
+	if !m.call(func() { done = m.stopTest(true) }) {
+		return ErrClosed
+	}
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-m.loopDone:
+		return nil
+	}
+}
+
+// ResetStats zeroes the statistics and clears errors and exceptions
+// (Locust's /stats/reset).
+func (m *Master) ResetStats() {
+	m.stats.Reset()
+	m.stats.ClearExceptions()
+}
+
+// Snapshot returns an immutable view of the merged statistics.
+func (m *Master) Snapshot() *stats.Snapshot { return m.stats.Snapshot() }
+
+// Status returns the master's current state and workers. The result is
+// owned by the caller. It is served by the loop, which never blocks on the
+// network, and is a static view before Run and after it returns.
+func (m *Master) Status() Status {
+	var s Status
+	if m.call(func() { s = m.st.status(&m.opts) }) {
+		return s
+	}
+	if p := m.lastStatus.Load(); p != nil {
+		return p.clone()
+	}
+	return Status{State: StateReady, Host: m.opts.Host, Classes: append([]UserClass(nil), m.opts.UserClasses...)}
+}
+
+// ---- the loop ----
+
+// loopState is everything the loop owns.
+type loopState struct {
+	state     string
+	nodes     map[string]*node
+	indexes   map[string]int
+	lastTS    map[string]float64 // last spawn timestamp per worker id (never reset, as the worker's)
+	stopped   map[string]bool    // sent client_stopped, not yet client_ready: not adopted
+	quitted   map[string]bool    // sent quit: not adopted
+	classes   []UserClass
+	host      string
+	startTime time.Time
+
+	disp          *dispatch.Dispatcher
+	stepping      bool // the dispatcher has steps left
+	rampTimer     *time.Timer
+	rampC         <-chan time.Time
+	lastPaced     time.Time
+	target        int64
+	rate          float64
+	reportWait    bool
+	reportDue     time.Time
+	spawnComplete bool
+
+	stopWaiters []chan struct{}
+	stopDue     time.Time
+
+	shapeCancel context.CancelFunc
+
+	quitting   bool
+	final      map[string]*finalReport
+	finalDue   time.Time
+	finishedAt time.Time
+
+	cpuWarned bool
+	result    runResult
+	done      bool
+}
+
+type runResult struct {
+	gaveUp        bool
+	internalError bool
+}
+
+func (s *loopState) init(o *Options) {
+	s.state = StateReady
+	s.nodes = make(map[string]*node)
+	s.indexes = make(map[string]int)
+	s.lastTS = make(map[string]float64)
+	s.stopped = make(map[string]bool)
+	s.quitted = make(map[string]bool)
+	s.classes = append([]UserClass(nil), o.UserClasses...)
+	s.host = o.Host
+}
+
+func (m *Master) loop(ctx context.Context) {
+	defer close(m.loopDone)
+	st := &m.st
+	tick := time.NewTicker(m.opts.HeartbeatInterval)
+	defer tick.Stop()
+	house := time.NewTicker(houseInterval(m.opts.ReportWait))
+	defer house.Stop()
+	st.rampTimer = time.NewTimer(time.Hour)
+	st.rampTimer.Stop()
+	defer st.rampTimer.Stop()
+	events := m.router.Events()
+	ctxDone := ctx.Done()
+	quitReq := m.quitReq
+	for !st.done {
+		select {
+		case in := <-m.inbox:
+			m.safely("message", func() { m.handle(in) })
+		case f := <-m.calls:
+			m.safely("call", f)
+		case <-tick.C:
+			m.safely("heartbeat tick", m.liveness)
+		case <-house.C:
+			m.safely("housekeeping", m.housekeeping)
+		case <-st.rampC:
+			st.rampC = nil
+			m.safely("dispatch", m.advanceRamp)
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			m.transportEvent(ev)
+		case <-ctxDone:
+			ctxDone = nil
+			m.beginQuit()
+		case <-quitReq:
+			quitReq = nil
+			m.beginQuit()
+		}
+	}
+	s := st.status(&m.opts)
+	m.lastStatus.Store(&s)
+}
+
+// houseInterval is the period of deadline checks (report, stop and final
+// waits): fine enough for a short ReportWait.
+func houseInterval(reportWait time.Duration) time.Duration {
+	return min(max(reportWait/10, 5*time.Millisecond), 50*time.Millisecond)
+}
+
+// safely runs f, logging a panic instead of crashing the master (Locust's
+// "unhandled exception in a greenlet", which makes the exit code 2).
+func (m *Master) safely(what string, f func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			m.st.result.internalError = true
+			m.log.Error(fmt.Sprintf("Unhandled error in the master (%s): %v", what, r))
+		}
+	}()
+	f()
+}
+
+func (m *Master) transportEvent(ev zmtp.Event) {
+	switch ev.Kind {
+	case zmtp.Connected:
+		m.log.Debug(fmt.Sprintf("Connection from %s (%v)", ev.Identity, ev.Remote))
+	case zmtp.Disconnected:
+		m.log.Debug(fmt.Sprintf("Connection of %s closed (%v)", ev.Identity, ev.Err))
+	}
+}
+
+// housekeeping checks the deadlines of the report, stop and final waits.
+func (m *Master) housekeeping() {
+	m.checkReportWait()
+	m.checkStopWaiters()
+	m.checkFinal()
+}
+
+// ---- sending ----
+
+func (m *Master) send(id, typ string, data any) {
+	b, err := protocol.Encode(protocol.Message{Type: typ, Data: data, NodeID: id})
+	if err != nil {
+		m.log.Error(fmt.Sprintf("Cannot encode %s for worker %s: %v", typ, id, err))
+		return
+	}
+	if err := m.router.Send(id, b); err != nil {
+		m.log.Debug(fmt.Sprintf("Sending %s to worker %s: %v", typ, id, err))
+	}
+}
+
+func (m *Master) index(id string) int {
+	if i, ok := m.st.indexes[id]; ok {
+		return i
+	}
+	i := len(m.st.indexes)
+	m.st.indexes[id] = i
+	return i
+}
+
+// ---- CSV ----
+
+type csvFiles struct {
+	stats, failures, exceptions, history *os.File
+	hist                                 *stats.HistoryCSV
+	format                               stats.Format
+	mu                                   sync.Mutex
+	closed                               bool
+}
+
+func openCSV(prefix string, fullHistory bool, f stats.Format) (*csvFiles, error) {
+	if dir := filepath.Dir(prefix); dir != "." {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrCSV, err)
+		}
+	}
+	c := &csvFiles{format: f}
+	var err error
+	open := func(suffix string) *os.File {
+		if err != nil {
+			return nil
+		}
+		var file *os.File
+		file, err = os.Create(prefix + suffix)
+		return file
+	}
+	c.stats = open("_stats.csv")
+	c.history = open("_stats_history.csv")
+	c.failures = open("_failures.csv")
+	c.exceptions = open("_exceptions.csv")
+	if err != nil {
+		c.close()
+		return nil, fmt.Errorf("%w: %w", ErrCSV, err)
+	}
+	if c.hist, err = f.NewHistoryCSV(c.history, fullHistory); err != nil {
+		c.close()
+		return nil, fmt.Errorf("%w: %w", ErrCSV, err)
+	}
+	// The snapshot files start with their headers, as Locust's do.
+	empty := stats.New(nil).Snapshot()
+	if err := c.rewrite(empty); err != nil {
+		c.close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// rewrite replaces the three snapshot files' contents.
+func (c *csvFiles) rewrite(s *stats.Snapshot) error {
+	var b strings.Builder
+	files := []struct {
+		f     *os.File
+		write func(*strings.Builder) error
+	}{
+		{c.stats, func(b *strings.Builder) error { return c.format.WriteStatsCSV(b, s) }},
+		{c.failures, func(b *strings.Builder) error { return c.format.WriteFailuresCSV(b, s) }},
+		{c.exceptions, func(b *strings.Builder) error { return c.format.WriteExceptionsCSV(b, s) }},
+	}
+	for _, fl := range files {
+		b.Reset()
+		if err := fl.write(&b); err != nil {
+			return fmt.Errorf("%w: %w", ErrCSV, err)
+		}
+		if _, err := fl.f.WriteAt([]byte(b.String()), 0); err != nil {
+			return fmt.Errorf("%w: %w", ErrCSV, err)
+		}
+		if err := fl.f.Truncate(int64(b.Len())); err != nil {
+			return fmt.Errorf("%w: %w", ErrCSV, err)
+		}
+	}
+	return nil
+}
+
+// tick writes one CSV period: the snapshot files and a history row.
+func (c *csvFiles) tick(s *stats.Snapshot, users int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	if err := c.rewrite(s); err != nil {
+		return err
+	}
+	if err := c.hist.WriteRows(s, users); err != nil {
+		return fmt.Errorf("%w: %w", ErrCSV, err)
+	}
+	return nil
+}
+
+func (c *csvFiles) close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	var first error
+	for _, f := range []*os.File{c.stats, c.failures, c.exceptions, c.history} {
+		if f == nil {
+			continue
+		}
+		if err := f.Close(); err != nil && first == nil {
+			first = fmt.Errorf("%w: %w", ErrCSV, err)
+		}
+	}
+	return first
+}
+
+// finishCSV writes the final rows and closes the files (2.12.1 loses the
+// rows written since its last flush; HEAD completes them, as we do).
+func (m *Master) finishCSV() error {
+	if m.csv == nil {
+		return nil
+	}
+	err := m.csv.tick(m.stats.Snapshot(), m.userCount.Load())
+	if cerr := m.csv.close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		m.log.Error("Writing CSV files: " + err.Error())
+	}
+	return err
+}
+
+func (m *Master) csvWriter(ctx context.Context) {
+	t := time.NewTicker(m.opts.CSVInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := m.csv.tick(m.stats.Snapshot(), m.userCount.Load()); err != nil {
+				m.log.Error("Writing CSV files: " + err.Error())
+			}
+		}
+	}
+}
+
+// printer prints the current stats table at once and every StatsInterval.
+func (m *Master) printer(ctx context.Context) {
+	t := time.NewTicker(m.opts.StatsInterval)
+	defer t.Stop()
+	for {
+		_ = m.opts.StatsFormat.WriteStatsTable(m.opts.Stderr, m.stats.Snapshot(), true)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// sortedIDs returns the node ids in a stable order.
+func sortedIDs(nodes map[string]*node) []string {
+	ids := make([]string, 0, len(nodes))
+	for id := range nodes {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}

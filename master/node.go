@@ -1,0 +1,466 @@
+package master
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/cicada-load/cicada/protocol"
+)
+
+// node is one registered worker (Locust's WorkerNode).
+type node struct {
+	id        string
+	state     string
+	liveness  int
+	cpu       float64
+	cpuWarned bool
+	memory    int64
+	classes   map[string]int64 // users per class, as last reported
+	version   string           // client_ready data; "-1" for the skip value; "?" when adopted
+	echo      bool             // echo heartbeats to this worker
+	adopted   bool
+}
+
+func (n *node) users() int64 {
+	var s int64
+	for _, c := range n.classes {
+		s += c
+	}
+	return s
+}
+
+func active(state string) bool {
+	return state == StateReady || state == StateSpawning || state == StateRunning
+}
+
+// workerCount is Locust's worker_count: ready + spawning + running.
+func (s *loopState) workerCount() int {
+	n := 0
+	for _, nd := range s.nodes {
+		if active(nd.state) {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *loopState) countState(state string) int {
+	n := 0
+	for _, nd := range s.nodes {
+		if nd.state == state {
+			n++
+		}
+	}
+	return n
+}
+
+// userCount is Locust's user_count: the users reported by all nodes.
+func (s *loopState) userCount() int64 {
+	var n int64
+	for _, nd := range s.nodes {
+		n += nd.users()
+	}
+	return n
+}
+
+// reportedClasses is Locust's reported_user_classes_count.
+func (s *loopState) reportedClasses() map[string]int64 {
+	out := make(map[string]int64)
+	for _, nd := range s.nodes {
+		if !active(nd.state) {
+			continue
+		}
+		for c, n := range nd.classes {
+			out[c] += n
+		}
+	}
+	return out
+}
+
+// formatClasses is Locust's _format_user_classes_count_for_log:
+// {"A": 1, "B": 2} (3 total users), keys sorted, JSON with ", " and ": ".
+func formatClasses(m map[string]int64) string {
+	names := make([]string, 0, len(m))
+	var total int64
+	for k, v := range m {
+		names = append(names, k)
+		total += v
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, k := range names {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		q, _ := json.Marshal(k)
+		b.Write(q)
+		b.WriteString(": ")
+		b.WriteString(strconv.FormatInt(m[k], 10))
+	}
+	fmt.Fprintf(&b, "} (%d total users)", total)
+	return b.String()
+}
+
+// echoHeartbeats decides whether a worker understands the master's
+// heartbeat echo (Locust ≥ 2.19): see the package documentation.
+func echoHeartbeats(cr *protocol.ClientReady) bool {
+	if cr.VersionSkipCheck {
+		return true
+	}
+	if cr.Version == "" {
+		return false // Debian's python3-locust 2.12.1
+	}
+	major, minor, ok := majorMinor(cr.Version)
+	if !ok {
+		return true
+	}
+	return major > 2 || major == 2 && minor >= 19
+}
+
+func majorMinor(v string) (major, minor int, ok bool) {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return 0, 0, false
+	}
+	var err1, err2 error
+	major, err1 = strconv.Atoi(parts[0])
+	minor, err2 = strconv.Atoi(strings.TrimRightFunc(parts[1], func(r rune) bool { return r < '0' || r > '9' }))
+	return major, minor, err1 == nil && err2 == nil
+}
+
+// ---- message handling (loop goroutine) ----
+
+func (m *Master) handle(in inbound) {
+	st := &m.st
+	if in.err != nil {
+		m.log.Error(fmt.Sprintf("Malformed message from worker %s (ignored): %v", in.id, in.err))
+		return
+	}
+	msg := in.msg
+	id := in.id
+	if msg.NodeID != id {
+		m.log.Debug(fmt.Sprintf("Message %s from %s carries node_id %q; using the connection's identity", msg.Type, id, msg.NodeID))
+	}
+	switch msg.Type {
+	case protocol.TypeClientReady:
+		cr, ok := msg.Data.(*protocol.ClientReady)
+		if !ok {
+			m.log.Error(fmt.Sprintf("Bad client_ready data from worker %s: %T", id, msg.Data))
+			return
+		}
+		m.clientReady(id, cr)
+	case protocol.TypeClientStopped:
+		nd := st.nodes[id]
+		if nd == nil {
+			m.log.Warn(fmt.Sprintf("Received %s message from an unknown worker: %s.", msg.Type, id))
+			return
+		}
+		st.stopped[id] = true
+		m.removeNode(nd)
+		m.log.Info(fmt.Sprintf("Worker %s (index %d) reported that it has stopped, removing from running workers", id, m.index(id)))
+	case protocol.TypeHeartbeat:
+		hb, ok := msg.Data.(*protocol.Heartbeat)
+		if !ok {
+			m.log.Warn(fmt.Sprintf("Unexpected heartbeat data from worker %s: %T", id, msg.Data))
+			return
+		}
+		m.heartbeat(id, hb)
+	case protocol.TypeStats:
+		r, ok := msg.Data.(*protocol.StatsReport)
+		if !ok {
+			m.log.Error(fmt.Sprintf("Bad stats data from worker %s: %T", id, msg.Data))
+			return
+		}
+		m.statsReport(id, r)
+	case protocol.TypeSpawning:
+		if nd := st.nodes[id]; nd != nil {
+			nd.state = StateSpawning
+		} else {
+			m.log.Debug(fmt.Sprintf("Ignoring spawning from unregistered worker %s", id))
+		}
+	case protocol.TypeSpawningComplete:
+		sc, ok := msg.Data.(*protocol.SpawningComplete)
+		nd := st.nodes[id]
+		switch {
+		case !ok:
+			m.log.Error(fmt.Sprintf("Bad spawning_complete data from worker %s: %T", id, msg.Data))
+		case nd == nil:
+			m.log.Debug(fmt.Sprintf("Ignoring spawning_complete from unregistered worker %s", id))
+		default:
+			nd.state = StateRunning
+			nd.classes = copyCounts(sc.UserClassesCount)
+			m.userCountChanged()
+		}
+	case protocol.TypeQuit:
+		m.workerQuit(id)
+	case protocol.TypeException:
+		ex, ok := msg.Data.(*protocol.Exception)
+		if !ok {
+			m.log.Error(fmt.Sprintf("Bad exception data from worker %s: %T", id, msg.Data))
+			return
+		}
+		m.stats.AddException(ex.Msg, ex.Traceback, id)
+	case protocol.TypeLogs:
+		m.log.Debug(fmt.Sprintf("Received logs from worker %s", id))
+	default:
+		m.log.Warn(fmt.Sprintf("Unknown message type received from worker %s (index %d): %s", id, m.index(id), msg.Type))
+	}
+	m.checkStopped()
+	m.checkReportWait()
+	m.checkStopWaiters()
+	m.checkFinal()
+}
+
+func copyCounts(in map[string]int64) map[string]int64 {
+	out := make(map[string]int64, len(in))
+	for k, v := range in {
+		out[k] = v
+	}
+	return out
+}
+
+func (m *Master) clientReady(id string, cr *protocol.ClientReady) {
+	st := &m.st
+	version := cr.Version
+	switch {
+	case cr.VersionSkipCheck:
+		version = "-1"
+	case cr.Version == "":
+		m.log.Warn(fmt.Sprintf("Worker %s sent an empty version (as Debian's python3-locust 2.12.1 does); accepting it", id))
+	default:
+		if major, _, ok := majorMinor(cr.Version); !ok || major != 2 {
+			m.log.Warn(fmt.Sprintf("A worker (%s) running a different version (%s) connected; cicada speaks Locust 2.x", id, cr.Version))
+		} else {
+			m.log.Debug(fmt.Sprintf("Worker %s runs Locust %s", id, cr.Version))
+		}
+	}
+	idx := m.index(id)
+	m.send(id, protocol.TypeAck, &protocol.Ack{Index: int64(idx)})
+	delete(st.stopped, id)
+	delete(st.quitted, id)
+	if old := st.nodes[id]; old != nil {
+		m.log.Info(fmt.Sprintf("Worker %s (index %d) registered again; replacing it", id, idx))
+	}
+	nd := &node{id: id, state: StateReady, liveness: m.opts.HeartbeatLiveness, classes: map[string]int64{},
+		version: version, echo: echoHeartbeats(cr), memory: -1}
+	st.nodes[id] = nd
+	m.userCountChanged()
+	if st.quitting {
+		// A worker registering while the master quits: it has no users.
+		m.send(id, protocol.TypeQuit, nil)
+		return
+	}
+	m.workerJoined(id)
+	m.log.Info(fmt.Sprintf("Worker %s (index %d) reported as ready. %d workers connected.", id, idx, st.workerCount()))
+	if m.opts.EnableRebalancing && st.state == StateRunning && st.spawnComplete {
+		m.redispatch()
+	}
+}
+
+// workerJoined adds a (re)joining worker to the dispatcher and re-dispatches
+// when the test runs and no dispatch is going on, as Locust does.
+func (m *Master) workerJoined(id string) {
+	st := &m.st
+	if st.disp == nil {
+		return
+	}
+	st.disp.AddWorker(id)
+	if !st.stepping && (st.state == StateRunning || st.state == StateSpawning) {
+		m.redispatch()
+	}
+}
+
+// removeNode deletes a node (client_stopped, quit) and re-dispatches.
+func (m *Master) removeNode(nd *node) {
+	st := &m.st
+	delete(st.nodes, nd.id)
+	m.userCountChanged()
+	if st.disp != nil {
+		st.disp.RemoveWorker(nd.id)
+		if !st.stepping && (st.state == StateRunning || st.state == StateSpawning) {
+			m.redispatch()
+		}
+	}
+}
+
+func (m *Master) heartbeat(id string, hb *protocol.Heartbeat) {
+	st := &m.st
+	nd := st.nodes[id]
+	if nd == nil {
+		if st.stopped[id] || st.quitted[id] || st.quitting {
+			return // stopping (until its client_ready) or gone: as Locust
+		}
+		nd = m.adopt(id, hb)
+	} else {
+		nd.liveness = m.opts.HeartbeatLiveness
+		if nd.state == StateMissing {
+			m.log.Info(fmt.Sprintf("Worker %s self-healed with heartbeat, setting state to %s.", id, hb.State))
+			nd.state = hb.State
+			m.workerJoined(id)
+		}
+	}
+	nd.state = hb.State
+	nd.cpu = hb.CPUUsage
+	if !nd.cpuWarned && nd.cpu > 90 {
+		nd.cpuWarned = true
+		st.cpuWarned = true
+		m.log.Warn(fmt.Sprintf("Worker %s (index %d) exceeded cpu threshold (will only log this once per worker)", id, m.index(id)))
+	}
+	if hb.MemoryUsage >= 0 {
+		nd.memory = hb.MemoryUsage
+	}
+	if nd.echo {
+		m.send(id, protocol.TypeHeartbeat, &protocol.MasterHeartbeat{})
+	}
+}
+
+// adopt registers a worker known only from its heartbeat: the master
+// restarted, or deleted it after a partition that has healed.
+func (m *Master) adopt(id string, hb *protocol.Heartbeat) *node {
+	st := &m.st
+	idx := m.index(id)
+	nd := &node{id: id, state: hb.State, liveness: m.opts.HeartbeatLiveness, classes: map[string]int64{},
+		version: "?", echo: true, adopted: true, memory: -1}
+	st.nodes[id] = nd
+	m.log.Info(fmt.Sprintf("Worker %s (index %d) is not registered (master restarted, or it was deleted while unreachable); adopting it in state %s. %d workers connected.",
+		id, idx, hb.State, st.workerCount()))
+	testRuns := st.state == StateRunning || st.state == StateSpawning
+	if !testRuns && (hb.State == StateRunning || hb.State == StateSpawning) {
+		// It runs users of a test that is over for us: stop them; the
+		// worker re-registers with client_ready after its stop timeout.
+		m.log.Info(fmt.Sprintf("Sending stop to adopted worker %s, which runs users while no test runs", id))
+		m.send(id, protocol.TypeStop, nil)
+		return nd
+	}
+	m.workerJoined(id)
+	return nd
+}
+
+func (m *Master) statsReport(id string, r *protocol.StatsReport) {
+	st := &m.st
+	m.stats.Merge(r)
+	if f := st.final[id]; f != nil && !f.stats {
+		f.stats = true
+		f.statsAt = timeNow()
+	}
+	nd := st.nodes[id]
+	if nd == nil {
+		m.log.Debug(fmt.Sprintf("Discarded report from unrecognized worker %s", id))
+	} else if r.UserClassesCount != nil {
+		nd.classes = copyCounts(r.UserClassesCount)
+		m.userCountChanged()
+	}
+	if len(st.classes) == 0 && len(r.UserClassesCount) > 0 {
+		names := make([]string, 0, len(r.UserClassesCount))
+		for c := range r.UserClassesCount {
+			names = append(names, c)
+		}
+		sort.Strings(names)
+		for _, c := range names {
+			st.classes = append(st.classes, UserClass{Name: c, Weight: 1})
+		}
+		m.log.Info(fmt.Sprintf("User classes learned from worker %s: %s (weight 1 each)", id, strings.Join(names, ", ")))
+	}
+}
+
+func (m *Master) workerQuit(id string) {
+	st := &m.st
+	st.quitted[id] = true
+	if f := st.final[id]; f != nil {
+		f.quit = true
+	}
+	nd := st.nodes[id]
+	if nd == nil {
+		return
+	}
+	m.removeNode(nd)
+	m.log.Info(fmt.Sprintf("Worker '%s' (index %d) quit. %d workers ready.", id, m.index(id), st.countState(StateReady)))
+	if st.quitting {
+		return
+	}
+	if st.workerCount() <= 0 && (st.state == StateRunning || st.state == StateSpawning) {
+		m.log.Info("The last worker quit, stopping test.")
+		m.stopTest(true)
+		if m.opts.Headless {
+			m.beginQuit()
+		}
+	}
+}
+
+// userCountChanged publishes the reported user count for the CSV writer.
+func (m *Master) userCountChanged() {
+	m.userCount.Store(m.st.userCount())
+}
+
+// liveness is Locust's heartbeat_worker tick (locust-protocol.md §4.2).
+func (m *Master) liveness() {
+	st := &m.st
+	var dead []string
+	for _, id := range sortedIDs(st.nodes) {
+		nd := st.nodes[id]
+		if nd.state == StateMissing && nd.liveness <= -m.opts.DeadTicks {
+			dead = append(dead, id)
+		}
+		if nd.liveness < 0 && nd.state != StateMissing {
+			m.log.Info(fmt.Sprintf("Worker %s failed to send heartbeat, setting state to missing.", id))
+			nd.state = StateMissing
+			nd.classes = map[string]int64{}
+			m.userCountChanged()
+			if st.disp != nil {
+				st.disp.RemoveWorker(id)
+				if m.opts.EnableRebalancing && st.state == StateRunning && st.spawnComplete {
+					m.redispatch()
+				}
+			}
+			if st.workerCount() <= 0 && !st.quitting {
+				m.log.Info("The last worker went missing, stopping test.")
+				m.stopTest(true)
+				m.checkStopped()
+			}
+		} else {
+			nd.liveness--
+		}
+	}
+	if len(dead) == 0 {
+		return
+	}
+	for _, id := range dead {
+		m.log.Info(fmt.Sprintf("Worker %s (index %d) missing for too long, removing it.", id, m.index(id)))
+		delete(st.nodes, id)
+		if f := st.final[id]; f != nil {
+			f.gone = true
+		}
+	}
+	m.userCountChanged()
+	if (st.state == StateRunning || st.state == StateSpawning) && !st.quitting {
+		// The dispatcher forgot these workers when they went missing; send
+		// the split over the remaining ones now.
+		m.redispatch()
+	}
+	m.checkFinal()
+}
+
+// checkStopped is Locust's check_stopped, after every message.
+func (m *Master) checkStopped() {
+	st := &m.st
+	if st.state == StateReady || st.state == StateStopped {
+		return
+	}
+	allReady := true
+	anyActive := false
+	for _, nd := range st.nodes {
+		if nd.state != StateReady {
+			allReady = false
+		}
+		if active(nd.state) {
+			anyActive = true
+		}
+	}
+	if (st.state == StateStopping && allReady) || !anyActive {
+		m.setState(StateStopped)
+	}
+}

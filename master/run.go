@@ -1,0 +1,432 @@
+package master
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cicada-load/cicada/master/dispatch"
+	"github.com/cicada-load/cicada/protocol"
+)
+
+// timeNow is the monotonic clock for waits and pacing (the Options clock
+// only stamps statistics and spawn messages).
+var timeNow = time.Now
+
+func (m *Master) setState(s string) { m.st.state = s }
+
+// ---- start and dispatch (Locust's MasterRunner.start) ----
+
+// start begins a dispatch towards users at rate. Precondition: loop.
+func (m *Master) start(users int64, rate float64) error {
+	st := &m.st
+	st.spawnComplete = false
+	st.target = users
+	n := st.workerCount()
+	if n == 0 {
+		m.log.Warn("You can't start a distributed test before at least one worker processes has connected")
+		return nil
+	}
+	if len(st.classes) == 0 {
+		m.log.Warn("No user classes are known yet: pass them in the options, or wait for a worker to report its classes")
+		return ErrNoUserClasses
+	}
+	st.rate = rate
+	if st.disp == nil {
+		var ids []string
+		for _, id := range sortedIDs(st.nodes) {
+			if active(st.nodes[id].state) {
+				ids = append(ids, id)
+			}
+		}
+		d, err := dispatch.New(ids, st.classes)
+		if err != nil {
+			return err
+		}
+		st.disp = d
+	}
+	m.log.Info(fmt.Sprintf("Sending spawn jobs of %d users at %.2f spawn rate to %d ready workers", users, rate, n))
+	if rate/float64(n) > 100 {
+		m.log.Warn("Your selected spawn rate is very high (>100/worker), and this is known to sometimes cause issues. Do you really need to ramp up that fast?")
+	}
+	if st.state != StateRunning && st.state != StateSpawning {
+		m.stats.Clear()
+		st.startTime = timeNow()
+	}
+	m.setState(StateSpawning)
+	if err := st.disp.NewDispatch(users, rate); err != nil {
+		return err
+	}
+	st.stepping = true
+	st.reportWait = false
+	st.rampC = nil
+	st.rampTimer.Stop()
+	m.advanceRamp()
+	return nil
+}
+
+// redispatch is Locust's self.start(self.target_user_count,
+// self.spawn_rate) after a worker joined or left.
+func (m *Master) redispatch() {
+	st := &m.st
+	if st.rate <= 0 {
+		return
+	}
+	if err := m.start(st.target, st.rate); err != nil {
+		m.log.Debug("re-dispatch: " + err.Error())
+	}
+}
+
+// advanceRamp sends the dispatch steps that are due and arms the timer for
+// the next one. Precondition: loop.
+func (m *Master) advanceRamp() {
+	st := &m.st
+	for st.stepping && st.disp != nil {
+		if wait := st.disp.Wait(); wait > 0 {
+			if left := st.lastPaced.Add(wait).Sub(timeNow()); left > 0 {
+				st.rampTimer.Reset(left)
+				st.rampC = st.rampTimer.C
+				return
+			}
+		}
+		begin := timeNow()
+		step, ok := st.disp.Next()
+		if !ok {
+			st.stepping = false
+			m.dispatchDone()
+			return
+		}
+		if !step.Rebalance {
+			st.lastPaced = begin
+		}
+		m.sendStep(step.Users)
+	}
+}
+
+// sendStep sends one spawn message per worker of the step, each with a
+// timestamp larger than any previous one for that worker.
+func (m *Master) sendStep(users dispatch.Mapping) {
+	st := &m.st
+	var host *string
+	if st.host != "" {
+		h := st.host
+		host = &h
+	}
+	stopTimeout := m.opts.StopTimeout.Seconds()
+	ids := make([]string, 0, len(users))
+	var total int64
+	for id, cs := range users {
+		ids = append(ids, id)
+		for _, n := range cs {
+			total += n
+		}
+	}
+	sort.Strings(ids)
+	now := float64(m.opts.Now().UnixNano()) / 1e9
+	for _, id := range ids {
+		ts := now
+		if last := st.lastTS[id]; ts <= last {
+			ts = math.Nextafter(last, math.Inf(1))
+		}
+		st.lastTS[id] = ts
+		m.send(id, protocol.TypeSpawn, &protocol.Spawn{
+			Timestamp:        ts,
+			UserClassesCount: users[id],
+			Host:             host,
+			StopTimeout:      &stopTimeout,
+			ParsedOptions:    m.opts.ParsedOptions,
+		})
+	}
+	m.log.Debug(fmt.Sprintf("Sending spawn messages for %d total users to %d worker(s)", total, len(ids)))
+}
+
+// dispatchDone starts the wait for the workers' reports after the last
+// step (Locust waits up to 1 s for user_count == target).
+func (m *Master) dispatchDone() {
+	st := &m.st
+	st.reportWait = true
+	st.reportDue = timeNow().Add(m.opts.ReportWait)
+	m.checkReportWait()
+}
+
+func (m *Master) checkReportWait() {
+	st := &m.st
+	if !st.reportWait {
+		return
+	}
+	reached := st.userCount() == st.target
+	if !reached && timeNow().Before(st.reportDue) {
+		return
+	}
+	st.reportWait = false
+	prefix := "All users spawned"
+	if !reached {
+		prefix = "Spawning is complete and report waittime is expired, but not all reports received from workers"
+	}
+	if st.state == StateSpawning {
+		m.setState(StateRunning)
+	}
+	if m.opts.ResetStats {
+		m.log.Info("Resetting stats")
+		m.stats.Reset()
+	}
+	st.spawnComplete = true
+	m.log.Info(fmt.Sprintf("%s: %s", prefix, formatClasses(st.reportedClasses())))
+}
+
+// ---- stop and quit ----
+
+// stopTest is Locust's MasterRunner.stop. With sendStop it sends stop to
+// every worker and returns a channel closed when they report no users (or
+// on timeout); otherwise nil. Precondition: loop.
+func (m *Master) stopTest(sendStop bool) chan struct{} {
+	st := &m.st
+	switch st.state {
+	case StateReady, StateStopped, StateStopping:
+		return nil
+	}
+	m.log.Debug("Stopping...")
+	m.setState(StateStopping)
+	if st.shapeCancel != nil {
+		st.shapeCancel()
+		st.shapeCancel = nil
+	}
+	st.disp = nil
+	st.stepping = false
+	st.reportWait = false
+	st.rampC = nil
+	st.rampTimer.Stop()
+	if !sendStop {
+		return nil
+	}
+	for _, id := range sortedIDs(st.nodes) {
+		m.send(id, protocol.TypeStop, nil)
+	}
+	done := make(chan struct{})
+	st.stopWaiters = append(st.stopWaiters, done)
+	st.stopDue = timeNow().Add(m.opts.StopTimeout + m.opts.StopWait)
+	m.checkStopWaiters()
+	return done
+}
+
+func (m *Master) checkStopWaiters() {
+	st := &m.st
+	if len(st.stopWaiters) == 0 {
+		return
+	}
+	if st.userCount() != 0 {
+		if timeNow().Before(st.stopDue) {
+			return
+		}
+		m.log.Error("Timeout waiting for all workers to stop")
+	}
+	for _, c := range st.stopWaiters {
+		close(c)
+	}
+	st.stopWaiters = nil
+}
+
+// finalReport tracks one worker's final stats at exit.
+type finalReport struct {
+	stats   bool // a stats report arrived after quit was sent
+	statsAt time.Time
+	quit    bool // its quit arrived (it follows the final report)
+	gone    bool // deleted as dead meanwhile
+}
+
+// beginQuit is Locust's quit: stop without sending stop, send quit to every
+// worker, then wait for their final reports. Precondition: loop.
+func (m *Master) beginQuit() {
+	st := &m.st
+	if st.quitting {
+		return
+	}
+	st.quitting = true
+	m.stopTest(false)
+	st.final = make(map[string]*finalReport)
+	for _, id := range sortedIDs(st.nodes) {
+		nd := st.nodes[id]
+		m.log.Debug(fmt.Sprintf("Sending quit message to worker %s (index %d)", id, m.index(id)))
+		m.send(id, protocol.TypeQuit, nil)
+		if nd.state != StateMissing {
+			st.final[id] = &finalReport{}
+		}
+	}
+	for id := range st.stopped {
+		m.send(id, protocol.TypeQuit, nil) // stopping workers have no users left
+	}
+	st.finalDue = timeNow().Add(m.opts.FinalReportTimeout)
+	if len(st.final) > 0 {
+		m.log.Debug(fmt.Sprintf("Waiting up to %v for the final stats of %d workers", m.opts.FinalReportTimeout, len(st.final)))
+	}
+	m.checkFinal()
+}
+
+func (m *Master) checkFinal() {
+	st := &m.st
+	if !st.quitting || st.done {
+		return
+	}
+	now := timeNow()
+	var missing []string
+	for id, f := range st.final {
+		if f.quit || f.gone || (f.stats && now.Sub(f.statsAt) >= m.opts.FinalReportGrace) {
+			continue
+		}
+		missing = append(missing, id)
+	}
+	if len(missing) > 0 && now.Before(st.finalDue) {
+		return
+	}
+	sort.Strings(missing)
+	for _, id := range missing {
+		m.log.Warn(fmt.Sprintf("Worker %s (index %d) sent no final stats report within %v: its last requests are not counted", id, m.index(id), m.opts.FinalReportTimeout))
+	}
+	if st.state == StateStopping {
+		m.setState(StateStopped)
+	}
+	st.done = true
+}
+
+// ---- headless run control (locust/main.py) ----
+
+// headless waits for the workers, starts the test (or the shape) and quits
+// after the run time. It runs on its own goroutine and drives the loop
+// through call.
+func (m *Master) headless(ctx context.Context) {
+	o := &m.opts
+	begin := timeNow()
+	t := time.NewTicker(o.WaitLogInterval)
+	defer t.Stop()
+	for {
+		var ready int
+		var classes bool
+		if !m.call(func() {
+			ready = m.st.countState(StateReady)
+			classes = len(m.st.classes) > 0
+		}) {
+			return
+		}
+		if ready >= o.ExpectWorkers && classes {
+			break
+		}
+		if o.ExpectWorkersMaxWait > 0 && timeNow().Sub(begin) > o.ExpectWorkersMaxWait {
+			m.rootLog.Error("Gave up waiting for workers to connect")
+			m.call(func() {
+				m.st.result.gaveUp = true
+				m.beginQuit()
+				m.st.done = true // no final reports: no test ran
+			})
+			return
+		}
+		if ready >= o.ExpectWorkers {
+			m.rootLog.Info("Waiting for workers to report their user classes")
+		} else {
+			m.rootLog.Info(fmt.Sprintf("Waiting for workers to be ready, %d of %d connected", ready, o.ExpectWorkers))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.loopDone:
+			return
+		case <-t.C:
+		}
+	}
+	if len(o.Stages) > 0 {
+		m.call(m.startShape)
+		return
+	}
+	m.call(func() {
+		if err := m.start(int64(o.Users), o.SpawnRate); err != nil {
+			m.log.Error("Cannot start the test: " + err.Error())
+		}
+	})
+	if o.RunTime <= 0 {
+		m.mainLog.Info("No run time limit set, use CTRL+C to interrupt")
+		return
+	}
+	m.mainLog.Info(fmt.Sprintf("Run time limit set to %s seconds", formatSeconds(o.RunTime)))
+	timer := time.NewTimer(o.RunTime)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		m.mainLog.Info("--run-time limit reached, shutting down")
+		m.call(m.beginQuit)
+	case <-ctx.Done():
+	case <-m.loopDone:
+	}
+}
+
+func formatSeconds(d time.Duration) string {
+	if d%time.Second == 0 {
+		return fmt.Sprint(int64(d / time.Second))
+	}
+	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.3f", d.Seconds()), "0"), ".")
+}
+
+// startShape starts the load shape goroutine. Precondition: loop.
+func (m *Master) startShape() {
+	st := &m.st
+	if st.shapeCancel != nil {
+		m.log.Info("There is an ongoing shape test running. Editing is disabled")
+		return
+	}
+	m.log.Info("Shape test starting. User count and spawn rate are ignored for this type of load test")
+	ctx, cancel := context.WithCancel(context.Background())
+	st.shapeCancel = cancel
+	m.goroutine("shape", func() { m.shape(ctx) })
+}
+
+// shape evaluates the stages every ShapeTick and starts a new dispatch when
+// the stage changes; after the last stage the headless master quits, else
+// the test stops. A stage change replaces a ramp still in progress.
+func (m *Master) shape(ctx context.Context) {
+	m.log.Info("Shape worker starting")
+	begin := timeNow()
+	last := -1
+	t := time.NewTicker(m.opts.ShapeTick)
+	defer t.Stop()
+	for {
+		elapsed := timeNow().Sub(begin)
+		i := sort.Search(len(m.opts.Stages), func(i int) bool { return elapsed < m.opts.Stages[i].Duration })
+		if i == len(m.opts.Stages) {
+			m.log.Info("Shape test stopping")
+			m.call(func() {
+				if ctx.Err() != nil {
+					return
+				}
+				m.st.shapeCancel = nil
+				if m.opts.Headless {
+					m.mainLog.Info("--run-time limit reached, shutting down")
+					m.beginQuit()
+				} else {
+					m.stopTest(true)
+				}
+			})
+			return
+		}
+		if i != last {
+			s := m.opts.Stages[i]
+			m.log.Info(fmt.Sprintf("Shape test updating to %d users at %.2f spawn rate", s.Users, s.SpawnRate))
+			m.call(func() {
+				if ctx.Err() != nil {
+					return
+				}
+				if err := m.start(int64(s.Users), s.SpawnRate); err != nil {
+					m.log.Error("Shape test: " + err.Error())
+				}
+			})
+			last = i
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.loopDone:
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,91 @@
+package master
+
+import "time"
+
+// Status is a point-in-time view of the master, for the web UI and tests.
+type Status struct {
+	// State is the master's state: ready, spawning, running, stopping or
+	// stopped.
+	State string
+	// UserCount is the number of users the workers last reported.
+	UserCount int64
+	// TargetUsers and SpawnRate are those of the last dispatch.
+	TargetUsers int64
+	SpawnRate   float64
+	// Host is the target host, "" when none.
+	Host string
+	// WorkerCount is Locust's worker_count: workers ready, spawning or
+	// running (missing ones excluded).
+	WorkerCount int
+	// Workers lists every known worker, sorted by id.
+	Workers []WorkerInfo
+	// UserClassesCount is the users per class reported by active workers.
+	UserClassesCount map[string]int64
+	// Classes is the master's user class list.
+	Classes []UserClass
+	// StartTime is when the current (or last) test started; zero if never.
+	StartTime time.Time
+}
+
+// WorkerInfo is one worker as the master sees it.
+type WorkerInfo struct {
+	ID    string
+	Index int
+	// State is ready, spawning, running (as the worker reports it) or
+	// missing.
+	State            string
+	UserCount        int64
+	UserClassesCount map[string]int64
+	// CPUUsage is the last reported CPU usage in percent.
+	CPUUsage float64
+	// MemoryUsage is the last reported RSS in bytes, -1 if unknown.
+	MemoryUsage int64
+	// Version is the client_ready data: a Locust version ("" for Debian's
+	// 2.12.1 package), "-1" for cicada and boomer, "?" for an adopted
+	// worker.
+	Version string
+	// Adopted is true for a worker registered from its heartbeat.
+	Adopted bool
+}
+
+func (s Status) clone() Status {
+	out := s
+	out.Workers = make([]WorkerInfo, len(s.Workers))
+	for i, w := range s.Workers {
+		w.UserClassesCount = copyCounts(w.UserClassesCount)
+		out.Workers[i] = w
+	}
+	out.UserClassesCount = copyCounts(s.UserClassesCount)
+	out.Classes = append([]UserClass(nil), s.Classes...)
+	return out
+}
+
+// status builds a Status. Precondition: loop (or the loop has exited).
+func (s *loopState) status(o *Options) Status {
+	out := Status{
+		State:            s.state,
+		UserCount:        s.userCount(),
+		TargetUsers:      s.target,
+		SpawnRate:        s.rate,
+		Host:             s.host,
+		WorkerCount:      s.workerCount(),
+		UserClassesCount: s.reportedClasses(),
+		Classes:          append([]UserClass(nil), s.classes...),
+		StartTime:        s.startTime,
+	}
+	for _, id := range sortedIDs(s.nodes) {
+		nd := s.nodes[id]
+		out.Workers = append(out.Workers, WorkerInfo{
+			ID:               id,
+			Index:            s.indexes[id],
+			State:            nd.state,
+			UserCount:        nd.users(),
+			UserClassesCount: copyCounts(nd.classes),
+			CPUUsage:         nd.cpu,
+			MemoryUsage:      nd.memory,
+			Version:          nd.version,
+			Adopted:          nd.adopted,
+		})
+	}
+	return out
+}
