@@ -107,7 +107,17 @@ func (w *Worker) controller(ctx context.Context) {
 func (w *Worker) doSpawn(ctx context.Context, s *protocol.Spawn) {
 	unknown, b := w.pool.apply(s.UserClassesCount)
 	for _, name := range unknown {
-		w.unknownClass(name)
+		// Once per class and test: a master sends every step of a ramp.
+		w.mu.Lock()
+		seen := w.mu.unknownSeen[name]
+		if w.mu.unknownSeen == nil {
+			w.mu.unknownSeen = make(map[string]bool)
+		}
+		w.mu.unknownSeen[name] = true
+		w.mu.Unlock()
+		if !seen {
+			w.unknownClass(name)
+		}
 	}
 	b.start()
 	if len(b.users) > 0 {

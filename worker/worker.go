@@ -73,6 +73,7 @@ type Worker struct {
 		lastMasterHB  time.Time
 		stopTimeout   time.Duration
 		queue         []command
+		unknownSeen   map[string]bool // unknown class names reported in this test
 		quitting      bool
 	}
 	wake  chan struct{} // controller wake-up, capacity 1
@@ -386,6 +387,9 @@ func (w *Worker) onSpawn(msg protocol.Message) {
 	}
 	if newTest {
 		w.rec.Clear()
+		w.mu.Lock()
+		w.mu.unknownSeen = nil
+		w.mu.Unlock()
 	}
 	w.log.Debug("spawn", "users", s.UserClassesCount, "new_test", newTest)
 }

@@ -240,6 +240,12 @@ func TestUnknownClass(t *testing.T) {
 	if sc.UserCount != 1 || sc.UserClassesCount["A"] != 1 {
 		t.Fatalf("spawning_complete = %+v; want the actual counts A=1", sc)
 	}
+	// The next step of the ramp does not repeat the exception.
+	m.send(rw.w.NodeID(), protocol.TypeSpawn, spawnMsg(2, map[string]int64{"A": 2, "B": 0, "Nope": 6}, nil))
+	m.await(protocol.TypeSpawningComplete, 2, 10*time.Second)
+	if n := m.count(protocol.TypeException); n != 1 {
+		t.Fatalf("%d exceptions for the same unknown class; want 1", n)
+	}
 }
 
 func TestSingleClassServesAnyName(t *testing.T) {
