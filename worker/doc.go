@@ -1,0 +1,37 @@
+// Package worker is cicada's Locust worker: it joins a Locust 2.x (or
+// cicada) master over ZeroMQ, runs the users the master asks for and reports
+// Locust-compatible stats, exactly as `locust --worker` does on the wire
+// (see /work/shared/docs/locust-protocol.md, §11 and §12).
+//
+// A Scenario lists UserClasses; each has weighted (or sequential) Tasks,
+// optional OnStart/OnStop and a WaitTime (Constant, Between,
+// ConstantPacing, ConstantThroughput, with Locust's semantics). Tasks are Go
+// functions that use the User's HTTP client (User.Do, User.DoDiscard,
+// User.HTTP) or report any timed action with User.Record. Package
+// worker/scenario builds a Scenario from a YAML file instead.
+//
+//	w, err := worker.New(worker.Options{MasterHost: "10.0.0.1"}, sc)
+//	if err != nil { ... }
+//	err = w.Run(ctx) // until the master's quit, or Quit
+//
+// Main does the same for a whole program, with Locust's worker flags.
+//
+// Protocol behaviour, beyond what a Python worker does:
+//   - client_ready carries the int -1, which every 2.x master accepts
+//     without a version warning;
+//   - spawn, spawning_complete and heartbeats are sent only while the
+//     master has acknowledged the worker (a Python master's receive loop
+//     dies on some of them from unknown workers);
+//   - after a lost connection the worker registers again, so a restarted
+//     master finds it (Python workers stay zombies);
+//   - an unknown user class in a spawn is reported to the master as an
+//     exception (a Python worker hangs in spawning); a scenario with one
+//     class serves any class name;
+//   - at quit, in-flight tasks get Options.QuitTimeout to finish, so the
+//     final stats report, sent before quit, holds every request.
+//
+// Users cost little while they wait: no goroutine runs for a waiting user
+// (its next task is scheduled with a timer), so a worker holds tens of
+// thousands of idle keep-alive users at a few KiB each. See LOCKS.md for the
+// goroutines and the lock order.
+package worker
