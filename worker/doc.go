@@ -1,7 +1,7 @@
 // Package worker is cicada's Locust worker: it joins a Locust 2.x (or
 // cicada) master over ZeroMQ, runs the users the master asks for and reports
-// Locust-compatible stats, exactly as `locust --worker` does on the wire
-// (see /work/shared/docs/locust-protocol.md, §11 and §12).
+// Locust-compatible stats, as `locust --worker` does on the wire (the
+// behaviour of locust/runners.py WorkerRunner at 2.12.1 and upstream).
 //
 // A Scenario lists UserClasses; each has weighted (or sequential) Tasks,
 // optional OnStart/OnStop and a WaitTime (Constant, Between,
