@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -444,4 +445,28 @@ func TestCustomMessages(t *testing.T) {
 	if !ok || mp["n"] == nil {
 		t.Fatalf("hello_back data = %#v", back.msg.Data)
 	}
+}
+
+// TestRunLeavesNoGoroutines runs a worker through a test and a quit and
+// checks that every goroutine it started has ended. Not parallel: it counts
+// the process's goroutines.
+func TestRunLeavesNoGoroutines(t *testing.T) {
+	base := runtime.NumGoroutine()
+	func() {
+		m := newFakeMaster(t, 0)
+		defer m.close()
+		sc := Scenario{Classes: []UserClass{{Name: "A", Wait: Constant(time.Millisecond), Tasks: []Task{{Name: "a", Fn: noopTask}},
+			OnStop: func(context.Context, *User) error { return nil }}}}
+		rw := startWorker(t, fastOptions(t, m.port), sc)
+		register(t, m, rw, 1, 0)
+		m.send(rw.w.NodeID(), protocol.TypeSpawn, spawnMsg(1, map[string]int64{"A": 50}, f64(0.1)))
+		m.await(protocol.TypeSpawningComplete, 1, 10*time.Second)
+		m.send(rw.w.NodeID(), protocol.TypeSpawn, spawnMsg(2, map[string]int64{"A": 10}, f64(0.1)))
+		m.await(protocol.TypeSpawningComplete, 2, 10*time.Second)
+		m.send(rw.w.NodeID(), protocol.TypeQuit, nil)
+		if err := rw.result(t, 10*time.Second); err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+	}()
+	waitFor(t, 10*time.Second, "goroutines to end", func() bool { return runtime.NumGoroutine() <= base })
 }
