@@ -150,22 +150,25 @@ func TestIdleClientMemory(t *testing.T) {
 	if testing.Short() {
 		n = 1000
 	}
-	perClient, rss := measureIdleClients(t, n)
-	t.Logf("%d idle clients: %.0f bytes of Go heap+stack per client, %.0f bytes RSS per client", n, perClient, rss)
-	if !raceEnabled && perClient > 4096 {
-		t.Errorf("an idle client costs %.0f bytes; want <= 4096", perClient)
+	for _, shared := range []bool{true, false} {
+		perClient, rss := measureIdleClients(t, n, shared)
+		t.Logf("%d idle clients (shared Config %v): %.0f bytes of Go heap+stack per client, %.0f bytes RSS per client",
+			n, shared, perClient, rss)
+		if limit := 2048.0; !raceEnabled && perClient > limit {
+			t.Errorf("an idle client (shared Config %v) costs %.0f bytes; want <= %.0f", shared, perClient, limit)
+		}
 	}
 }
 
 func BenchmarkIdleClients(b *testing.B) {
 	for b.Loop() {
-		per, rss := measureIdleClients(b, 10000)
+		per, rss := measureIdleClients(b, 10000, true)
 		b.ReportMetric(per, "heap+stack-B/client")
 		b.ReportMetric(rss, "RSS-B/client")
 	}
 }
 
-func measureIdleClients(t testing.TB, n int) (perClient, rssPerClient float64) {
+func measureIdleClients(t testing.TB, n int, shared bool) (perClient, rssPerClient float64) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestIdleClientMemory$", "-test.count=1")
 	cmd.Env = append(os.Environ(), "HTTPC_SERVER_CHILD=1")
@@ -204,11 +207,17 @@ func measureIdleClients(t testing.TB, n int) (perClient, rssPerClient float64) {
 			t.Fatal(err)
 		}
 	}
+	cfg, err := NewConfig("http://"+addr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	before, rssBefore := memNow()
 	for i := range clients {
-		c, err := New("http://"+addr, Options{})
-		if err != nil {
-			t.Fatal(err)
+		c := cfg.NewClient()
+		if !shared {
+			if c, err = New("http://"+addr, Options{}); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if _, err := c.Do(context.Background(), &Request{Path: "/"}); err != nil {
 			t.Fatalf("client %d: %v", i, err)

@@ -144,15 +144,40 @@ type Client struct {
 // New returns the Client of one user for baseURL ("http://host:port",
 // "https://host/prefix"). It does not connect. User info in the URL
 // ("http://user:pass@host") becomes a Basic Authorization header, as in
-// Locust. Errors wrap ErrInvalidURL.
+// Locust. Errors wrap ErrInvalidURL or ErrInvalidRequest (bad
+// Options.Headers). New is NewConfig followed by Config.NewClient; create
+// many users through one Config to share its memory.
 func New(baseURL string, opts Options) (*Client, error) {
-	cfg, err := newConfig(baseURL, opts)
+	cfg, err := NewConfig(baseURL, opts)
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg}
-	return c, nil
+	return cfg.NewClient(), nil
 }
+
+// Config is the checked, immutable configuration of the Clients of one
+// base URL and Options. Clients made from one Config share it (about half
+// of an idle Client's own memory). It is safe for concurrent use.
+type Config struct {
+	c config
+}
+
+// NewConfig checks baseURL and opts once for many Clients; see New.
+func NewConfig(baseURL string, opts Options) (*Config, error) {
+	c, err := newConfig(baseURL, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Config{c: *c}, nil
+}
+
+// NewClient returns a new user's Client. It does not connect.
+func (cfg *Config) NewClient() *Client {
+	return &Client{cfg: &cfg.c}
+}
+
+// BaseURL returns the origin and path prefix requests go to.
+func (cfg *Config) BaseURL() string { return cfg.c.base.origin + cfg.c.basePath }
 
 func newConfig(baseURL string, opts Options) (*config, error) {
 	u, err := url.Parse(baseURL)
@@ -377,7 +402,7 @@ func (c *Client) DoInto(ctx context.Context, req *Request, resp *Response) error
 }
 
 func (c *Client) do(ctx context.Context, req *Request, resp *Response, start time.Time) error {
-	if err := ctx.Err(); err != nil {
+	if err := ctxErr(ctx); err != nil {
 		return c.ctxError(ctx, err, req.Path)
 	}
 	method := req.Method
@@ -430,7 +455,9 @@ func (c *Client) do(ctx context.Context, req *Request, resp *Response, start tim
 	}
 }
 
-// ctxError is the error for a canceled or expired context.
+// ctxError is the error for a canceled or expired context: Canceled, or
+// for an expired deadline a ReadTimeout wrapping context.DeadlineExceeded
+// (so a caller can tell its own deadline from the server's slowness).
 func (c *Client) ctxError(ctx context.Context, err error, path string) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return &Error{Kind: ReadTimeout, Op: "read", URL: c.cfg.base.origin + c.cfg.basePath + path, Err: err}
@@ -560,7 +587,7 @@ func (c *Client) keepAliveExchange(ctx context.Context, cl *call, resp *Response
 		}
 		// The deadline is set before this check, so a cancellation after it
 		// lands on the connection (interrupt) and is not overwritten.
-		if err := ctx.Err(); err != nil {
+		if err := ctxErr(ctx); err != nil {
 			c.clearActive()
 			return c.ctxError(ctx, err, cl.path)
 		}
@@ -572,7 +599,7 @@ func (c *Client) keepAliveExchange(ctx context.Context, cl *call, resp *Response
 			}
 			return nil
 		}
-		if err := ctx.Err(); err != nil {
+		if err := ctxErr(ctx); err != nil {
 			c.drop(conn, CloseCanceled)
 			return c.ctxError(ctx, err, cl.path)
 		}
@@ -605,7 +632,7 @@ func (c *Client) oneShotExchange(ctx context.Context, cl *call, resp *Response) 
 	if !c.setActive(ctx, conn) {
 		return c.closedError()
 	}
-	if err := ctx.Err(); err != nil {
+	if err := ctxErr(ctx); err != nil {
 		c.clearActive()
 		return c.ctxError(ctx, err, cl.path)
 	}
@@ -614,7 +641,7 @@ func (c *Client) oneShotExchange(ctx context.Context, cl *call, resp *Response) 
 	if res.err == nil {
 		return nil
 	}
-	if err := ctx.Err(); err != nil {
+	if err := ctxErr(ctx); err != nil {
 		return c.ctxError(ctx, err, cl.path)
 	}
 	if c.isClosed() {
@@ -718,7 +745,7 @@ func (c *Client) dial(ctx context.Context, cl *call) (net.Conn, syscall.RawConn,
 }
 
 func (c *Client) connectError(ctx context.Context, cl *call, op string, err error) error {
-	if cerr := ctx.Err(); cerr != nil {
+	if cerr := ctxErr(ctx); cerr != nil {
 		return c.ctxError(ctx, cerr, cl.path)
 	}
 	kind := classify(err, op)
@@ -919,4 +946,18 @@ func (w *limitWriter) Write(p []byte) (int, error) {
 	}
 	w.b = append(w.b, p...)
 	return len(p), nil
+}
+
+// ctxErr is ctx.Err(), but also reports an expired deadline that the
+// context's timer has not marked yet: the connection deadline, set from
+// the same instant, can fire first, and a caller looping until ctx is done
+// must not see a burst of timeouts that are really its own deadline.
+func ctxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }

@@ -582,3 +582,23 @@ func TestResponseOwnsBytes(t *testing.T) {
 		t.Errorf("first Body changed to %q after more requests", keep)
 	}
 }
+
+func TestContextDeadline(t *testing.T) {
+	srv := startRaw(t, func(c net.Conn) { io.Copy(io.Discard, c) }) // never answers
+	c := mustNew(t, srv.URL(), Options{Timeout: time.Minute})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := c.Do(ctx, &Request{Path: "/"})
+	if Classify(err) != ReadTimeout || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Do past the context deadline = %v; want ReadTimeout wrapping context.DeadlineExceeded", err)
+	}
+	connects := c.Counters().Connects
+	for i := 0; i < 3; i++ {
+		if _, err := c.Do(ctx, &Request{Path: "/"}); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Do with an expired context = %v; want context.DeadlineExceeded", err)
+		}
+	}
+	if got := c.Counters().Connects; got != connects {
+		t.Errorf("Do with an expired context connected (%d -> %d connects)", connects, got)
+	}
+}
