@@ -155,14 +155,14 @@ func (s *Server) Run(ctx context.Context) error {
 	go func() { errc <- s.srv.Serve(s.ln) }()
 	select {
 	case err := <-errc:
-		s.closeOnce.Do(func() { close(s.done) })
 		select {
-		case <-ctx.Done():
-			return nil
+		case <-s.done:
+			return nil // Close was called
 		default:
 		}
-		if err == nil {
-			return nil // Close was called
+		s.closeOnce.Do(func() { close(s.done) })
+		if err == nil || ctx.Err() != nil {
+			return nil
 		}
 		return fmt.Errorf("target: serve: %w", err)
 	case <-ctx.Done():
@@ -171,6 +171,9 @@ func (s *Server) Run(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
 	defer cancel()
 	err := s.srv.ShutdownWithContext(sctx)
+	// Shutdown does nothing if Serve has not registered the listener yet;
+	// closing it ourselves makes Serve return either way.
+	s.ln.Close()
 	<-errc
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("target: shutdown: %w", err)

@@ -388,3 +388,30 @@ func BenchmarkKeepAliveGET(b *testing.B) {
 		}
 	}
 }
+
+func TestCloseStopsRun(t *testing.T) {
+	s, err := New(Options{Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- s.Run(context.Background()) }()
+	waitFor(t, "the server to answer", func() bool {
+		resp, err := http.Get(s.URL())
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Errorf("Run after Close = %v; want nil", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after Close")
+	}
+}
