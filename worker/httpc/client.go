@@ -806,6 +806,9 @@ func (c *Client) exchange(conn net.Conn, cl *call, resp *Response) (res result) 
 	}
 
 	resp.StatusCode = x.fr.StatusCode()
+	if resp.hdr == nil {
+		resp.hdr = make([]byte, 0, 512) // one allocation for a typical head
+	}
 	resp.hdr = appendField(resp.hdr[:0], x.fr.Header.StatusMessage())
 	for k, v := range x.fr.Header.All() {
 		resp.hdr = appendField(resp.hdr, k)
