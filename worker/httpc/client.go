@@ -765,11 +765,27 @@ type result struct {
 // exchange writes the request of cl to conn and reads the response into
 // resp. The buffers come from a pool and go back before it returns, so
 // nothing in resp refers to them.
-func (c *Client) exchange(conn net.Conn, cl *call, resp *Response) (res result) {
+func (c *Client) exchange(conn net.Conn, cl *call, resp *Response) result {
 	x := exchangePool.Get().(*exchange)
-	defer x.release()
 	now := time.Now()
+	res := c.send(x, conn, cl, now)
+	if res.err == nil {
+		res = c.receive(x, conn, cl, resp)
+		if res.err == nil {
+			res = c.copyOut(x, cl, resp, now)
+		}
+	}
+	x.release()
+	return res
+}
 
+// send writes the request. The phases of an exchange are separate
+// non-inlined functions so that the deepest path (receive, down in the
+// fasthttp parser and the netpoller) does not also carry the other
+// phases' frames, which keeps the stack a user goroutine grows to small.
+//
+//go:noinline
+func (c *Client) send(x *exchange, conn net.Conn, cl *call, now time.Time) result {
 	x.wr.conn = conn
 	x.bw.Reset(&x.wr)
 	c.writeRequest(x.bw, cl, x.scratch[:], now)
@@ -779,15 +795,20 @@ func (c *Client) exchange(conn net.Conn, cl *call, resp *Response) (res result) 
 		}
 		return result{err: err, op: "write"}
 	}
+	return result{}
+}
 
+// receive reads and parses the response into x.fr.
+//
+//go:noinline
+func (c *Client) receive(x *exchange, conn net.Conn, cl *call, resp *Response) result {
 	x.rd.conn = conn
 	x.br.Reset(&x.rd)
 	if cl.method == "HEAD" {
 		x.fr.SkipBody = true
 	}
 	err := x.fr.ReadLimitBody(x.br, c.cfg.maxBody)
-	res.received = x.rd.n
-	res.op = "read"
+	res := result{received: x.rd.n, op: "read"}
 	if err != nil {
 		raw := x.rd.err
 		switch {
@@ -802,18 +823,21 @@ func (c *Client) exchange(conn net.Conn, cl *call, resp *Response) (res result) 
 		default:
 			res.err = err
 		}
-		return res
 	}
+	return res
+}
 
+// copyOut copies the parsed response into resp and decides whether the
+// connection can be kept.
+//
+//go:noinline
+func (c *Client) copyOut(x *exchange, cl *call, resp *Response, now time.Time) result {
+	res := result{received: x.rd.n, op: "read"}
 	resp.StatusCode = x.fr.StatusCode()
 	if resp.hdr == nil {
 		resp.hdr = make([]byte, 0, 512) // one allocation for a typical head
 	}
-	resp.hdr = appendField(resp.hdr[:0], x.fr.Header.StatusMessage())
-	for k, v := range x.fr.Header.All() {
-		resp.hdr = appendField(resp.hdr, k)
-		resp.hdr = appendField(resp.hdr, v)
-	}
+	resp.hdr = appendHeaders(appendField(resp.hdr[:0], x.fr.Header.StatusMessage()), &x.fr.Header)
 	if err := c.copyBody(x, resp); err != nil {
 		res.err = err
 		return res
@@ -828,6 +852,17 @@ func (c *Client) exchange(conn net.Conn, cl *call, resp *Response) (res result) 
 		res.closeAfter, res.cause = true, CloseError
 	}
 	return res
+}
+
+// appendHeaders appends the headers of h as fields to dst.
+//
+//go:noinline
+func appendHeaders(dst []byte, h *fasthttp.ResponseHeader) []byte {
+	for k, v := range h.All() {
+		dst = appendField(dst, k)
+		dst = appendField(dst, v)
+	}
+	return dst
 }
 
 // copyBody copies (decoding gzip and deflate) the body into resp.
