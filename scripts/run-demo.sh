@@ -39,4 +39,5 @@ rc=$?
 set -e
 echo "== CSV files: $(ls "$OUT"_*.csv 2>/dev/null | tr '\n' ' ')"
 echo "== target served: $(curl -s "http://127.0.0.1:$TARGET_PORT/_cicada/stats" 2>/dev/null || echo '?')"
+if [ "$rc" -eq 1 ]; then echo "== exit code 1: the run recorded failures, as this demo means to (its /missing task gets 404s)"; exit 0; fi
 exit $rc

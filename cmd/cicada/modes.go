@@ -1,18 +1,185 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+	"time"
 
 	"github.com/cicada-load/cicada/config"
+	"github.com/cicada-load/cicada/internal/locustlog"
+	"github.com/cicada-load/cicada/worker"
+	"github.com/cicada-load/cicada/worker/scenario"
 )
 
-func runMode(cfg *config.Config, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "cicada: master, worker and standalone modes are being wired in")
-	return 1
+// defaultScenario is used when no -f is given: the seed scenario, one user
+// class sending GET / and then idling for 900 s on its keep-alive connection.
+const defaultScenario = `# cicada's built-in default scenario
+users:
+  - name: HelloWorldUser
+    wait: constant(900)
+    tasks:
+      - path: /
+`
+
+// app carries what every mode needs.
+type app struct {
+	cfg    *config.Config
+	stdout io.Writer
+	stderr io.Writer
+	log    *slog.Logger
+	logOut io.Writer // where log lines go (stderr, --logfile or nowhere)
+	file   *scenario.File
 }
 
-func runTarget(args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "cicada: target is being wired in")
-	return 1
+func runMode(cfg *config.Config, stdout, stderr io.Writer) int {
+	a := &app{cfg: cfg, stdout: stdout, stderr: stderr}
+	closeLog, err := a.setupLogging()
+	if err != nil {
+		fmt.Fprintf(stderr, "cicada: %v\n", err)
+		return 1
+	}
+	defer closeLog()
+	if err := a.loadScenario(); err != nil {
+		a.log.Error(err.Error())
+		return 1
+	}
+	if cfg.List {
+		fmt.Fprintln(stdout, "Available Users:")
+		for _, c := range a.file.Scenario.Classes {
+			fmt.Fprintf(stdout, "    %s\n", c.Name)
+		}
+		return 0
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	switch {
+	case cfg.Worker:
+		return a.runWorker(ctx)
+	case cfg.Master:
+		return a.runMaster(ctx)
+	default:
+		return a.runStandalone(ctx)
+	}
 }
+
+func (a *app) setupLogging() (func(), error) {
+	level, err := locustlog.ParseLevel(a.cfg.LogLevel)
+	if err != nil {
+		return nil, err
+	}
+	var w io.Writer = a.stderr
+	closeFn := func() {}
+	if a.cfg.LogFile != "" {
+		f, err := os.OpenFile(a.cfg.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("cannot open log file: %w", err)
+		}
+		w, closeFn = f, func() { f.Close() }
+	}
+	if a.cfg.SkipLogSetup {
+		w = io.Discard
+	}
+	a.logOut = w
+	a.log = slog.New(locustlog.New(w, level)).With("logger", "cicada.main")
+	return closeFn, nil
+}
+
+// loadScenario reads -f, or the built-in default scenario, and narrows the
+// classes to the positional UserClass arguments.
+func (a *app) loadScenario() error {
+	var (
+		f   *scenario.File
+		err error
+	)
+	if a.cfg.Locustfile == "" {
+		f, err = scenario.Parse("<built-in default scenario>", []byte(defaultScenario), os.LookupEnv)
+	} else {
+		f, err = scenario.Load(a.cfg.Locustfile)
+	}
+	if err != nil {
+		return err
+	}
+	if len(a.cfg.UserClasses) > 0 {
+		byName := map[string]worker.UserClass{}
+		for _, c := range f.Scenario.Classes {
+			byName[c.Name] = c
+		}
+		var kept []worker.UserClass
+		var unknown []string
+		for _, name := range a.cfg.UserClasses {
+			c, ok := byName[name]
+			if !ok {
+				unknown = append(unknown, name)
+				continue
+			}
+			kept = append(kept, c)
+		}
+		if len(unknown) > 0 {
+			sort.Strings(unknown)
+			return fmt.Errorf("Unknown User(s): %v", unknown)
+		}
+		f.Scenario.Classes = kept
+	}
+	if a.cfg.Host != "" {
+		f.Scenario.Host = a.cfg.Host
+	}
+	a.file = f
+	return nil
+}
+
+func (a *app) workerOptions(log *slog.Logger) worker.Options {
+	return worker.Options{
+		MasterHost: a.cfg.MasterHost,
+		MasterPort: a.cfg.MasterPort,
+		NodeID:     a.cfg.NodeID,
+		Logger:     log,
+	}
+}
+
+func (a *app) runWorker(ctx context.Context) int {
+	log := a.log.With("logger", "cicada.worker")
+	w, err := worker.New(a.workerOptions(log), a.file.Scenario)
+	if err != nil {
+		a.log.Error(err.Error())
+		return 1
+	}
+	a.log.Info(fmt.Sprintf("Starting cicada %s worker %s, connecting to %s:%d", version, w.NodeID(), a.cfg.MasterHost, a.cfg.MasterPort))
+	// A signal quits gracefully (the master is told, as Python workers
+	// do); if that takes too long the worker is dropped.
+	runCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			w.Quit()
+			select {
+			case <-time.After(10 * time.Second):
+				cancel()
+			case <-done:
+			}
+		case <-done:
+		}
+	}()
+	err = w.Run(runCtx)
+	close(done)
+	switch {
+	case err == nil, errors.Is(err, context.Canceled):
+		a.log.Info("Shutting down (exit code 0)")
+		return 0
+	case errors.Is(err, worker.ErrNoAck):
+		a.log.Error(fmt.Sprintf("Failed to connect to the Locust master: %v", err))
+		return 255
+	default:
+		a.log.Error(err.Error())
+		return 1
+	}
+}
+

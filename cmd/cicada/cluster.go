@@ -1,0 +1,343 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cicada-load/cicada/internal/locustlog"
+	"github.com/cicada-load/cicada/master"
+	"github.com/cicada-load/cicada/web"
+	"github.com/cicada-load/cicada/worker"
+)
+
+func (a *app) runMaster(ctx context.Context) int     { return a.runCluster(ctx, true) }
+func (a *app) runStandalone(ctx context.Context) int { return a.runCluster(ctx, false) }
+
+// runCluster runs a master (distributed) or a master with local workers
+// (standalone: in-process, or --processes child processes), plus the web UI
+// unless --headless.
+func (a *app) runCluster(ctx context.Context, distributed bool) int {
+	cfg := a.cfg
+	headless := cfg.Headless
+	withWeb := !headless
+	logs := web.NewLogBuffer(500)
+	log := a.log
+	if withWeb {
+		log = a.teeLog(logs)
+	}
+
+	localWorkers := 0
+	if !distributed {
+		localWorkers = 1
+		if cfg.Processes != 0 {
+			localWorkers = cfg.Processes
+			if localWorkers < 0 {
+				localWorkers = runtime.NumCPU()
+			}
+		}
+	}
+	opts := a.masterOptions(log, distributed, localWorkers)
+	if cfg.Autostart && !headless && cfg.Users > 0 {
+		opts.Users = cfg.Users
+	}
+	m, err := master.New(opts)
+	if err != nil {
+		if errors.Is(err, master.ErrBind) {
+			log.Error(fmt.Sprintf("The Locust master port (%d) was busy. Close any applications using that port - perhaps an old instance of Locust master is still running? (%v)", cfg.MasterBindPort, err))
+		} else {
+			log.Error(err.Error())
+		}
+		return 1
+	}
+	runner := newMasterRunner(m, a, distributed, logs)
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	auxCtx, stopAux := context.WithCancel(context.Background())
+	defer stopAux()
+
+	if localWorkers > 0 {
+		port := m.Addr().(*net.TCPAddr).Port
+		if err := a.startLocalWorkers(auxCtx, &wg, port, localWorkers, cfg.Processes != 0); err != nil {
+			log.Error(err.Error())
+			m.Close()
+			return 1
+		}
+	}
+
+	var hist *web.History
+	if withWeb {
+		srv := web.New(web.Options{
+			Addr:    webAddr(cfg.WebHost, cfg.WebPort),
+			Auth:    cfg.WebAuth,
+			TLSCert: cfg.TLSCert,
+			TLSKey:  cfg.TLSKey,
+			Logger:  log.With("logger", "cicada.web"),
+			Version: version,
+			FullHistoryCSV: func() string {
+				if cfg.CSVPrefix != "" && cfg.CSVFullHistory {
+					return cfg.CSVPrefix + "_stats_history.csv"
+				}
+				return ""
+			}(),
+		}, runner)
+		hist = srv.History()
+		if cfg.WebHost == "" || cfg.WebHost == "*" {
+			log.Info(fmt.Sprintf("Starting web interface at http://0.0.0.0:%d (accepting connections from all network interfaces)", cfg.WebPort))
+		} else {
+			log.Info(fmt.Sprintf("Starting web interface at http://%s", webAddr(cfg.WebHost, cfg.WebPort)))
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Run(auxCtx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, web.ErrClosed) {
+				log.Error(fmt.Sprintf("web interface: %v", err))
+				m.Quit()
+			}
+		}()
+		if cfg.Autostart {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				a.autostart(auxCtx, m, runner, log, max(1, localWorkers, cfg.ExpectWorkers))
+			}()
+		}
+	} else if cfg.HTMLFile != "" {
+		hist = web.NewHistory(web.DefaultHistorySize)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hist.Run(auxCtx, runner, web.DefaultHistoryInterval, time.Now)
+		}()
+	}
+	log.Info(fmt.Sprintf("Starting cicada %s", version))
+
+	code, err := m.Run(ctx)
+	if err != nil {
+		log.Error(err.Error())
+		if code == 0 {
+			code = 1
+		}
+	}
+	if cfg.HTMLFile != "" {
+		if err := a.writeHTML(runner, hist); err != nil {
+			log.Error(err.Error())
+		}
+	}
+	stopAux()
+	return code
+}
+
+// autostart starts the test once enough workers are connected, stops it
+// after --run-time and quits after --autoquit, as Locust's --autostart.
+func (a *app) autostart(ctx context.Context, m *master.Master, r *masterRunner, log *slog.Logger, expect int) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for m.Status().WorkerCount < expect {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+	users, rate := max(a.cfg.Users, 1), a.cfg.SpawnRate
+	if rate <= 0 {
+		rate = 1
+	}
+	var host *string
+	if a.cfg.Host != "" {
+		host = &a.cfg.Host
+	}
+	if err := m.Start(users, rate, host); err != nil {
+		log.Error(err.Error())
+		return
+	}
+	if rt := time.Duration(a.cfg.RunTime); rt > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(rt):
+		}
+		log.Info("--run-time limit reached, stopping test")
+		stopCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		_ = m.Stop(stopCtx)
+		cancel()
+		if a.cfg.Autoquit < 0 {
+			log.Info("--autoquit not specified, leaving web ui running indefinitely")
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Duration(a.cfg.Autoquit) * time.Second):
+		}
+		log.Info("--autoquit time reached, shutting down")
+		m.Quit()
+	}
+}
+
+func (a *app) masterOptions(log *slog.Logger, distributed bool, localWorkers int) master.Options {
+	cfg := a.cfg
+	opts := master.Options{
+		BindHost:             cfg.MasterBindHost,
+		BindPort:             cfg.MasterBindPort,
+		Headless:             cfg.Headless,
+		ExpectWorkers:        cfg.ExpectWorkers,
+		ExpectWorkersMaxWait: time.Duration(cfg.ExpectWorkersMaxWait) * time.Second,
+		Users:                cfg.Users,
+		SpawnRate:            cfg.SpawnRate,
+		Host:                 cfg.Host,
+		RunTime:              time.Duration(cfg.RunTime),
+		StopTimeout:          time.Duration(cfg.StopTimeout),
+		ResetStats:           cfg.ResetStats,
+		EnableRebalancing:    cfg.EnableRebalancing,
+		CSVPrefix:            cfg.CSVPrefix,
+		CSVFullHistory:       cfg.CSVFullHistory,
+		PrintStats:           cfg.PrintStats,
+		OnlySummary:          cfg.OnlySummary,
+		ExitCodeOnError:      &cfg.ExitCodeOnError,
+		Stderr:               a.stderr,
+		Logger:               log.With("logger", "cicada.runners"),
+		ParsedOptions:        a.parsedOptions(),
+	}
+	if !distributed {
+		// Standalone: the master listens on loopback only, on a free port,
+		// and waits for its own local workers.
+		opts.BindHost = "127.0.0.1"
+		opts.BindPort = -1
+		opts.ExpectWorkers = localWorkers
+		opts.StatsFormat.Standalone = true
+	}
+	for _, c := range a.file.Scenario.Classes {
+		opts.UserClasses = append(opts.UserClasses, master.UserClass{Name: c.Name, Weight: c.Weight, FixedCount: c.FixedCount})
+	}
+	for _, s := range a.file.Stages {
+		opts.Stages = append(opts.Stages, master.Stage{Duration: s.Duration, Users: s.Users, SpawnRate: s.SpawnRate})
+	}
+	return opts
+}
+
+// parsedOptions is the spawn message's parsed_options: the Locust option
+// names Python workers read (tags, exclude_tags, expect_workers) and the
+// common ones for their custom code.
+func (a *app) parsedOptions() map[string]any {
+	cfg := a.cfg
+	list := func(v []string) any {
+		if v == nil {
+			return nil
+		}
+		out := make([]any, len(v))
+		for i, s := range v {
+			out[i] = s
+		}
+		return out
+	}
+	var host any
+	if cfg.Host != "" {
+		host = cfg.Host
+	}
+	return map[string]any{
+		"host":           host,
+		"num_users":      int64(cfg.Users),
+		"spawn_rate":     cfg.SpawnRate,
+		"run_time":       int64(time.Duration(cfg.RunTime) / time.Second),
+		"headless":       cfg.Headless,
+		"expect_workers": int64(cfg.ExpectWorkers),
+		"tags":           list(cfg.Tags),
+		"exclude_tags":   list(cfg.ExcludeTags),
+		"stop_timeout":   float64(time.Duration(cfg.StopTimeout)) / float64(time.Second),
+		"reset_stats":    cfg.ResetStats,
+		"user_classes":   list(cfg.UserClasses),
+	}
+}
+
+// startLocalWorkers runs n workers against the local master: in-process
+// goroutines, or with --processes child processes of this binary (each has
+// its own open-files limit).
+func (a *app) startLocalWorkers(ctx context.Context, wg *sync.WaitGroup, port, n int, processes bool) error {
+	if processes {
+		self, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("--processes: cannot find this executable: %w", err)
+		}
+		for i := 0; i < n; i++ {
+			args := []string{"--worker", "--master-host", "127.0.0.1", "--master-port", strconv.Itoa(port), "--loglevel", "WARNING"}
+			if a.cfg.Locustfile != "" {
+				args = append(args, "-f", a.cfg.Locustfile)
+			}
+			args = append(args, a.cfg.UserClasses...)
+			cmd := exec.CommandContext(ctx, self, args...)
+			cmd.Stdout, cmd.Stderr = a.stderr, a.stderr
+			cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+			cmd.WaitDelay = 15 * time.Second
+			if err := cmd.Start(); err != nil {
+				return fmt.Errorf("--processes: %w", err)
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = cmd.Wait()
+			}()
+		}
+		return nil
+	}
+	level := slog.LevelWarn
+	if a.cfg.LogLevel == "DEBUG" {
+		level = slog.LevelDebug
+	}
+	wlog := slog.New(locustlog.New(a.stderr, level)).With("logger", "cicada.worker")
+	for i := 0; i < n; i++ {
+		w, err := worker.New(worker.Options{MasterHost: "127.0.0.1", MasterPort: port, Logger: wlog}, a.file.Scenario)
+		if err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				wlog.Error(err.Error())
+			}
+		}()
+	}
+	return nil
+}
+
+// teeLog returns a logger that also keeps its lines for GET /logs.
+func (a *app) teeLog(buf *web.LogBuffer) *slog.Logger {
+	level, _ := locustlog.ParseLevel(a.cfg.LogLevel)
+	return slog.New(locustlog.New(io.MultiWriter(a.logOut, buf), level)).With("logger", "cicada.main")
+}
+
+func (a *app) writeHTML(r *masterRunner, hist *web.History) error {
+	a.log.Info("writing html report to file: " + a.cfg.HTMLFile)
+	f, err := os.Create(a.cfg.HTMLFile)
+	if err != nil {
+		return fmt.Errorf("cannot write the HTML report: %w", err)
+	}
+	data := web.ReportData{Status: r.Status(), Snapshot: r.Snapshot(), Version: version}
+	if hist != nil {
+		data.History = hist.Points()
+	}
+	if err := web.WriteReport(f, data); err != nil {
+		f.Close()
+		return fmt.Errorf("cannot write the HTML report: %w", err)
+	}
+	return f.Close()
+}
+
+func webAddr(host string, port int) string {
+	if host == "*" {
+		host = ""
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
