@@ -182,4 +182,3 @@ func (a *app) runWorker(ctx context.Context) int {
 		return 1
 	}
 }
-
