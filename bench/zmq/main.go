@@ -120,14 +120,19 @@ func runDealer(endpoint string, count, size int, timeout time.Duration) error {
 	}
 	payload := make([]byte, size)
 	deadline := time.Now().Add(timeout)
-	for i := 0; i < count && time.Now().Before(deadline); i++ {
+	for i := 0; i < count; i++ {
 		for {
 			err := d.Send(payload)
 			if err == nil {
 				break
 			}
 			if !errors.Is(err, zmtp.ErrQueueFull) {
+				d.Close()
 				return err
+			}
+			if time.Now().After(deadline) {
+				d.Close()
+				return fmt.Errorf("sent %d of %d messages in %v", i, count, timeout)
 			}
 			// Send never blocks; wait for the writer to drain the queue.
 			time.Sleep(20 * time.Microsecond)

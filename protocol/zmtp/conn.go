@@ -184,6 +184,7 @@ func (c *conn) readLoop(deliver func([][]byte) bool) error {
 // ErrWriteTimeout and shuts the connection down.
 func (c *conn) writeLoop(q *sendQueue, wt time.Duration) {
 	var batch [][]byte
+	var bufs net.Buffers // WriteTo consumes its slice: keep batch intact
 	for {
 		select {
 		case <-c.done: // leave queued messages for the next connection
@@ -209,8 +210,12 @@ func (c *conn) writeLoop(q *sendQueue, wt time.Duration) {
 			}
 		}
 		c.nc.SetWriteDeadline(time.Now().Add(wt)) //nolint:errcheck // a failure shows in the write
-		bufs := net.Buffers(batch)
+		bufs = append(bufs[:0], batch...)
 		_, err := bufs.WriteTo(c.nc)
+		clear(bufs[:cap(bufs)])
+		for _, m := range batch[:n] {
+			putBuf(m) // written, or lost with the connection
+		}
 		clear(batch)
 		if n > 0 {
 			q.written()

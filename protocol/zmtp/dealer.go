@@ -19,7 +19,8 @@ var errReconnect = errors.New("zmtp: reconnect requested")
 // Dealer is a ZMTP DEALER socket connected to one endpoint. It connects in
 // the background and reconnects forever with exponential backoff, keeping
 // its identity. Messages sent while disconnected are queued (up to
-// Options.SendQueue) and written after the next handshake.
+// Options.SendQueue messages and Options.SendQueueBytes bytes) and written
+// after the next handshake.
 //
 // Send is safe for concurrent use by many goroutines and never blocks. Recv
 // is meant for one receive loop (concurrent calls are safe, but then split
@@ -68,7 +69,7 @@ func Dial(endpoint, identity string, opts Options) (*Dealer, error) {
 		identity: identity,
 		opts:     opts,
 		log:      opts.Logger.With("endpoint", endpoint),
-		q:        newSendQueue(opts.SendQueue),
+		q:        newSendQueue(opts.SendQueue, opts.SendQueueBytes),
 		in:       make(chan [][]byte, recvQueue),
 		events:   make(chan Event, dealerEventQueue),
 		redial:   make(chan struct{}, 1),
@@ -91,8 +92,8 @@ func (d *Dealer) Events() <-chan Event { return d.events }
 // Send queues a message of one or more frames and returns at once; it never
 // blocks. The frames are copied, so the caller may reuse them. While
 // disconnected, messages stay queued and are written after the next
-// handshake; beyond Options.SendQueue queued messages Send returns
-// ErrQueueFull. Messages being written when a connection breaks are lost
+// handshake; when the queue is full (Options.SendQueue messages or
+// Options.SendQueueBytes bytes) Send returns ErrQueueFull. Messages being written when a connection breaks are lost
 // (at most once). It returns ErrEmptyMessage without frames and ErrClosed
 // after Close.
 func (d *Dealer) Send(frames ...[]byte) error {

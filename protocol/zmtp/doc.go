@@ -88,10 +88,11 @@
 //
 // Every Router peer has its own send queue, and a Dealer has one: a
 // mutex-guarded FIFO of encoded messages bounded by Options.SendQueue
-// messages, drained by one writer goroutine per connection that writes
-// batches (at most 1024 messages or about 1 MiB) with writev. Send encodes
-// the message into its own buffer, appends it and returns: it never blocks,
-// and beyond the bound it returns ErrQueueFull. Each batch write has
+// messages and Options.SendQueueBytes bytes, drained by one writer goroutine
+// per connection that writes batches (at most 1024 messages or about 1 MiB)
+// with writev. Send encodes the message into a pooled buffer (so the caller
+// keeps its frames), appends it and returns: it never blocks, and beyond the
+// bounds it returns ErrQueueFull. Each batch write has
 // Options.WriteTimeout; a peer that does not drain its socket for that long
 // is dropped (ErrWriteTimeout), so a frozen peer never stalls others.
 //

@@ -24,6 +24,9 @@ const (
 	// DefaultSendQueue is the number of messages queued per Router peer or
 	// per Dealer.
 	DefaultSendQueue = 10000
+	// DefaultSendQueueBytes bounds the bytes queued per Router peer or per
+	// Dealer.
+	DefaultSendQueueBytes = 64 << 20
 	// DefaultReconnectMin is the Dealer's first reconnect delay.
 	DefaultReconnectMin = 100 * time.Millisecond
 	// DefaultReconnectMax caps the Dealer's reconnect delay.
@@ -56,6 +59,10 @@ type Options struct {
 	// Dealer (including while it is disconnected). Beyond it Send returns
 	// ErrQueueFull. If zero, DefaultSendQueue.
 	SendQueue int
+	// SendQueueBytes also bounds the queue, in encoded bytes; a message is
+	// always accepted into an empty queue, whatever its size. If zero,
+	// DefaultSendQueueBytes.
+	SendQueueBytes int64
 	// ReconnectMin and ReconnectMax bound the Dealer's exponential reconnect
 	// backoff; each delay is drawn uniformly from [d/2, d]. If zero,
 	// DefaultReconnectMin and DefaultReconnectMax.
@@ -85,6 +92,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.SendQueue <= 0 {
 		o.SendQueue = DefaultSendQueue
+	}
+	if o.SendQueueBytes <= 0 {
+		o.SendQueueBytes = DefaultSendQueueBytes
 	}
 	if o.ReconnectMin <= 0 {
 		o.ReconnectMin = DefaultReconnectMin

@@ -17,19 +17,21 @@ const (
 // channel of capacity 1, instead of a channel per message). push never
 // blocks.
 type sendQueue struct {
-	limit int
-	wake  chan struct{} // capacity 1; a token means "look at the queue"
-	mu    struct {
+	limit      int           // messages
+	limitBytes int64         // bytes
+	wake       chan struct{} // capacity 1; a token means "look at the queue"
+	mu         struct {
 		sync.Mutex
 		msgs    [][]byte
+		bytes   int64         // sum of len(msgs)
 		writing bool          // a batch taken by take is being written
 		closed  error         // non-nil: push fails with it
 		idle    chan struct{} // closed when the queue drains, for waitIdle
 	}
 }
 
-func newSendQueue(limit int) *sendQueue {
-	return &sendQueue{limit: limit, wake: make(chan struct{}, 1)}
+func newSendQueue(limit int, limitBytes int64) *sendQueue {
+	return &sendQueue{limit: limit, limitBytes: limitBytes, wake: make(chan struct{}, 1)}
 }
 
 // push appends an encoded message. It returns ErrQueueFull beyond the limit
@@ -41,11 +43,12 @@ func (q *sendQueue) push(m []byte) error {
 		q.mu.Unlock()
 		return err
 	}
-	if len(q.mu.msgs) >= q.limit {
+	if len(q.mu.msgs) >= q.limit || (len(q.mu.msgs) > 0 && q.mu.bytes+int64(len(m)) > q.limitBytes) {
 		q.mu.Unlock()
 		return ErrQueueFull
 	}
 	q.mu.msgs = append(q.mu.msgs, m)
+	q.mu.bytes += int64(len(m))
 	q.mu.Unlock()
 	select {
 	case q.wake <- struct{}{}:
@@ -72,6 +75,7 @@ func (q *sendQueue) take(dst [][]byte) [][]byte {
 	rest := copy(msgs, msgs[n:])
 	clear(msgs[rest:])
 	q.mu.msgs = msgs[:rest]
+	q.mu.bytes -= int64(size)
 	q.mu.writing = true
 	return dst
 }
@@ -99,8 +103,12 @@ func (q *sendQueue) close(err error) {
 	if q.mu.closed == nil {
 		q.mu.closed = err
 	}
+	for _, m := range q.mu.msgs {
+		putBuf(m)
+	}
 	clear(q.mu.msgs)
 	q.mu.msgs = nil
+	q.mu.bytes = 0
 	q.signalIdleLocked()
 	q.mu.Unlock()
 }

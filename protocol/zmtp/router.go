@@ -107,8 +107,9 @@ func (r *Router) Recv(ctx context.Context) (identity string, frames [][]byte, er
 // Send queues a message of one or more frames for the peer with the given
 // identity and returns at once; it never blocks. The frames are copied, so
 // the caller may reuse them. It returns ErrUnknownPeer when no such peer is
-// connected, ErrQueueFull when the peer's queue holds Options.SendQueue
-// messages, ErrEmptyMessage without frames and ErrClosed after Close.
+// connected, ErrQueueFull when the peer's queue is full (Options.SendQueue
+// messages or Options.SendQueueBytes bytes), ErrEmptyMessage without frames
+// and ErrClosed after Close.
 func (r *Router) Send(identity string, frames ...[]byte) error {
 	if len(frames) == 0 {
 		return ErrEmptyMessage
@@ -270,7 +271,7 @@ func (r *Router) serveConn(nc net.Conn) {
 		return
 	}
 	c := newConn(nc, br, info, r.opts.MaxFrameSize)
-	p := &peer{c: c, q: newSendQueue(r.opts.SendQueue)}
+	p := &peer{c: c, q: newSendQueue(r.opts.SendQueue, r.opts.SendQueueBytes)}
 	if !r.register(p) {
 		c.shutdown(ErrClosed)
 		return

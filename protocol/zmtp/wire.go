@@ -163,9 +163,9 @@ func appendMessage(dst []byte, frames [][]byte) []byte {
 	return dst
 }
 
-// encodeMessage returns frames encoded in a new, exactly sized buffer.
+// encodeMessage returns frames encoded in a pooled buffer (see putBuf).
 func encodeMessage(frames [][]byte) []byte {
-	return appendMessage(make([]byte, 0, encodedSize(frames)), frames)
+	return appendMessage(getBuf(encodedSize(frames)), frames)
 }
 
 // appendCommand appends a command frame: name size, name, data.

@@ -379,3 +379,20 @@ func TestValidIdentity(t *testing.T) {
 		}
 	}
 }
+
+func TestBufPool(t *testing.T) {
+	tests := []struct{ n, wantCap int }{
+		{0, 256}, {1, 256}, {256, 256}, {257, 512}, {1024, 1024}, {100 << 10, 128 << 10}, {4 << 20, 4 << 20}, {4<<20 + 1, 4<<20 + 1},
+	}
+	for _, tt := range tests {
+		b := getBuf(tt.n)
+		if len(b) != 0 || cap(b) != tt.wantCap {
+			t.Errorf("getBuf(%d) = len %d cap %d; want len 0 cap %d", tt.n, len(b), cap(b), tt.wantCap)
+		}
+		putBuf(append(b, 1))
+	}
+	putBuf(make([]byte, 300)) // not a pool size: dropped
+	if b := getBuf(300); cap(b) != 512 {
+		t.Errorf("getBuf(300) after putBuf of a 300-byte buffer: cap %d; want 512", cap(b))
+	}
+}
