@@ -176,6 +176,12 @@ func (d *decoder) heartbeat() (*Heartbeat, error) {
 			} else {
 				h.MemoryUsage, err = d.int64()
 			}
+		case KeyCicadaConnections:
+			if c, _ := d.peek(); c == msgpcode.Nil {
+				d.skipBytes(1)
+			} else {
+				h.Connections, err = d.connCounters()
+			}
 		default:
 			return false, nil
 		}

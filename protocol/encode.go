@@ -318,7 +318,10 @@ func isNilPointer(v any) bool {
 func (e *encoder) heartbeat(h *Heartbeat) {
 	n := 2
 	if h.MemoryUsage != -1 {
-		n = 3
+		n++
+	}
+	if h.Connections != nil {
+		n++
 	}
 	e.mapLen(n)
 	e.key("state")
@@ -328,6 +331,10 @@ func (e *encoder) heartbeat(h *Heartbeat) {
 	if h.MemoryUsage != -1 {
 		e.key("current_memory_usage")
 		e.int(h.MemoryUsage)
+	}
+	if h.Connections != nil {
+		e.key(KeyCicadaConnections)
+		e.connCounters(h.Connections)
 	}
 }
 

@@ -73,6 +73,10 @@ type Heartbeat struct {
 	State       string
 	CPUUsage    float64
 	MemoryUsage int64
+	// Connections are a cicada worker's connection counters, sent under
+	// the extra key KeyCicadaConnections; nil when absent. Python masters
+	// ignore the key.
+	Connections *ConnCounters
 }
 
 // MasterHeartbeat is the master's echo of a heartbeat (M→W, Locust ≥ 2.19):

@@ -202,7 +202,12 @@ func (g gen) message() Message {
 	case 1:
 		m.Type, m.Data = TypeAck, &Ack{Index: g.absent(g.int())}
 	case 2:
-		m.Type, m.Data = TypeHeartbeat, &Heartbeat{State: g.str(), CPUUsage: g.float(), MemoryUsage: g.absent(g.int())}
+		hb := &Heartbeat{State: g.str(), CPUUsage: g.float(), MemoryUsage: g.absent(g.int())}
+		if g.n(2) == 0 {
+			hb.Connections = &ConnCounters{Open: g.int(), Established: g.int(), Connects: g.count(), Reconnects: g.count(),
+				Closes: g.classes(), ConnectErrors: g.classes(), Errors: g.classes()}
+		}
+		m.Type, m.Data = TypeHeartbeat, hb
 	case 3:
 		m.Type, m.Data = TypeHeartbeat, &MasterHeartbeat{}
 	case 4:

@@ -1,0 +1,97 @@
+package protocol
+
+// KeyCicadaConnections is the extra heartbeat key under which cicada workers
+// send their ConnCounters. Locust's master reads only the heartbeat keys it
+// knows (locust/runners.py 2.12.1, MasterRunner.client_listener), so the
+// extension is invisible to it.
+const KeyCicadaConnections = "cicada_connections"
+
+// Custom message types cicada's master and workers exchange. They are plain
+// custom messages (Custom data): a Python master logs them as an unknown
+// message type, a Python worker never receives them.
+const (
+	// TypeCicadaWarning (W→M) carries a worker's self-diagnosis:
+	// {"kind": str, "message": str}.
+	TypeCicadaWarning = "cicada_warning"
+	// TypeCicadaSecondRound (M→W) asks every user to send one more request
+	// on its existing connection. Data: nil.
+	TypeCicadaSecondRound = "cicada_second_round"
+	// TypeCicadaSecondRoundResult (W→M) answers it: {"users", "reused",
+	// "reconnected", "failed": int, "errors": {str: int}}.
+	TypeCicadaSecondRoundResult = "cicada_second_round_result"
+)
+
+// ConnCounters are a worker's client connection counters, cumulative since
+// the worker started except the two gauges Open and Established.
+//
+// Wire form: a map {"open", "established", "connects", "reconnects": int,
+// "closes", "connect_errors", "errors": {str: int}}. Unknown keys are
+// skipped; missing ones decode as zero (nil maps). Empty maps decode to nil.
+type ConnCounters struct {
+	// Open is the number of sockets the worker holds: connecting plus
+	// established.
+	Open int64
+	// Established is the number of established connections.
+	Established int64
+	// Connects counts successful connects.
+	Connects int64
+	// Reconnects counts the connects that replaced a user's earlier
+	// connection (included in Connects).
+	Reconnects int64
+	// Closes counts closed connections by cause ("server closed idle", ...).
+	Closes map[string]int64
+	// ConnectErrors counts failed connects by kind ("local ports
+	// exhausted", "connection refused", ...).
+	ConnectErrors map[string]int64
+	// Errors counts failed requests on open connections by kind
+	// ("connection reset", "EOF before response", "read timeout", ...).
+	Errors map[string]int64
+}
+
+func (e *encoder) connCounters(c *ConnCounters) {
+	e.mapLen(7)
+	e.key("open")
+	e.int(c.Open)
+	e.key("established")
+	e.int(c.Established)
+	e.key("connects")
+	e.int(c.Connects)
+	e.key("reconnects")
+	e.int(c.Reconnects)
+	e.key("closes")
+	e.strIntMap(c.Closes)
+	e.key("connect_errors")
+	e.strIntMap(c.ConnectErrors)
+	e.key("errors")
+	e.strIntMap(c.Errors)
+}
+
+func (d *decoder) connCounters() (*ConnCounters, error) {
+	c := &ConnCounters{}
+	err := d.fields(func(k []byte) (bool, error) {
+		var err error
+		switch string(k) {
+		case "open":
+			c.Open, err = d.int64()
+		case "established":
+			c.Established, err = d.int64()
+		case "connects":
+			c.Connects, err = d.int64()
+		case "reconnects":
+			c.Reconnects, err = d.int64()
+		case "closes":
+			c.Closes, err = d.strIntMap()
+		case "connect_errors":
+			c.ConnectErrors, err = d.strIntMap()
+		case "errors":
+			c.Errors, err = d.strIntMap()
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
