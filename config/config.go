@@ -94,6 +94,9 @@ type Config struct {
 	UserClasses []string // positional UserClass names
 }
 
+// timespanFormats is Locust's hint for a bad time span.
+const timespanFormats = "valid formats are 20, 20s, 3m, 2h, 1h20m, 3h30m10s, etc."
+
 // Duration is a Locust time span: "20", "20s", "3m", "2h", "1h20m", "3h30m10s".
 type Duration time.Duration
 
@@ -118,7 +121,7 @@ func ParseTimespan(s string) (time.Duration, error) {
 			i++
 		}
 		if i == 0 || i == len(rest) {
-			return 0, fmt.Errorf("%w: invalid time span %q: valid formats are 20, 20s, 3m, 2h, 1h20m, 3h30m10s, etc.", ErrUsage, s)
+			return 0, fmt.Errorf("%w: invalid time span %q: %s", ErrUsage, s, timespanFormats)
 		}
 		n, _ := strconv.Atoi(rest[:i])
 		unit := rest[i]
@@ -131,11 +134,11 @@ func ParseTimespan(s string) (time.Duration, error) {
 		case 's':
 			d = time.Second
 		default:
-			return 0, fmt.Errorf("%w: invalid time span %q: valid formats are 20, 20s, 3m, 2h, 1h20m, 3h30m10s, etc.", ErrUsage, s)
+			return 0, fmt.Errorf("%w: invalid time span %q: %s", ErrUsage, s, timespanFormats)
 		}
 		// Units must appear in h, m, s order and at most once each.
 		if strings.ContainsRune(seen, rune(unit)) || (unit == 'h' && seen != "") || (unit == 'm' && strings.Contains(seen, "s")) {
-			return 0, fmt.Errorf("%w: invalid time span %q: valid formats are 20, 20s, 3m, 2h, 1h20m, 3h30m10s, etc.", ErrUsage, s)
+			return 0, fmt.Errorf("%w: invalid time span %q: %s", ErrUsage, s, timespanFormats)
 		}
 		seen += string(unit)
 		total += time.Duration(n) * d

@@ -29,8 +29,6 @@ type jsonWriter struct {
 	first []bool
 }
 
-func (w *jsonWriter) reset() { w.buf = w.buf[:0]; w.depth = 0; w.first = w.first[:0] }
-
 // bytes returns the document with its trailing newline.
 func (w *jsonWriter) bytes() []byte { return append(w.buf, '\n') }
 
@@ -99,14 +97,6 @@ func (w *jsonWriter) boolean(b bool) {
 	}
 }
 
-// optStr writes s, or null when s is nil.
-func (w *jsonWriter) optStr(s *string) {
-	if s == nil {
-		w.null()
-		return
-	}
-	w.str(*s)
-}
 
 // Convenience key+value pairs.
 func (w *jsonWriter) kStr(k, v string)       { w.key(k); w.str(v) }

@@ -192,9 +192,7 @@ func parseSampleLine(line string) (promSample, error) {
 			}
 			s.labels[ln] = v.String()
 			rest = rest[j+1:]
-			if strings.HasPrefix(rest, ",") {
-				rest = rest[1:]
-			}
+			rest = strings.TrimPrefix(rest, ",")
 		}
 	}
 	if !strings.HasPrefix(rest, " ") {

@@ -152,7 +152,7 @@ func TestUserDoConnectionFailureAndStop(t *testing.T) {
 }
 
 func TestUserHostPrecedence(t *testing.T) {
-	u, rec, e := testUser(t, "", "")
+	u, rec, _ := testUser(t, "", "")
 	if _, err := u.HTTP(); !errors.Is(err, ErrNoHost) {
 		t.Fatalf("HTTP() without any host = %v; want ErrNoHost", err)
 	}
@@ -163,7 +163,7 @@ func TestUserHostPrecedence(t *testing.T) {
 		t.Fatalf("no-host failure recorded as %+v", got)
 	}
 
-	u, _, e = testUser(t, "http://scenario.test", "http://class.test")
+	u, _, e := testUser(t, "http://scenario.test", "http://class.test")
 	if got := u.Host(); got != "http://class.test" {
 		t.Fatalf("Host() = %q; want the class host over the scenario's", got)
 	}
