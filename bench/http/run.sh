@@ -34,6 +34,10 @@ cleanup() {
 trap cleanup EXIT
 
 go build -o "$TMP/benchtool" ./bench/http/benchtool
+CGO_ENABLED=0 go build -o "$TMP/cicada" ./cmd/cicada
+# cicada itself (standalone: master and worker in one process), as a user runs it.
+printf 'users:\n  - name: NoWait\n    wait: constant(0)\n    tasks: [{path: /}]\n' >"$TMP/nowait.yaml"
+printf 'users:\n  - name: HelloWorldUser\n    wait: constant(900)\n    tasks: [{path: /}]\n' >"$TMP/idle.yaml"
 
 mkdir -p "$TMP/www" "$TMP/logs"
 # The same 128-byte page as the built-in target (target.DefaultBody).
@@ -82,6 +86,8 @@ RESULTS="$TMP/results"
 echo "== throughput: $USERS connections, ${DURATION}s each, $ROUNDS interleaved rounds"
 for r in $(seq "$ROUNDS"); do
 	$M -name httpc -- "$TMP/benchtool" load -url "$URL" -users "$USERS" -duration "${DURATION}s" 2>&1 | tee -a "$RESULTS" | grep -E 'RESULT|httpc'
+	$M -name cicada -- "$TMP/cicada" -f "$TMP/nowait.yaml" --headless -u "$USERS" -r "$USERS" -t "${DURATION}s" \
+		-H "$URL" --only-summary --loglevel ERROR 2>&1 | tee -a "$RESULTS" | grep -E 'RESULT'
 	$M -name wrk -- wrk -t1 -c"$USERS" -d"${DURATION}s" "$URL/" 2>&1 | tee -a "$RESULTS" | grep -E 'RESULT|Requests/sec'
 	$M -name locust -- "$LOCUST" -f bench/http/locust_load.py --headless -u "$USERS" -r "$USERS" -t "${DURATION}s" \
 		-H "$URL" --only-summary --loglevel ERROR 2>&1 | tee -a "$RESULTS" | grep -E 'RESULT'
@@ -90,6 +96,9 @@ done
 echo "== idle keep-alive users: RSS growth from $IDLE_FROM to $IDLE_TO users (one request each, then wait 900 s)"
 $M -name httpc-idle -rss-at "$IDLE_FROM,$IDLE_TO" -timeout 60s -- \
 	"$TMP/benchtool" idle -url "$URL" -users "$IDLE_TO" -rate 3000 -hold 60s 2>&1 | tee -a "$RESULTS" | grep -E "RESULT|RSS|idle:"
+$M -name cicada-idle -rss-at "$IDLE_FROM,$IDLE_TO" -timeout 60s -- \
+	"$TMP/cicada" -f "$TMP/idle.yaml" --headless -u "$IDLE_TO" -r 3000 -t 60s -H "$URL" --only-summary --loglevel ERROR \
+	2>&1 | tee -a "$RESULTS" | grep -E "RESULT|RSS|idle:"
 $M -name locust-idle -rss-at "$IDLE_FROM,$IDLE_TO" -timeout 75s -- \
 	"$LOCUST" -f bench/http/locust_idle.py --headless -u "$IDLE_TO" -r 1500 -t 75s -H "$URL" --only-summary --loglevel ERROR \
 	2>&1 | tee -a "$RESULTS" | grep -E "RESULT|RSS|idle:"
@@ -110,8 +119,8 @@ grep '^RESULT' "$RESULTS" | awk '
 	}
 	END {
 		printf "%-10s %10s %10s %12s\n", "generator", "req/s", "cpu cores", "req/s/core"
-		split("httpc wrk locust", order, " ")
-		for (o = 1; o <= 3; o++) { g = order[o]; if (g in names)
+		split("cicada httpc wrk locust", order, " ")
+		for (o = 1; o <= 4; o++) { g = order[o]; if (g in names)
 			printf "%-10s %10d %10.2f %12d\n", g, median(g, "rps"), median(g, "cpu_cores"), median(g, "rps_per_core") }
 		for (g in idle) printf "%-12s RSS growth %d bytes per idle keep-alive user\n", g, idle[g]
 	}'
