@@ -597,6 +597,9 @@ func (c *Client) keepAliveExchange(ctx context.Context, cl *call, resp *Response
 			if res.closeAfter {
 				c.drop(conn, res.cause)
 			}
+			if resp.Redirects == 0 {
+				resp.Reused = reused && attempt == 0
+			}
 			return nil
 		}
 		if err := ctxErr(ctx); err != nil {
@@ -613,6 +616,7 @@ func (c *Client) keepAliveExchange(ctx context.Context, cl *call, resp *Response
 			continue
 		}
 		c.drop(conn, CloseError)
+		c.counterSet().failed(kind)
 		return &Error{Kind: kind, Op: res.op, URL: cl.url(), Err: res.err}
 	}
 }
@@ -647,7 +651,9 @@ func (c *Client) oneShotExchange(ctx context.Context, cl *call, resp *Response) 
 	if c.isClosed() {
 		return c.closedError()
 	}
-	return &Error{Kind: classify(res.err, res.op), Op: res.op, URL: cl.url(), Err: res.err}
+	kind := classify(res.err, res.op)
+	c.counterSet().failed(kind)
+	return &Error{Kind: kind, Op: res.op, URL: cl.url(), Err: res.err}
 }
 
 func (cl *call) url() string { return cl.ep.origin + cl.prefix + cl.path }
@@ -724,7 +730,10 @@ func (c *Client) drop(conn net.Conn, cause CloseCause) {
 // dial connects to cl's endpoint, TLS included, counting failures.
 func (c *Client) dial(ctx context.Context, cl *call) (net.Conn, syscall.RawConn, error) {
 	ep := cl.ep
+	cs := c.counterSet()
+	cs.connecting(1)
 	conn, err := c.cfg.dialer.DialContext(ctx, "tcp", ep.addr)
+	cs.connecting(-1)
 	if err != nil {
 		return nil, nil, c.connectError(ctx, cl, "dial", err)
 	}

@@ -602,3 +602,86 @@ func TestContextDeadline(t *testing.T) {
 		t.Errorf("Do with an expired context connected (%d -> %d connects)", connects, got)
 	}
 }
+
+// TestResponseReused: the first request of a Client connects (Reused
+// false), the next ones reuse the connection, and a request that had to
+// reconnect (the server closed the idle connection, or it was retried) is
+// not reused.
+func TestResponseReused(t *testing.T) {
+	var mu sync.Mutex
+	closeNext := false
+	srv := startRaw(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for {
+			if _, _, err := readRequest(br); err != nil {
+				return
+			}
+			io.WriteString(c, okResponse("x"))
+			mu.Lock()
+			cl := closeNext
+			closeNext = false
+			mu.Unlock()
+			if cl {
+				c.Close()
+				return
+			}
+		}
+	})
+	c := mustNew(t, srv.URL(), Options{})
+	want := []bool{false, true, true}
+	for i, w := range want {
+		resp, err := c.Do(context.Background(), &Request{Path: "/"})
+		if err != nil || resp.Reused != w {
+			t.Fatalf("request %d: Reused = %v, err %v; want %v", i, resp.Reused, err, w)
+		}
+	}
+	mu.Lock()
+	closeNext = true
+	mu.Unlock()
+	get(t, c, "/") // the server closes after this one
+	resp, err := c.Do(context.Background(), &Request{Path: "/"})
+	if err != nil || resp.Reused {
+		t.Errorf("after the server closed: Reused = %v, err %v; want false (reconnected)", resp.Reused, err)
+	}
+	if s := c.Counters(); s.Reconnects != 1 || s.Connecting != 0 {
+		t.Errorf("Counters() = %+v; want 1 reconnect, 0 connecting", s)
+	}
+}
+
+// TestCountersExchangeErrors: a failure on an open connection is counted in
+// Errors by kind, a failed connect in ConnectErrors only.
+func TestCountersExchangeErrors(t *testing.T) {
+	srv := startRaw(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		if _, _, err := readRequest(br); err != nil {
+			return
+		}
+		c.(*net.TCPConn).SetLinger(0)
+		c.Close() // RST, no response
+	})
+	c := mustNew(t, srv.URL(), Options{})
+	_, err := c.Do(context.Background(), &Request{Path: "/"})
+	k := Classify(err)
+	if k != Reset && k != EOFBeforeResponse {
+		t.Fatalf("Do = %v (%v); want a reset or EOF", err, k)
+	}
+	s := c.Counters()
+	if s.Errors[k] != 1 || s.TotalErrors() != 1 || s.TotalConnectErrors() != 0 {
+		t.Errorf("Counters() = %+v; want Errors[%v] = 1 and no connect errors", s, k)
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	c2 := mustNew(t, "http://"+addr, Options{})
+	if _, err := c2.Do(context.Background(), &Request{Path: "/"}); Classify(err) != Refused {
+		t.Fatalf("Do to a closed port = %v; want Refused", err)
+	}
+	s = c2.Counters()
+	if s.ConnectErrors[Refused] != 1 || s.TotalErrors() != 0 {
+		t.Errorf("Counters() = %+v; want ConnectErrors[refused] = 1, no exchange errors", s)
+	}
+}

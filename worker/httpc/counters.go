@@ -47,8 +47,10 @@ type Counters struct {
 	connects      atomic.Int64
 	reconnects    atomic.Int64
 	open          atomic.Int64
+	connectingN   atomic.Int64
 	closes        [numCloseCauses]atomic.Int64
 	connectErrors [numKinds]atomic.Int64
+	errors        [numKinds]atomic.Int64
 }
 
 // CountersSnapshot is a point-in-time copy of Counters.
@@ -59,12 +61,20 @@ type CountersSnapshot struct {
 	// of the same Client (after the server or an error closed it). It is
 	// included in Connects.
 	Reconnects int64
-	// Open is the number of connections open now.
+	// Open is the number of connections open now (established; TLS
+	// handshake done).
 	Open int64
+	// Connecting is the number of connects in progress now: sockets that
+	// exist but are not yet counted in Open.
+	Connecting int64
 	// Closes counts closed connections by cause.
 	Closes [NumCloseCauses]int64
 	// ConnectErrors counts failed connects by Kind.
 	ConnectErrors [NumKinds]int64
+	// Errors counts failed exchanges on open connections by Kind: the
+	// server reset or closed the connection, a timeout, a bad response.
+	// Connect failures are in ConnectErrors, canceled requests in neither.
+	Errors [NumKinds]int64
 }
 
 // Snapshot returns the current values. Fields are read one by one, so a
@@ -74,11 +84,15 @@ func (c *Counters) Snapshot() CountersSnapshot {
 	s.Connects = c.connects.Load()
 	s.Reconnects = c.reconnects.Load()
 	s.Open = c.open.Load()
+	s.Connecting = c.connectingN.Load()
 	for i := range c.closes {
 		s.Closes[i] = c.closes[i].Load()
 	}
 	for i := range c.connectErrors {
 		s.ConnectErrors[i] = c.connectErrors[i].Load()
+	}
+	for i := range c.errors {
+		s.Errors[i] = c.errors[i].Load()
 	}
 	return s
 }
@@ -87,6 +101,15 @@ func (c *Counters) Snapshot() CountersSnapshot {
 func (s CountersSnapshot) TotalCloses() int64 {
 	var n int64
 	for _, v := range s.Closes {
+		n += v
+	}
+	return n
+}
+
+// TotalErrors is the sum of Errors.
+func (s CountersSnapshot) TotalErrors() int64 {
+	var n int64
+	for _, v := range s.Errors {
 		n += v
 	}
 	return n
@@ -143,5 +166,21 @@ func (cs counterSet) connectFailed(k Kind) {
 			continue
 		}
 		c.connectErrors[k].Add(1)
+	}
+}
+
+func (cs counterSet) connecting(delta int64) {
+	for _, c := range [...]*Counters{cs.own, &totals, cs.extra} {
+		if c != nil {
+			c.connectingN.Add(delta)
+		}
+	}
+}
+
+func (cs counterSet) failed(k Kind) {
+	for _, c := range [...]*Counters{cs.own, &totals, cs.extra} {
+		if c != nil {
+			c.errors[k].Add(1)
+		}
 	}
 }

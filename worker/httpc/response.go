@@ -23,6 +23,12 @@ type Response struct {
 	Duration time.Duration
 	// Redirects is the number of redirects followed.
 	Redirects int
+	// Reused reports that the request (the first one, before any
+	// redirect) went over the Client's keep-alive connection as it was
+	// already open: no connect and no retry on a new connection were
+	// needed. False for a new or replaced connection and for one-request
+	// connections to other origins.
+	Reused bool
 
 	// hdr holds length-prefixed fields (appendField): the reason phrase,
 	// then key and value of each header.
@@ -112,6 +118,7 @@ func (r *Response) reset() {
 	r.hdr = r.hdr[:0]
 	r.Duration = 0
 	r.Redirects = 0
+	r.Reused = false
 }
 
 func equalFold(b []byte, s string) bool {
