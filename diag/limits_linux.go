@@ -256,4 +256,3 @@ func parseProcAddr(s string) (netip.AddrPort, bool) {
 	}
 	return netip.AddrPortFrom(a, uint16(port)), true
 }
-
