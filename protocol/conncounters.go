@@ -95,3 +95,22 @@ func (d *decoder) connCounters() (*ConnCounters, error) {
 	}
 	return c, nil
 }
+
+// generatorSideKinds are the failure kinds (cicada's worker/httpc Kind
+// labels, the keys of ConnCounters.ConnectErrors and Errors) that are the
+// load generator's own fault.
+var generatorSideKinds = map[string]bool{
+	"local ports exhausted": true,
+	"open-file limit":       true,
+	"no buffer space":       true,
+	"body too large":        true,
+	"canceled":              true,
+	"invalid request":       true,
+	"client closed":         true,
+}
+
+// GeneratorSideKind reports whether a failure kind label (a key of
+// ConnCounters.ConnectErrors or Errors) is the load generator's own fault
+// (its ports, file descriptors or memory ran out; a scenario bug) rather
+// than the server's or the network's.
+func GeneratorSideKind(kind string) bool { return generatorSideKinds[kind] }

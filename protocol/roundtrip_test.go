@@ -389,3 +389,11 @@ func TestDecodeAllocs(t *testing.T) {
 		t.Errorf("Decode(stats, 50 entries) allocs = %v; want ≤ 400", a)
 	}
 }
+
+func TestGeneratorSideKind(t *testing.T) {
+	for kind, want := range map[string]bool{"local ports exhausted": true, "open-file limit": true, "connection refused": false, "EOF before response": false, "read timeout": false} {
+		if got := GeneratorSideKind(kind); got != want {
+			t.Errorf("GeneratorSideKind(%q) = %v; want %v", kind, got, want)
+		}
+	}
+}

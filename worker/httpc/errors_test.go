@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cicada-load/cicada/protocol"
 )
 
 // failure is what one failing request produced.
@@ -389,6 +391,16 @@ func TestPyRepr(t *testing.T) {
 	for _, tt := range tests {
 		if got := pyRepr(tt.in); got != tt.want {
 			t.Errorf("pyRepr(%q) = %s; want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestKindLabelsMatchProtocol: protocol.GeneratorSideKind knows the labels
+// of exactly the generator-side kinds.
+func TestKindLabelsMatchProtocol(t *testing.T) {
+	for k := Kind(0); k < numKinds; k++ {
+		if got := protocol.GeneratorSideKind(k.String()); got != k.GeneratorSide() {
+			t.Errorf("protocol.GeneratorSideKind(%q) = %v; want %v", k, got, k.GeneratorSide())
 		}
 	}
 }
