@@ -20,8 +20,9 @@ const (
 
 // command is a unit of work for the controller goroutine.
 type command struct {
-	kind  cmdKind
-	spawn *protocol.Spawn
+	kind    cmdKind
+	spawn   *protocol.Spawn
+	newTest bool // the spawn starts a test
 }
 
 func (w *Worker) enqueue(c command) {
@@ -39,6 +40,7 @@ func (w *Worker) enqueueLocked(c command) {
 	}
 	q := w.mu.queue
 	if c.kind == cmdSpawn && len(q) > 0 && q[len(q)-1].kind == cmdSpawn {
+		c.newTest = c.newTest || q[len(q)-1].newTest
 		q[len(q)-1] = c
 	} else {
 		w.mu.queue = append(q, c)
@@ -75,6 +77,7 @@ func (w *Worker) pending() (any, quit bool) {
 // so that heartbeats and new commands are handled while thousands of users
 // start or stop.
 func (w *Worker) controller(ctx context.Context) {
+	w.diagnoseStart()
 	for {
 		select {
 		case <-ctx.Done():
@@ -88,7 +91,7 @@ func (w *Worker) controller(ctx context.Context) {
 			}
 			switch c.kind {
 			case cmdSpawn:
-				w.doSpawn(ctx, c.spawn)
+				w.doSpawn(ctx, c.spawn, c.newTest)
 			case cmdStop:
 				w.doStop(ctx)
 			case cmdQuit:
@@ -104,7 +107,8 @@ func (w *Worker) controller(ctx context.Context) {
 // started first) stop gracefully within stop_timeout, then forcibly. It
 // then reports spawning_complete with the actual counts, unless a newer
 // command superseded it meanwhile.
-func (w *Worker) doSpawn(ctx context.Context, s *protocol.Spawn) {
+func (w *Worker) doSpawn(ctx context.Context, s *protocol.Spawn, newTest bool) {
+	w.diagnoseSpawn(s, newTest)
 	unknown, b := w.pool.apply(s.UserClassesCount)
 	for _, name := range unknown {
 		// Once per class and test: a master sends every step of a ramp.

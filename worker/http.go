@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,7 +52,7 @@ func (u *User) HTTP() (*httpc.Client, error) {
 	if host == "" {
 		return nil, ErrNoHost
 	}
-	c, err := httpc.New(host, u.p.env.httpOpts)
+	c, err := u.p.env.newClient(host, u.src)
 	if err != nil {
 		return nil, err
 	}
@@ -145,6 +147,7 @@ func (u *User) do(ctx context.Context, req *httpc.Request, expect *Expect, resp 
 		u.p.env.rec.Record(method, req.StatsName(), 0, 0, err.Error())
 		return err
 	}
+	u.lastReq = req
 	err = c.DoInto(ctx, req, resp)
 	if err != nil {
 		if ctx.Err() != nil || u.ctx.Err() != nil || httpc.Classify(err) == httpc.Canceled {
@@ -160,4 +163,45 @@ func (u *User) do(ctx context.Context, req *httpc.Request, expect *Expect, resp 
 	}
 	u.p.env.rec.Record(method, req.StatsName(), resp.Duration, resp.ContentLength(), failure)
 	return fail
+}
+
+// clientConfigs caches the httpc.Configs of the users' clients: one per
+// base URL and source address, shared by every user of them (an idle
+// client then costs a few hundred bytes of its own).
+type clientConfigs struct {
+	mu      sync.Mutex
+	byHost  map[string][]*httpc.Config
+	sources []netip.Addr
+}
+
+// newClient returns a new client for host, bound to the source address
+// src (modulo the number of addresses) when Options.SourceIPs are set.
+func (e *env) newClient(host string, src uint32) (*httpc.Client, error) {
+	cc := &e.configs
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	cfgs := cc.byHost[host]
+	if cfgs == nil {
+		n := max(len(cc.sources), 1)
+		cfgs = make([]*httpc.Config, n)
+		for i := range cfgs {
+			opts := e.httpOpts
+			if len(cc.sources) > 0 {
+				opts.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(cc.sources[i], 0))
+			}
+			cfg, err := httpc.NewConfig(host, opts)
+			if err != nil {
+				return nil, err
+			}
+			cfgs[i] = cfg
+		}
+		if cc.byHost == nil {
+			cc.byHost = make(map[string][]*httpc.Config)
+		}
+		if len(cc.byHost) >= 64 {
+			clear(cc.byHost) // hosts changed many times: do not grow forever
+		}
+		cc.byHost[host] = cfgs
+	}
+	return cfgs[int(src)%len(cfgs)].NewClient(), nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
@@ -76,6 +77,19 @@ type Options struct {
 	// are counted and logged. If zero, DefaultExceptionRate.
 	ExceptionRate int
 
+	// SourceIPs, if set, are the local addresses the users' connections are
+	// bound to, in turn (user i gets SourceIPs[i % len]): each address
+	// gives a full ephemeral port range per destination, so a worker can
+	// hold more than ~64k connections to one server address. New checks
+	// that the host owns them (diag.CheckSourceIPs).
+	SourceIPs []netip.Addr
+	// SecondRoundTimeout bounds a second round (the master's
+	// cicada_second_round). If zero, DefaultSecondRoundTimeout.
+	SecondRoundTimeout time.Duration
+	// DisableDiagnosis turns the self-diagnosis off (the limit checks at
+	// start and at each spawn that asks for more users).
+	DisableDiagnosis bool
+
 	// Transport configures the ZeroMQ DEALER. Its Logger defaults to
 	// Logger.
 	Transport zmtp.Options
@@ -122,6 +136,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ExceptionRate <= 0 {
 		o.ExceptionRate = DefaultExceptionRate
+	}
+	if o.SecondRoundTimeout <= 0 {
+		o.SecondRoundTimeout = DefaultSecondRoundTimeout
 	}
 	if o.Transport.Logger == nil {
 		o.Transport.Logger = o.Logger

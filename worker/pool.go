@@ -27,6 +27,7 @@ type env struct {
 
 	defHost    string                 // the scenario's host
 	masterHost atomic.Pointer[string] // the host of the last spawn, if any
+	configs    clientConfigs
 }
 
 // hostFor returns the effective base URL for users of class c.
@@ -72,8 +73,9 @@ type pool struct {
 	classes map[string]*classRT // by the name the master uses
 	aliased bool                // the one-class notice was logged
 
-	live  sync.WaitGroup // users started and not finished
-	nLive atomic.Int64
+	live    sync.WaitGroup // users started and not finished
+	nLive   atomic.Int64
+	nextSrc atomic.Uint32 // source address of the next user, round robin
 }
 
 func newPool(e *env, classes []*compiledClass) *pool {
@@ -205,7 +207,7 @@ func (p *pool) apply(target map[string]int64) (unknown []string, b *stopBatch) {
 
 // startLocked starts one user of class c. Precondition: p.mu held.
 func (p *pool) startLocked(c *classRT) {
-	u := &User{p: p, class: c, idx: len(c.users)}
+	u := &User{p: p, class: c, idx: len(c.users), src: p.nextSrc.Add(1) - 1}
 	u.ctx, u.cancel = context.WithCancel(p.env.runCtx)
 	c.users = append(c.users, u)
 	p.live.Add(1)
@@ -261,6 +263,21 @@ func (p *pool) counts() (map[string]int64, int64) {
 		total += n
 	}
 	return m, total
+}
+
+// running returns the running users.
+func (p *pool) running() []*User {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, c := range p.classes {
+		n += len(c.users)
+	}
+	out := make([]*User, 0, n)
+	for _, c := range p.classes {
+		out = append(out, c.users...)
+	}
+	return out
 }
 
 // waitIdle waits until every user has finished, up to d.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cicada-load/cicada/worker/httpc"
 )
 
 // ErrStopUser, returned by a task or OnStart, stops that user for good (like
@@ -148,6 +150,10 @@ type User struct {
 	seq        int // next position in class.seq
 	cpLastRun  int64
 	cpLastWait time.Duration
+	src        uint32         // index of the user's source address
+	due        int64          // when the timer fires (unix ns), while waiting
+	lastReq    *httpc.Request // the last request sent, for a second round
+	probe      *secondRound   // a second-round request to send after the current step (guarded by mu)
 
 	http httpState
 }
@@ -212,6 +218,9 @@ func (u *User) step() {
 			u.selfStop()
 			return
 		}
+		if r := u.takeProbe(); r != nil {
+			u.sendProbe(r)
+		}
 		var w time.Duration
 		if cc.def.Wait != nil {
 			w = cc.def.Wait(u)
@@ -227,6 +236,7 @@ func (u *User) step() {
 			return
 		}
 		u.state = stWaiting
+		u.due = time.Now().Add(w).UnixNano()
 		if u.timer == nil {
 			u.timer = time.AfterFunc(w, u.step)
 		} else {
@@ -358,6 +368,10 @@ func (u *User) finish() {
 		u.ctx = saved
 	}
 	u.cancel()
+	if r := u.takeProbe(); r != nil {
+		r.fail("user stopped")
+		r.pending.Done()
+	}
 	u.http.close()
 	u.mu.Lock()
 	b := u.batch

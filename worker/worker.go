@@ -11,9 +11,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cicada-load/cicada/diag"
 	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/protocol/zmtp"
 	"github.com/cicada-load/cicada/stats"
+	"github.com/cicada-load/cicada/worker/httpc"
 )
 
 // Worker states as reported in heartbeats: exactly Locust's strings
@@ -57,6 +59,11 @@ type Worker struct {
 	customMu sync.RWMutex
 	custom   map[string]MessageHandler
 
+	conns     *httpc.Counters // every user's connection events
+	diag      diagState       // controller goroutine only
+	roundBusy atomic.Bool     // a second round runs
+	bg        sync.WaitGroup  // background work (second rounds), waited for by Run
+
 	// mu guards the fields below and the command queue.
 	mu struct {
 		sync.Mutex
@@ -75,6 +82,7 @@ type Worker struct {
 		queue         []command
 		unknownSeen   map[string]bool // unknown class names reported in this test
 		quitting      bool
+		warned        map[string]bool // self-diagnosis warning kinds already issued
 	}
 	wake  chan struct{} // controller wake-up, capacity 1
 	acked chan struct{} // housekeeping wake-up on the first ack, capacity 1
@@ -109,8 +117,19 @@ func New(opts Options, sc Scenario) (*Worker, error) {
 		}
 		w.classes = append(w.classes, cc)
 	}
+	if len(opts.SourceIPs) > 0 {
+		if err := diag.CheckSourceIPs(opts.SourceIPs); err != nil {
+			return nil, fmt.Errorf("worker: %w", err)
+		}
+	}
 	w.rec = stats.NewRecorder(opts.Now)
-	w.env = &env{rec: w.rec, log: w.log, onExc: w.reportException, httpOpts: sc.HTTP, defHost: sc.Host}
+	httpOpts := sc.HTTP
+	if httpOpts.Counters == nil {
+		httpOpts.Counters = new(httpc.Counters)
+	}
+	w.conns = httpOpts.Counters
+	w.env = &env{rec: w.rec, log: w.log, onExc: w.reportException, httpOpts: httpOpts, defHost: sc.Host}
+	w.env.configs.sources = opts.SourceIPs
 	w.pool = newPool(w.env, w.classes)
 	w.exc.rate = opts.ExceptionRate
 	w.mu.state = StateReady
@@ -206,6 +225,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	b.start()
 	b.wait(0, w.opts.ForceWait, nil)
 	cancelUsers()
+	w.bg.Wait()
 	if !w.pool.waitIdle(w.opts.ForceWait) {
 		w.log.Warn("some user tasks did not return after being interrupted", "users", w.pool.nLive.Load())
 	}
@@ -273,7 +293,9 @@ func (w *Worker) sendHeartbeat() {
 		State:       state,
 		CPUUsage:    w.cpu.sample(time.Now()),
 		MemoryUsage: processRSS(),
+		Connections: w.connCounters(),
 	})
+	w.checkGeneratorErrors()
 }
 
 // ---- receiving ----
@@ -325,6 +347,8 @@ func (w *Worker) handle(msg protocol.Message) {
 		w.dealer.Load().Reconnect()
 	case protocol.TypeSpawningComplete:
 		w.log.Debug("master finished spawning", "data", fmt.Sprint(msg.Data))
+	case protocol.TypeCicadaSecondRound:
+		w.onSecondRound()
 	case protocol.TypeUpdateUserClass, protocol.TypeLocustfile:
 		w.log.Warn("message type not supported by this worker; ignored", "type", msg.Type)
 	default:
@@ -379,7 +403,7 @@ func (w *Worker) onSpawn(msg protocol.Message) {
 	}
 	newTest := w.mu.state != StateRunning && w.mu.state != StateSpawning
 	w.mu.state = StateSpawning
-	w.enqueueLocked(command{kind: cmdSpawn, spawn: s})
+	w.enqueueLocked(command{kind: cmdSpawn, spawn: s, newTest: newTest})
 	w.mu.Unlock()
 	if s.Host != nil {
 		h := *s.Host
