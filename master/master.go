@@ -14,7 +14,10 @@
 //     fatal; no message from a worker can stop the master.
 //   - Heartbeats are echoed (Locust ≥ 2.19 behaviour) only to workers that
 //     understand them: version -1 (cicada, boomer), versions ≥ 2.19 and
-//     unparsable non-empty versions, and adopted workers. Not to "" (the
+//     unparsable non-empty versions, and adopted workers; and at most once
+//     per Options.HeartbeatEchoInterval (5 s) per worker instead of for
+//     every heartbeat: workers only check that one arrived within 60 s,
+//     and the writes were the master's largest cost with many workers. Not to "" (the
 //     Debian 2.12.1 package) nor to versions below 2.19, which would log
 //     "Unknown message type" every second. A worker that never received a
 //     master heartbeat never arms its 60 s master timeout, so not echoing
@@ -365,7 +368,8 @@ func (m *Master) Status() Status {
 // loopState is everything the loop owns.
 type loopState struct {
 	state     string
-	nodes     map[string]*node
+	nodes     map[string]*node // add and delete through addNode and deleteNode
+	users     int64            // users reported by all nodes
 	indexes   map[string]int
 	lastTS    map[string]float64 // last spawn timestamp per worker id (never reset, as the worker's)
 	stopped   map[string]bool    // sent client_stopped, not yet client_ready: not adopted
@@ -395,9 +399,10 @@ type loopState struct {
 	finalDue   time.Time
 	finishedAt time.Time
 
-	cpuWarned bool
-	result    runResult
-	done      bool
+	cpuWarned  bool
+	usersDirty bool
+	result     runResult
+	done       bool
 }
 
 type runResult struct {
@@ -456,6 +461,7 @@ func (m *Master) loop(ctx context.Context) {
 			m.beginQuit()
 		}
 	}
+	m.publishUserCount()
 	s := st.status(&m.opts)
 	m.lastStatus.Store(&s)
 }
@@ -489,6 +495,7 @@ func (m *Master) transportEvent(ev zmtp.Event) {
 
 // housekeeping checks the deadlines of the report, stop and final waits.
 func (m *Master) housekeeping() {
+	m.publishUserCount()
 	m.checkReportWait()
 	m.checkStopWaiters()
 	m.checkFinal()

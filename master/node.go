@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cicada-load/cicada/protocol"
 )
@@ -18,18 +19,47 @@ type node struct {
 	cpu       float64
 	cpuWarned bool
 	memory    int64
-	classes   map[string]int64 // users per class, as last reported
+	classes   map[string]int64 // users per class, as last reported; set through setClasses
+	total     int64            // sum of classes
 	version   string           // client_ready data; "-1" for the skip value; "?" when adopted
 	echo      bool             // echo heartbeats to this worker
+	echoMsg   []byte           // the encoded echo
 	adopted   bool
+	lastEcho  time.Time // when the last heartbeat echo was sent
 }
 
-func (n *node) users() int64 {
+func (n *node) users() int64 { return n.total }
+
+func sumCounts(m map[string]int64) int64 {
 	var s int64
-	for _, c := range n.classes {
+	for _, c := range m {
 		s += c
 	}
 	return s
+}
+
+// setClasses replaces a node's reported users, keeping the loop's total.
+// Precondition: loop; nd is in st.nodes.
+func (s *loopState) setClasses(nd *node, classes map[string]int64) {
+	t := sumCounts(classes)
+	s.users += t - nd.total
+	nd.classes, nd.total = classes, t
+}
+
+// addNode and deleteNode keep the user total. Precondition: loop.
+func (s *loopState) addNode(nd *node) {
+	if old := s.nodes[nd.id]; old != nil {
+		s.users -= old.total
+	}
+	s.nodes[nd.id] = nd
+	s.users += nd.total
+}
+
+func (s *loopState) deleteNode(id string) {
+	if old := s.nodes[id]; old != nil {
+		s.users -= old.total
+		delete(s.nodes, id)
+	}
 }
 
 func active(state string) bool {
@@ -58,13 +88,7 @@ func (s *loopState) countState(state string) int {
 }
 
 // userCount is Locust's user_count: the users reported by all nodes.
-func (s *loopState) userCount() int64 {
-	var n int64
-	for _, nd := range s.nodes {
-		n += nd.users()
-	}
-	return n
-}
+func (s *loopState) userCount() int64 { return s.users }
 
 // reportedClasses is Locust's reported_user_classes_count.
 func (s *loopState) reportedClasses() map[string]int64 {
@@ -135,10 +159,21 @@ func majorMinor(v string) (major, minor int, ok bool) {
 // ---- message handling (loop goroutine) ----
 
 func (m *Master) handle(in inbound) {
+	if m.handleMessage(in) {
+		m.checkStopped()
+	}
+	m.checkReportWait()
+	m.checkStopWaiters()
+	m.checkFinal()
+}
+
+// handleMessage applies one message and reports whether a worker's state
+// may have changed (then Locust's check_stopped runs).
+func (m *Master) handleMessage(in inbound) (stateChange bool) {
 	st := &m.st
 	if in.err != nil {
 		m.log.Error(fmt.Sprintf("Malformed message from worker %s (ignored): %v", in.id, in.err))
-		return
+		return false
 	}
 	msg := in.msg
 	id := in.id
@@ -150,32 +185,18 @@ func (m *Master) handle(in inbound) {
 		cr, ok := msg.Data.(*protocol.ClientReady)
 		if !ok {
 			m.log.Error(fmt.Sprintf("Bad client_ready data from worker %s: %T", id, msg.Data))
-			return
+			return false
 		}
 		m.clientReady(id, cr)
 	case protocol.TypeClientStopped:
 		nd := st.nodes[id]
 		if nd == nil {
 			m.log.Warn(fmt.Sprintf("Received %s message from an unknown worker: %s.", msg.Type, id))
-			return
+			return false
 		}
 		st.stopped[id] = true
 		m.removeNode(nd)
 		m.log.Info(fmt.Sprintf("Worker %s (index %d) reported that it has stopped, removing from running workers", id, m.index(id)))
-	case protocol.TypeHeartbeat:
-		hb, ok := msg.Data.(*protocol.Heartbeat)
-		if !ok {
-			m.log.Warn(fmt.Sprintf("Unexpected heartbeat data from worker %s: %T", id, msg.Data))
-			return
-		}
-		m.heartbeat(id, hb)
-	case protocol.TypeStats:
-		r, ok := msg.Data.(*protocol.StatsReport)
-		if !ok {
-			m.log.Error(fmt.Sprintf("Bad stats data from worker %s: %T", id, msg.Data))
-			return
-		}
-		m.statsReport(id, r)
 	case protocol.TypeSpawning:
 		if nd := st.nodes[id]; nd != nil {
 			nd.state = StateSpawning
@@ -192,7 +213,7 @@ func (m *Master) handle(in inbound) {
 			m.log.Debug(fmt.Sprintf("Ignoring spawning_complete from unregistered worker %s", id))
 		default:
 			nd.state = StateRunning
-			nd.classes = copyCounts(sc.UserClassesCount)
+			st.setClasses(nd, copyCounts(sc.UserClassesCount))
 			m.userCountChanged()
 		}
 	case protocol.TypeQuit:
@@ -201,18 +222,33 @@ func (m *Master) handle(in inbound) {
 		ex, ok := msg.Data.(*protocol.Exception)
 		if !ok {
 			m.log.Error(fmt.Sprintf("Bad exception data from worker %s: %T", id, msg.Data))
-			return
+			return false
 		}
 		m.stats.AddException(ex.Msg, ex.Traceback, id)
+		return false
+	case protocol.TypeStats:
+		r, ok := msg.Data.(*protocol.StatsReport)
+		if !ok {
+			m.log.Error(fmt.Sprintf("Bad stats data from worker %s: %T", id, msg.Data))
+			return false
+		}
+		m.statsReport(id, r)
+		return false
+	case protocol.TypeHeartbeat:
+		hb, ok := msg.Data.(*protocol.Heartbeat)
+		if !ok {
+			m.log.Warn(fmt.Sprintf("Unexpected heartbeat data from worker %s: %T", id, msg.Data))
+			return false
+		}
+		return m.heartbeat(id, hb)
 	case protocol.TypeLogs:
 		m.log.Debug(fmt.Sprintf("Received logs from worker %s", id))
+		return false
 	default:
 		m.log.Warn(fmt.Sprintf("Unknown message type received from worker %s (index %d): %s", id, m.index(id), msg.Type))
+		return false
 	}
-	m.checkStopped()
-	m.checkReportWait()
-	m.checkStopWaiters()
-	m.checkFinal()
+	return true
 }
 
 func copyCounts(in map[string]int64) map[string]int64 {
@@ -247,7 +283,7 @@ func (m *Master) clientReady(id string, cr *protocol.ClientReady) {
 	}
 	nd := &node{id: id, state: StateReady, liveness: m.opts.HeartbeatLiveness, classes: map[string]int64{},
 		version: version, echo: echoHeartbeats(cr), memory: -1}
-	st.nodes[id] = nd
+	st.addNode(nd)
 	m.userCountChanged()
 	if st.quitting {
 		// A worker registering while the master quits: it has no users.
@@ -277,7 +313,7 @@ func (m *Master) workerJoined(id string) {
 // removeNode deletes a node (client_stopped, quit) and re-dispatches.
 func (m *Master) removeNode(nd *node) {
 	st := &m.st
-	delete(st.nodes, nd.id)
+	st.deleteNode(nd.id)
 	m.userCountChanged()
 	if st.disp != nil {
 		st.disp.RemoveWorker(nd.id)
@@ -287,14 +323,15 @@ func (m *Master) removeNode(nd *node) {
 	}
 }
 
-func (m *Master) heartbeat(id string, hb *protocol.Heartbeat) {
+func (m *Master) heartbeat(id string, hb *protocol.Heartbeat) (stateChange bool) {
 	st := &m.st
 	nd := st.nodes[id]
 	if nd == nil {
 		if st.stopped[id] || st.quitted[id] || st.quitting {
-			return // stopping (until its client_ready) or gone: as Locust
+			return false // stopping (until its client_ready) or gone: as Locust
 		}
 		nd = m.adopt(id, hb)
+		stateChange = true
 	} else {
 		nd.liveness = m.opts.HeartbeatLiveness
 		if nd.state == StateMissing {
@@ -303,7 +340,10 @@ func (m *Master) heartbeat(id string, hb *protocol.Heartbeat) {
 			m.workerJoined(id)
 		}
 	}
-	nd.state = hb.State
+	if nd.state != hb.State {
+		stateChange = true
+		nd.state = hb.State
+	}
 	nd.cpu = hb.CPUUsage
 	if !nd.cpuWarned && nd.cpu > 90 {
 		nd.cpuWarned = true
@@ -314,7 +354,26 @@ func (m *Master) heartbeat(id string, hb *protocol.Heartbeat) {
 		nd.memory = hb.MemoryUsage
 	}
 	if nd.echo {
-		m.send(id, protocol.TypeHeartbeat, &protocol.MasterHeartbeat{})
+		if now := timeNow(); now.Sub(nd.lastEcho) >= m.opts.HeartbeatEchoInterval {
+			nd.lastEcho = now
+			m.sendEcho(nd)
+		}
+	}
+	return stateChange
+}
+
+// sendEcho sends the master heartbeat, encoded once per node.
+func (m *Master) sendEcho(nd *node) {
+	if nd.echoMsg == nil {
+		b, err := protocol.Encode(protocol.Message{Type: protocol.TypeHeartbeat, Data: &protocol.MasterHeartbeat{}, NodeID: nd.id})
+		if err != nil {
+			m.log.Error("Cannot encode a heartbeat: " + err.Error())
+			return
+		}
+		nd.echoMsg = b
+	}
+	if err := m.router.Send(nd.id, nd.echoMsg); err != nil {
+		m.log.Debug(fmt.Sprintf("Sending heartbeat to worker %s: %v", nd.id, err))
 	}
 }
 
@@ -325,7 +384,7 @@ func (m *Master) adopt(id string, hb *protocol.Heartbeat) *node {
 	idx := m.index(id)
 	nd := &node{id: id, state: hb.State, liveness: m.opts.HeartbeatLiveness, classes: map[string]int64{},
 		version: "?", echo: true, adopted: true, memory: -1}
-	st.nodes[id] = nd
+	st.addNode(nd)
 	m.log.Info(fmt.Sprintf("Worker %s (index %d) is not registered (master restarted, or it was deleted while unreachable); adopting it in state %s. %d workers connected.",
 		id, idx, hb.State, st.workerCount()))
 	testRuns := st.state == StateRunning || st.state == StateSpawning
@@ -351,7 +410,7 @@ func (m *Master) statsReport(id string, r *protocol.StatsReport) {
 	if nd == nil {
 		m.log.Debug(fmt.Sprintf("Discarded report from unrecognized worker %s", id))
 	} else if r.UserClassesCount != nil {
-		nd.classes = copyCounts(r.UserClassesCount)
+		st.setClasses(nd, copyCounts(r.UserClassesCount))
 		m.userCountChanged()
 	}
 	if len(st.classes) == 0 && len(r.UserClassesCount) > 0 {
@@ -391,9 +450,18 @@ func (m *Master) workerQuit(id string) {
 	}
 }
 
-// userCountChanged publishes the reported user count for the CSV writer.
+// userCountChanged marks the published user count (for the CSV history)
+// stale; housekeeping recomputes it, so a stats report costs O(1) here.
 func (m *Master) userCountChanged() {
-	m.userCount.Store(m.st.userCount())
+	m.st.usersDirty = true
+}
+
+// publishUserCount recomputes the published user count if stale.
+func (m *Master) publishUserCount() {
+	if m.st.usersDirty {
+		m.st.usersDirty = false
+		m.userCount.Store(m.st.userCount())
+	}
 }
 
 // liveness is Locust's heartbeat_worker tick (locust-protocol.md §4.2).
@@ -408,7 +476,7 @@ func (m *Master) liveness() {
 		if nd.liveness < 0 && nd.state != StateMissing {
 			m.log.Info(fmt.Sprintf("Worker %s failed to send heartbeat, setting state to missing.", id))
 			nd.state = StateMissing
-			nd.classes = map[string]int64{}
+			st.setClasses(nd, map[string]int64{})
 			m.userCountChanged()
 			if st.disp != nil {
 				st.disp.RemoveWorker(id)
@@ -430,7 +498,7 @@ func (m *Master) liveness() {
 	}
 	for _, id := range dead {
 		m.log.Info(fmt.Sprintf("Worker %s (index %d) missing for too long, removing it.", id, m.index(id)))
-		delete(st.nodes, id)
+		st.deleteNode(id)
 		if f := st.final[id]; f != nil {
 			f.gone = true
 		}

@@ -21,13 +21,16 @@ const (
 	DefaultExitCodeOnError   = 1
 	DefaultHeartbeatInterval = time.Second
 	DefaultHeartbeatLiveness = 3
-	DefaultDeadTicks         = 60
-	DefaultReportWait        = time.Second
-	DefaultStatsInterval     = 2 * time.Second
-	DefaultCSVInterval       = time.Second
-	DefaultWaitLogInterval   = time.Second
-	DefaultShapeTick         = time.Second
-	DefaultStopWait          = 60 * time.Second
+	// DefaultHeartbeatEchoInterval: workers quit after 60 s without a
+	// master heartbeat; one every 5 s leaves a wide margin.
+	DefaultHeartbeatEchoInterval = 5 * time.Second
+	DefaultDeadTicks             = 60
+	DefaultReportWait            = time.Second
+	DefaultStatsInterval         = 2 * time.Second
+	DefaultCSVInterval           = time.Second
+	DefaultWaitLogInterval       = time.Second
+	DefaultShapeTick             = time.Second
+	DefaultStopWait              = 60 * time.Second
 	// DefaultFinalReportGrace is how long after a stats report received
 	// after quit the master still waits for the worker's quit message
 	// (which follows the final report) before taking that report as final.
@@ -163,6 +166,9 @@ type Options struct {
 	// it is deleted (Locust's −HEARTBEAT_DEAD_INTERNAL). If zero,
 	// DefaultDeadTicks.
 	DeadTicks int
+	// HeartbeatEchoInterval is the least time between two heartbeats the
+	// master echoes to one worker. If zero, DefaultHeartbeatEchoInterval.
+	HeartbeatEchoInterval time.Duration
 	// ReportWait is how long, after the last step of a ramp, the master
 	// waits for workers to report the target user count. If zero,
 	// DefaultReportWait.
@@ -252,6 +258,7 @@ func (o *Options) normalize() error {
 	if o.DeadTicks <= 0 {
 		o.DeadTicks = DefaultDeadTicks
 	}
+	setDefault(&o.HeartbeatEchoInterval, DefaultHeartbeatEchoInterval)
 	setDefault(&o.ReportWait, DefaultReportWait)
 	setDefault(&o.StopWait, DefaultStopWait)
 	setDefault(&o.FinalReportTimeout, max(o.StopTimeout, 5*time.Second)+5*time.Second)

@@ -1,0 +1,507 @@
+// Command master measures how many workers one master handles: N simulated
+// workers (real ZeroMQ over loopback, all Dealers in this process) each send
+// a heartbeat every second and a 20-name stats report every 3 seconds to a
+// master process, and the master's CPU (utime+stime from /proc) is sampled
+// over a steady-state window once every worker runs its users. The same
+// load is put on a cicada master (this binary re-executed with -role
+// master) and on a Python Locust master (/usr/bin/locust --master
+// --headless), one after the other, for each worker count.
+//
+// Usage: go run ./bench/master -workers 100,500,1000,2000 -window 30s
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/cicada-load/cicada/internal/locustlog"
+	"github.com/cicada-load/cicada/master"
+	"github.com/cicada-load/cicada/protocol"
+	"github.com/cicada-load/cicada/protocol/zmtp"
+	"github.com/cicada-load/cicada/stats"
+)
+
+var (
+	exact      bool
+	profileDir string
+)
+
+var classes = []master.UserClass{{Name: "WebUser", Weight: 3}, {Name: "ApiUser", Weight: 1}}
+
+const locustfile = `from locust import User, task, constant
+
+class WebUser(User):
+    weight = 3
+    wait_time = constant(1)
+    @task
+    def t(self):
+        pass
+
+class ApiUser(User):
+    wait_time = constant(1)
+    @task
+    def t(self):
+        pass
+`
+
+func main() {
+	role := flag.String("role", "driver", "driver, or master (internal: the cicada master process)")
+	port := flag.Int("port", 0, "master port (role master)")
+	n := flag.Int("n", 0, "expected workers (role master)")
+	workersFlag := flag.String("workers", "100,500,1000,2000", "worker counts to measure")
+	targets := flag.String("targets", "cicada,locust", "masters to measure")
+	window := flag.Duration("window", 30*time.Second, "CPU measurement window")
+	warmup := flag.Duration("warmup", 6*time.Second, "steady-state wait before measuring")
+	names := flag.Int("names", 20, "request names per stats report")
+	locustBin := flag.String("locust", "/usr/bin/locust", "Locust executable")
+	flag.BoolVar(&exact, "exact", true, "send cicada's exact latency histograms in the stats reports, as cicada workers do (Python workers do not)")
+	cpuprofile := flag.String("cpuprofile", "", "role master: write a CPU profile here")
+	flag.StringVar(&profileDir, "profiledir", "", "driver: have the cicada master write CPU profiles into this directory")
+	flag.Parse()
+	if *role == "master" {
+		os.Exit(runCicadaMaster(*port, *n, *cpuprofile))
+	}
+	var counts []int
+	for _, s := range strings.Split(*workersFlag, ",") {
+		c, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bad -workers:", err)
+			os.Exit(2)
+		}
+		counts = append(counts, c)
+	}
+	fmt.Printf("# master CPU under N simulated workers (heartbeat 1/s, %d-name stats every 3 s, exact histograms %v), window %v, load average %s\n",
+		*names, exact, *window, loadavg())
+	fmt.Printf("%-8s %-8s %10s %10s %9s %9s %8s %s\n", "master", "workers", "cpu_cores", "rss_MiB", "acked", "running", "drv_cpu", "notes")
+	for _, c := range counts {
+		for _, tgt := range strings.Split(*targets, ",") {
+			res, err := measure(tgt, c, *window, *warmup, *names, *locustBin)
+			if err != nil {
+				fmt.Printf("%-8s %-8d error: %v\n", tgt, c, err)
+				continue
+			}
+			fmt.Printf("%-8s %-8d %10.3f %10.1f %9d %9d %8.2f %s\n", tgt, c, res.cores, res.rssMiB, res.acked, res.running, res.driverCores, res.notes)
+		}
+	}
+}
+
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// runCicadaMaster is the master process: a headless cicada master that
+// waits for n workers and gives each one user.
+func runCicadaMaster(port, n int, cpuprofile string) int {
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer cancel()
+	if cpuprofile != "" {
+		f, err := os.Create(cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
+	m, err := master.New(master.Options{
+		BindHost:      "127.0.0.1",
+		BindPort:      port,
+		Headless:      true,
+		ExpectWorkers: n,
+		Users:         n,
+		SpawnRate:     float64(n),
+		RunTime:       time.Hour,
+		OnlySummary:   true,
+		UserClasses:   classes,
+		Logger:        slog.New(locustlog.New(os.Stderr, slog.LevelInfo)),
+		// Zero final wait: the driver kills us.
+		FinalReportTimeout: time.Millisecond,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code, _ := m.Run(ctx)
+	return code
+}
+
+type result struct {
+	cores, rssMiB, driverCores float64
+	acked, running             int64
+	notes                      string
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func measure(target string, n int, window, warmup time.Duration, names int, locustBin string) (result, error) {
+	var res result
+	port, err := freePort()
+	if err != nil {
+		return res, err
+	}
+	dir, err := os.MkdirTemp("", "cicada-bench-master")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(dir)
+	logPath := filepath.Join(dir, "master.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return res, err
+	}
+	defer logf.Close()
+	var cmd *exec.Cmd
+	switch target {
+	case "cicada":
+		self, err := os.Executable()
+		if err != nil {
+			return res, err
+		}
+		args := []string{"-role", "master", "-port", strconv.Itoa(port), "-n", strconv.Itoa(n)}
+		if profileDir != "" {
+			args = append(args, "-cpuprofile", filepath.Join(profileDir, fmt.Sprintf("cicada-%d.prof", n)))
+		}
+		cmd = exec.Command(self, args...)
+	case "locust":
+		lf := filepath.Join(dir, "locustfile.py")
+		if err := os.WriteFile(lf, []byte(locustfile), 0o644); err != nil {
+			return res, err
+		}
+		cmd = exec.Command(locustBin, "-f", lf, "--master", "--headless", "--master-bind-host", "127.0.0.1",
+			"--master-bind-port", strconv.Itoa(port), "--expect-workers", strconv.Itoa(n),
+			"-u", strconv.Itoa(n), "-r", strconv.Itoa(n), "-t", "1h", "--only-summary")
+	default:
+		return res, fmt.Errorf("unknown target %q", target)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return res, err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	defer func() {
+		// SIGTERM first, so that a profiling master writes its profile.
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(3 * time.Second):
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			<-exited
+		}
+	}()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sim, err := newSimulation(ctx, n, port, names)
+	if err != nil {
+		return res, err
+	}
+	defer sim.close()
+
+	// Wait for every worker to be acked and running its users.
+	deadline := time.Now().Add(60*time.Second + time.Duration(n)*20*time.Millisecond)
+	for sim.running.Load() < int64(n) && time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			return res, fmt.Errorf("master exited; log: %s", tail(logPath))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	time.Sleep(warmup)
+	pid := cmd.Process.Pid
+	c0, err := cpuTicks(pid)
+	if err != nil {
+		return res, err
+	}
+	d0 := selfCPU()
+	t0 := time.Now()
+	time.Sleep(window)
+	c1, err := cpuTicks(pid)
+	if err != nil {
+		return res, err
+	}
+	elapsed := time.Since(t0).Seconds()
+	res.cores = float64(c1-c0) / clkTck / elapsed
+	res.driverCores = (selfCPU() - d0).Seconds() / elapsed
+	res.rssMiB = float64(rssKiB(pid)) / 1024
+	res.acked = sim.acked.Load()
+	res.running = sim.running.Load()
+	logText, _ := os.ReadFile(logPath)
+	if c := bytes.Count(logText, []byte("setting state to missing")); c > 0 {
+		res.notes += fmt.Sprintf("%d missing-worker events; ", c)
+	}
+	if c := sim.sendErrors.Load(); c > 0 {
+		res.notes += fmt.Sprintf("%d send errors; ", c)
+	}
+	return res, nil
+}
+
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
+
+const clkTck = 100 // USER_HZ on Linux
+
+func cpuTicks(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	f := strings.Fields(s[i+2:])
+	// fields after the command: state(0) ... utime is field 14 overall = index 11 here
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return ut + st, nil
+}
+
+func rssKiB(pid int) int64 {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			f := strings.Fields(line)
+			v, _ := strconv.ParseInt(f[1], 10, 64)
+			return v
+		}
+	}
+	return 0
+}
+
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// ---- simulated workers ----
+
+type simulation struct {
+	cancel     context.CancelFunc
+	workers    []*simWorker
+	acked      atomic.Int64
+	running    atomic.Int64
+	sendErrors atomic.Int64
+	wg         sync.WaitGroup
+
+	mu    sync.RWMutex
+	stats []byte // encoded stats message, node id placeholder at the end
+}
+
+const idLen = len("benchhost_") + 32
+
+var placeholder = strings.Repeat("X", idLen)
+
+type simWorker struct {
+	id string
+	d  *zmtp.Dealer
+}
+
+func newSimulation(parent context.Context, n, port, names int) (*simulation, error) {
+	ctx, cancel := context.WithCancel(parent)
+	s := &simulation{cancel: cancel}
+	if err := s.buildStats(names); err != nil {
+		return nil, err
+	}
+	// Refresh the report every second, with current timestamps.
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				_ = s.buildStats(names)
+			}
+		}
+	}()
+	endpoint := fmt.Sprintf("tcp://127.0.0.1:%d", port)
+	for i := range n {
+		id := fmt.Sprintf("benchhost_%032x", i+1)
+		d, err := zmtp.Dial(endpoint, id, zmtp.Options{SendQueue: 100})
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		w := &simWorker{id: id, d: d}
+		s.workers = append(s.workers, w)
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); s.run(ctx, w) }()
+	}
+	return s, nil
+}
+
+func (s *simulation) close() {
+	s.cancel()
+	for _, w := range s.workers {
+		w.d.Close()
+	}
+	s.wg.Wait()
+}
+
+func (s *simulation) buildStats(names int) error {
+	r := stats.NewRecorder(nil)
+	r.Clear()
+	for i := range names {
+		name := fmt.Sprintf("/api/endpoint/%d", i)
+		for k := range 10 {
+			r.Record("GET", name, time.Duration(2+k*3)*time.Millisecond, 512, "")
+		}
+		if i%5 == 0 {
+			r.Record("GET", name, 40*time.Millisecond, 0, "HTTPError('500 Server Error')")
+		}
+	}
+	rep := r.Report(map[string]int64{"WebUser": 1, "ApiUser": 0}, 1)
+	if !exact {
+		for i := range rep.Stats {
+			rep.Stats[i].Exact = nil
+		}
+		rep.Total.Exact = nil
+	}
+	b, err := protocol.Encode(protocol.Message{Type: protocol.TypeStats, Data: rep, NodeID: placeholder})
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.stats = b
+	s.mu.Unlock()
+	return nil
+}
+
+// withID copies a message encoded with the placeholder node id and puts
+// the worker's id in its place (the node id is the envelope's last field).
+func withID(tmpl []byte, id string) []byte {
+	b := append([]byte(nil), tmpl...)
+	copy(b[len(b)-idLen:], id)
+	return b
+}
+
+func (s *simulation) send(w *simWorker, b []byte) {
+	if err := w.d.Send(b); err != nil {
+		s.sendErrors.Add(1)
+	}
+}
+
+func (s *simulation) run(ctx context.Context, w *simWorker) {
+	enc := func(typ string, data any) []byte {
+		b, _ := protocol.Encode(protocol.Message{Type: typ, Data: data, NodeID: w.id})
+		return b
+	}
+	state := atomic.Value{}
+	state.Store("ready")
+	hbReady := enc(protocol.TypeHeartbeat, &protocol.Heartbeat{State: "ready", CPUUsage: 3.5, MemoryUsage: 60 << 20})
+	hbRunning := enc(protocol.TypeHeartbeat, &protocol.Heartbeat{State: "running", CPUUsage: 3.5, MemoryUsage: 60 << 20})
+	s.send(w, enc(protocol.TypeClientReady, &protocol.ClientReady{VersionSkipCheck: true}))
+
+	acked := make(chan struct{})
+	var ackOnce sync.Once
+	// Receive loop: ack, spawn, quit.
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		counted := false
+		for {
+			frames, err := w.d.Recv(ctx)
+			if err != nil {
+				return
+			}
+			m, err := protocol.Decode(frames[0])
+			if err != nil {
+				continue
+			}
+			switch m.Type {
+			case protocol.TypeAck:
+				ackOnce.Do(func() { s.acked.Add(1); close(acked) })
+			case protocol.TypeSpawn:
+				sp := m.Data.(*protocol.Spawn)
+				s.send(w, enc(protocol.TypeSpawning, nil))
+				var total int64
+				for _, c := range sp.UserClassesCount {
+					total += c
+				}
+				s.send(w, enc(protocol.TypeSpawningComplete, &protocol.SpawningComplete{UserClassesCount: sp.UserClassesCount, UserCount: total}))
+				state.Store("running")
+				if !counted {
+					counted = true
+					s.running.Add(1)
+				}
+			case protocol.TypeQuit:
+				return
+			}
+		}
+	}()
+	// Resend client_ready every 5 s until acked, as Locust workers do.
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-acked:
+		case <-time.After(5 * time.Second):
+			s.send(w, enc(protocol.TypeClientReady, &protocol.ClientReady{VersionSkipCheck: true}))
+			continue
+		}
+		break
+	}
+	// Heartbeat every second and stats every 3 s, each with a random phase.
+	time.Sleep(time.Duration(rand.Int64N(int64(time.Second))))
+	hb := time.NewTicker(time.Second)
+	defer hb.Stop()
+	statsPhase := rand.IntN(3)
+	for tick := 0; ; tick++ {
+		if state.Load() == "running" {
+			s.send(w, hbRunning)
+		} else {
+			s.send(w, hbReady)
+		}
+		if tick%3 == statsPhase {
+			s.mu.RLock()
+			b := withID(s.stats, w.id)
+			s.mu.RUnlock()
+			s.send(w, b)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-hb.C:
+		}
+	}
+}
+

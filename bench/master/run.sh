@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Master scalability: simulated workers (real ZeroMQ over loopback, all in one
+# process) each send a heartbeat every second and a 20-name stats report every
+# 3 s to a cicada master and to a Python Locust master (/usr/bin/locust
+# --master --headless), one after the other; the master's CPU (utime+stime from
+# /proc) is measured over a steady-state window. Bounded: TIMEOUT overall.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export PATH="$PATH:/usr/local/go/bin"
+WORKERS=${WORKERS:-100,500,1000,2000}
+WINDOW=${WINDOW:-30s}
+TIMEOUT=${TIMEOUT:-1200}
+bin=$(mktemp -d)
+trap 'rm -rf "$bin"' EXIT
+go build -o "$bin/masterbench" ./bench/master
+timeout "$TIMEOUT" "$bin/masterbench" -workers "$WORKERS" -window "$WINDOW"
