@@ -97,7 +97,6 @@ func (w *jsonWriter) boolean(b bool) {
 	}
 }
 
-
 // Convenience key+value pairs.
 func (w *jsonWriter) kStr(k, v string)       { w.key(k); w.str(v) }
 func (w *jsonWriter) kInt(k string, v int64) { w.key(k); w.int(v) }
