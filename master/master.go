@@ -111,6 +111,8 @@ type Master struct {
 
 	userCount  atomic.Int64 // mirror of the loop's user count, for CSV history
 	lastStatus atomic.Pointer[Status]
+	connView   atomic.Pointer[connView] // published by the loop for the outputs
+	connCSV    *connCSV
 
 	st loopState // owned by the loop goroutine
 }
@@ -150,6 +152,11 @@ func New(opts Options) (*Master, error) {
 			return nil, err
 		}
 		m.csv = c
+		if m.connCSV, err = openConnCSV(opts.CSVPrefix); err != nil {
+			c.close()
+			r.Close()
+			return nil, err
+		}
 	}
 	return m, nil
 }
@@ -166,6 +173,7 @@ func (m *Master) Close() error {
 	close(m.loopDone)
 	if m.csv != nil {
 		m.csv.close()
+		m.connCSV.close()
 	}
 	return m.router.Close()
 }
@@ -219,6 +227,10 @@ func (m *Master) Run(ctx context.Context) (exitCode int, err error) {
 	case res.internalError:
 		code = 2
 	}
+	cv := m.connView.Load()
+	if m.opts.SecondRound && code == 0 && (cv == nil || !cv.round.Passed()) {
+		code = 1 // not every user reused its connection
+	}
 	m.mainLog.Info(fmt.Sprintf("Shutting down (exit code %d)", code))
 	csvErr := m.finishCSV()
 	f := m.opts.StatsFormat
@@ -226,6 +238,8 @@ func (m *Master) Run(ctx context.Context) (exitCode int, err error) {
 	_ = f.WriteStatsTable(w, snap, false)
 	_ = f.WritePercentileTable(w, snap)
 	_ = f.WriteErrorReport(w, snap)
+	writeConnTable(w, cv)
+	writeDiagnosis(w, cv, m.opts.SecondRound)
 	if closeErr != nil && !errors.Is(closeErr, zmtp.ErrClosed) {
 		m.log.Debug("closing the worker port: " + closeErr.Error())
 	}
@@ -401,6 +415,7 @@ type loopState struct {
 
 	cpuWarned  bool
 	usersDirty bool
+	conn       connLoopState // connections, warnings, second round
 	result     runResult
 	done       bool
 }
@@ -462,6 +477,7 @@ func (m *Master) loop(ctx context.Context) {
 		}
 	}
 	m.publishUserCount()
+	m.publishConns()
 	s := st.status(&m.opts)
 	m.lastStatus.Store(&s)
 }
@@ -499,6 +515,7 @@ func (m *Master) housekeeping() {
 	m.checkReportWait()
 	m.checkStopWaiters()
 	m.checkFinal()
+	m.checkSecondRound()
 }
 
 // ---- sending ----
@@ -638,6 +655,12 @@ func (m *Master) finishCSV() error {
 	if cerr := m.csv.close(); err == nil {
 		err = cerr
 	}
+	if cerr := m.connCSV.write(m.connView.Load()); err == nil {
+		err = cerr
+	}
+	if cerr := m.connCSV.close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		m.log.Error("Writing CSV files: " + err.Error())
 	}
@@ -655,6 +678,9 @@ func (m *Master) csvWriter(ctx context.Context) {
 			if err := m.csv.tick(m.stats.Snapshot(), m.userCount.Load()); err != nil {
 				m.log.Error("Writing CSV files: " + err.Error())
 			}
+			if err := m.connCSV.write(m.connView.Load()); err != nil {
+				m.log.Error("Writing CSV files: " + err.Error())
+			}
 		}
 	}
 }
@@ -665,6 +691,7 @@ func (m *Master) printer(ctx context.Context) {
 	defer t.Stop()
 	for {
 		_ = m.opts.StatsFormat.WriteStatsTable(m.opts.Stderr, m.stats.Snapshot(), true)
+		writeConnTable(m.opts.Stderr, m.connView.Load())
 		select {
 		case <-ctx.Done():
 			return

@@ -26,6 +26,7 @@ type node struct {
 	echoMsg   []byte           // the encoded echo
 	adopted   bool
 	lastEcho  time.Time // when the last heartbeat echo was sent
+	conn      connState // connection counters (cicada workers)
 }
 
 func (n *node) users() int64 { return n.total }
@@ -244,6 +245,9 @@ func (m *Master) handleMessage(in inbound) (stateChange bool) {
 	case protocol.TypeLogs:
 		m.log.Debug(fmt.Sprintf("Received logs from worker %s", id))
 		return false
+	case protocol.TypeCicadaWarning, protocol.TypeCicadaSecondRoundResult:
+		m.cicadaMessage(id, msg)
+		return false
 	default:
 		m.log.Warn(fmt.Sprintf("Unknown message type received from worker %s (index %d): %s", id, m.index(id), msg.Type))
 		return false
@@ -353,6 +357,7 @@ func (m *Master) heartbeat(id string, hb *protocol.Heartbeat) (stateChange bool)
 	if hb.MemoryUsage >= 0 {
 		nd.memory = hb.MemoryUsage
 	}
+	m.noteConns(nd, hb.Connections)
 	if nd.echo {
 		if now := timeNow(); now.Sub(nd.lastEcho) >= m.opts.HeartbeatEchoInterval {
 			nd.lastEcho = now
@@ -466,6 +471,7 @@ func (m *Master) publishUserCount() {
 
 // liveness is Locust's heartbeat_worker tick (locust-protocol.md §4.2).
 func (m *Master) liveness() {
+	m.publishConns()
 	st := &m.st
 	var dead []string
 	for _, id := range sortedIDs(st.nodes) {

@@ -139,6 +139,15 @@ type Options struct {
 	PrintStats bool
 	// OnlySummary suppresses the periodic table.
 	OnlySummary bool
+	// SecondRound: once all users are spawned, every cicada worker's users
+	// send one more request on their existing connection (RFC 3511 §5.2);
+	// the master logs "Second round: N users, N reused their connection,
+	// N reconnected, N failed", and Run returns exit code 1 unless every
+	// user reused its connection.
+	SecondRound bool
+	// SecondRoundTimeout bounds the wait for the workers' second-round
+	// results. If zero, DefaultSecondRoundTimeout.
+	SecondRoundTimeout time.Duration
 	// ExitCodeOnError is the exit code of a run with failures or
 	// exceptions. If nil, DefaultExitCodeOnError.
 	ExitCodeOnError *int
@@ -265,6 +274,7 @@ func (o *Options) normalize() error {
 	setDefault(&o.FinalReportGrace, DefaultFinalReportGrace+o.StopTimeout)
 	setDefault(&o.StatsInterval, DefaultStatsInterval)
 	setDefault(&o.CSVInterval, DefaultCSVInterval)
+	setDefault(&o.SecondRoundTimeout, DefaultSecondRoundTimeout)
 	setDefault(&o.WaitLogInterval, DefaultWaitLogInterval)
 	setDefault(&o.ShapeTick, DefaultShapeTick)
 	if o.Transport.Logger == nil {

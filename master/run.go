@@ -175,6 +175,7 @@ func (m *Master) checkReportWait() {
 	}
 	st.spawnComplete = true
 	m.log.Info(fmt.Sprintf("%s: %s", prefix, formatClasses(st.reportedClasses())))
+	m.startSecondRound()
 }
 
 // ---- stop and quit ----

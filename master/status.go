@@ -1,6 +1,10 @@
 package master
 
-import "time"
+import (
+	"time"
+
+	"github.com/cicada-load/cicada/protocol"
+)
 
 // Status is a point-in-time view of the master, for the web UI and tests.
 type Status struct {
@@ -46,6 +50,13 @@ type WorkerInfo struct {
 	Version string
 	// Adopted is true for a worker registered from its heartbeat.
 	Adopted bool
+	// Connections are the worker's connection counters from its last
+	// heartbeat (cicada workers), nil if it sent none. Owned by the
+	// caller.
+	Connections *protocol.ConnCounters
+	// ConnectsPerSec is the worker's connect rate between its last two
+	// heartbeats.
+	ConnectsPerSec float64
 }
 
 func (s Status) clone() Status {
@@ -53,6 +64,7 @@ func (s Status) clone() Status {
 	out.Workers = make([]WorkerInfo, len(s.Workers))
 	for i, w := range s.Workers {
 		w.UserClassesCount = copyCounts(w.UserClassesCount)
+		w.Connections = copyConns(w.Connections)
 		out.Workers[i] = w
 	}
 	out.UserClassesCount = copyCounts(s.UserClassesCount)
@@ -85,6 +97,8 @@ func (s *loopState) status(o *Options) Status {
 			MemoryUsage:      nd.memory,
 			Version:          nd.version,
 			Adopted:          nd.adopted,
+			Connections:      copyConns(nd.conn.c),
+			ConnectsPerSec:   nd.conn.rate,
 		})
 	}
 	return out
