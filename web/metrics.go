@@ -250,6 +250,72 @@ func appendMetrics(p *promWriter, st *Status, snap *stats.Snapshot) {
 		p.family("cicada_connections", "gauge", "Open client connections of all workers that report them.")
 		p.sample("cicada_connections", float64(conns))
 	}
+	appendConnMetrics(p, st)
+}
+
+// appendConnMetrics writes the detailed connection counters of the
+// workers that report them (cicada workers).
+func appendConnMetrics(p *promWriter, st *Status) {
+	var ws []*WorkerInfo
+	for i := range st.Workers {
+		if st.Workers[i].Conn != nil {
+			ws = append(ws, &st.Workers[i])
+		}
+	}
+	if len(ws) == 0 {
+		return
+	}
+	gauge := func(name, typ, help string, val func(c *ConnStats) float64) {
+		p.family(name, typ, help)
+		var total float64
+		for _, w := range ws {
+			v := val(w.Conn)
+			total += v
+			p.sample(name, v, "worker", w.ID)
+		}
+	}
+	gauge("cicada_worker_connections_established", "gauge", "Established client connections of each worker.",
+		func(c *ConnStats) float64 { return float64(c.Established) })
+	gauge("cicada_worker_connects_total", "counter", "Successful connects of each worker since it started.",
+		func(c *ConnStats) float64 { return float64(c.Connects) })
+	gauge("cicada_worker_reconnects_total", "counter", "Connects that replaced a user's earlier connection, per worker.",
+		func(c *ConnStats) float64 { return float64(c.Reconnects) })
+	gauge("cicada_worker_connects_per_second", "gauge", "Connect rate of each worker between its last two heartbeats.",
+		func(c *ConnStats) float64 { return c.ConnectsPerSec })
+	byKey := func(name, help, label string, get func(c *ConnStats) map[string]int64, sided bool) {
+		p.family(name, "counter", help)
+		for _, w := range ws {
+			m := get(w.Conn)
+			keys := make([]string, 0, len(m))
+			for k := range m {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				if !sided {
+					p.sample(name, float64(m[k]), "worker", w.ID, label, k)
+					continue
+				}
+				side := "server"
+				if w.Conn.GeneratorSide != nil && w.Conn.GeneratorSide(k) {
+					side = "generator"
+				}
+				p.sample(name, float64(m[k]), "worker", w.ID, label, k, "side", side)
+			}
+		}
+	}
+	byKey("cicada_worker_connection_closes_total", "Closed client connections per worker and cause.", "cause",
+		func(c *ConnStats) map[string]int64 { return c.Closes }, false)
+	byKey("cicada_worker_connect_errors_total", "Failed connects per worker and kind; side says whether the load generator (its ports, files, memory) or the server/network is at fault.", "kind",
+		func(c *ConnStats) map[string]int64 { return c.ConnectErrors }, true)
+	byKey("cicada_worker_connection_errors_total", "Failed requests on open connections per worker and kind, with the side at fault.", "kind",
+		func(c *ConnStats) map[string]int64 { return c.Errors }, true)
+	var est int64
+	for _, w := range ws {
+		est += w.Conn.Established
+	}
+	p.family("cicada_connections_established", "gauge", "Established client connections of all workers that report them.")
+	p.sample("cicada_connections_established", float64(est))
 }
 
 // handleMetrics serves Prometheus metrics (text format 0.0.4).

@@ -126,6 +126,30 @@ type WorkerInfo struct {
 	// Connections is the number of open client connections the worker
 	// reported, -1 if unknown (Python workers do not report it).
 	Connections int
+	// Conn details the worker's connection counters, nil if unknown.
+	Conn *ConnStats
+}
+
+// ConnStats are a cicada worker's connection counters (cumulative since
+// the worker started, except Open and Established).
+type ConnStats struct {
+	// Open counts sockets (connecting and established), Established the
+	// established connections.
+	Open, Established int64
+	// Connects and Reconnects count successful connects; Reconnects
+	// replaced an earlier connection of the same user.
+	Connects, Reconnects int64
+	// ConnectsPerSec is the connect rate between the last two heartbeats.
+	ConnectsPerSec float64
+	// Closes counts closed connections by cause.
+	Closes map[string]int64
+	// ConnectErrors counts failed connects by kind, Errors failed requests
+	// on open connections by kind. GeneratorSide tells which kinds are the
+	// load generator's own fault.
+	ConnectErrors, Errors map[string]int64
+	// GeneratorSide reports whether a failure kind is the load generator's
+	// fault. Nil means none is.
+	GeneratorSide func(kind string) bool
 }
 
 // UserClass describes one User class for the task-ratio view (/tasks).

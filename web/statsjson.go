@@ -196,6 +196,10 @@ func appendRequestsJSON(w *jsonWriter, st *Status, snap *stats.Snapshot) {
 			if wk.Connections >= 0 {
 				w.kInt("connections", int64(wk.Connections))
 			}
+			if wk.Conn != nil {
+				w.kInt("connections_established", wk.Conn.Established)
+				w.kFloat("connects_per_sec", wk.Conn.ConnectsPerSec)
+			}
 			w.kFloat("cpu_usage", wk.CPUUsage)
 			w.kStr("id", wk.ID)
 			w.kInt("memory_usage", wk.MemoryUsage)

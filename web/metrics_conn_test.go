@@ -1,0 +1,62 @@
+package web
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/cicada-load/cicada/stats"
+)
+
+// TestConnectionMetrics: the connection counters of cicada workers appear
+// per worker, with the side at fault for failures, and the exposition
+// stays valid; Python workers (no counters) are left out.
+func TestConnectionMetrics(t *testing.T) {
+	side := func(k string) bool { return k == "local ports exhausted" }
+	st := &Status{State: StateRunning, Distributed: true, UserCount: 3, Workers: []WorkerInfo{
+		{ID: "a_1", State: StateRunning, UserCount: 2, Connections: 2, MemoryUsage: -1, Conn: &ConnStats{
+			Open: 2, Established: 2, Connects: 5, Reconnects: 3, ConnectsPerSec: 1.5,
+			Closes: map[string]int64{"server closed idle": 3}, ConnectErrors: map[string]int64{"local ports exhausted": 4, "connection refused": 1},
+			Errors: map[string]int64{"connection reset": 2}, GeneratorSide: side}},
+		{ID: "py_1", State: StateRunning, UserCount: 1, Connections: -1, MemoryUsage: -1},
+	}}
+	p := promWriter{}
+	appendMetrics(&p, st, stats.New(nil).Snapshot())
+	text := string(p.b)
+	seen := map[string]bool{}
+	for _, line := range strings.Split(text, "\n") {
+		if f, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			name := strings.Fields(f)[0]
+			if seen[name] {
+				t.Errorf("family %s declared twice", name)
+			}
+			seen[name] = true
+		}
+	}
+	for _, want := range []string{
+		`cicada_worker_connections_established{worker="a_1"} 2`,
+		`cicada_worker_connects_total{worker="a_1"} 5`,
+		`cicada_worker_reconnects_total{worker="a_1"} 3`,
+		`cicada_worker_connects_per_second{worker="a_1"} 1.5`,
+		`cicada_worker_connection_closes_total{worker="a_1",cause="server closed idle"} 3`,
+		`cicada_worker_connect_errors_total{worker="a_1",kind="local ports exhausted",side="generator"} 4`,
+		`cicada_worker_connect_errors_total{worker="a_1",kind="connection refused",side="server"} 1`,
+		`cicada_worker_connection_errors_total{worker="a_1",kind="connection reset",side="server"} 2`,
+		`cicada_connections_established 2`,
+		`cicada_connections 2`,
+	} {
+		if !strings.Contains(text, want+"\n") {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if path, err := exec.LookPath("promtool"); err == nil {
+		cmd := exec.Command(path, "check", "metrics")
+		cmd.Stdin = strings.NewReader(text)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("promtool check metrics: %v\n%s", err, out)
+		}
+	}
+	if strings.Contains(text, `cicada_worker_connects_total{worker="py_1"}`) {
+		t.Error("a worker without counters has connection metrics")
+	}
+}
