@@ -23,6 +23,7 @@ type connState struct {
 	rate    float64                // connects per second between the last two heartbeats
 	prevAt  time.Time
 	prevCon int64
+	peak    int64 // the most established connections seen
 }
 
 // noteConns records the counters of a heartbeat. Precondition: loop.
@@ -38,11 +39,12 @@ func (m *Master) noteConns(nd *node, c *protocol.ConnCounters) {
 		}
 	}
 	cs.c, cs.prevAt, cs.prevCon = c, now, c.Connects
+	cs.peak = max(cs.peak, c.Established)
 	st := &m.st
 	if st.conn.rows == nil {
 		st.conn.rows = make(map[string]connRow)
 	}
-	st.conn.rows[nd.id] = connRow{name: fmt.Sprintf("%d %s", m.index(nd.id), shortID(nd.id)), c: *c, rate: cs.rate}
+	st.conn.rows[nd.id] = connRow{name: fmt.Sprintf("%d %s", m.index(nd.id), shortID(nd.id)), c: *c, rate: cs.rate, peak: cs.peak}
 }
 
 // WorkerWarning is a self-diagnosis warning a cicada worker sent
@@ -224,6 +226,7 @@ type connRow struct {
 	name string
 	c    protocol.ConnCounters
 	rate float64
+	peak int64 // most established connections seen (the total's is the sum of the workers' peaks)
 }
 
 // publishConns refreshes the view for the output goroutines.
@@ -263,6 +266,7 @@ func (v *connView) total() connRow {
 		t.c.Connects += r.c.Connects
 		t.c.Reconnects += r.c.Reconnects
 		t.rate += r.rate
+		t.peak += r.peak
 		t.c.Closes = addCounts(t.c.Closes, r.c.Closes)
 		t.c.ConnectErrors = addCounts(t.c.ConnectErrors, r.c.ConnectErrors)
 		t.c.Errors = addCounts(t.c.Errors, r.c.Errors)
@@ -329,16 +333,16 @@ func writeConnTable(w io.Writer, v *connView) {
 		return
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-30s %10s %12s %11s %10s %11s %9s %15s %9s\n", "Connections (worker)", "Open", "Established", "Connects/s", "Connects", "Reconnects", "Closes", "Connect errors", "Errors")
-	b.WriteString(strings.Repeat("-", 126) + "\n")
+	fmt.Fprintf(&b, "%-30s %9s %12s %9s %11s %10s %11s %9s %15s %9s\n", "Connections (worker)", "Open", "Established", "Peak", "Connects/s", "Connects", "Reconnects", "Closes", "Connect errors", "Errors")
+	b.WriteString(strings.Repeat("-", 136) + "\n")
 	row := func(r connRow) {
-		fmt.Fprintf(&b, "%-30s %10d %12d %11.1f %10d %11d %9d %15d %9d\n", r.name, r.c.Open, r.c.Established, r.rate, r.c.Connects, r.c.Reconnects,
+		fmt.Fprintf(&b, "%-30s %9d %12d %9d %11.1f %10d %11d %9d %15d %9d\n", r.name, r.c.Open, r.c.Established, r.peak, r.rate, r.c.Connects, r.c.Reconnects,
 			sum(r.c.Closes), sum(r.c.ConnectErrors), sum(r.c.Errors))
 	}
 	for _, r := range v.rows {
 		row(r)
 	}
-	b.WriteString(strings.Repeat("-", 126) + "\n")
+	b.WriteString(strings.Repeat("-", 136) + "\n")
 	t := v.total()
 	row(t)
 	if len(t.c.Closes) > 0 {
@@ -398,10 +402,10 @@ func (c *connCSV) write(v *connView) error {
 		return nil
 	}
 	var b strings.Builder
-	b.WriteString("Worker,Open,Established,Connects/s,Connects,Reconnects,Closes,Connect errors,Errors,Closes by cause,Connect errors by kind,Errors by kind\n")
+	b.WriteString("Worker,Open,Established,Peak established,Connects/s,Connects,Reconnects,Closes,Connect errors,Errors,Closes by cause,Connect errors by kind,Errors by kind\n")
 	if v != nil && len(v.rows) > 0 {
 		row := func(r connRow) {
-			fmt.Fprintf(&b, "%s,%d,%d,%s,%d,%d,%d,%d,%d,%s,%s,%s\n", csvQuote(r.name), r.c.Open, r.c.Established, strconv.FormatFloat(r.rate, 'f', 1, 64),
+			fmt.Fprintf(&b, "%s,%d,%d,%d,%s,%d,%d,%d,%d,%d,%s,%s,%s\n", csvQuote(r.name), r.c.Open, r.c.Established, r.peak, strconv.FormatFloat(r.rate, 'f', 1, 64),
 				r.c.Connects, r.c.Reconnects, sum(r.c.Closes), sum(r.c.ConnectErrors), sum(r.c.Errors),
 				csvQuote(formatKinds(r.c.Closes)), csvQuote(formatFailures(r.c.ConnectErrors)), csvQuote(formatFailures(r.c.Errors)))
 		}

@@ -95,8 +95,8 @@ func TestSecondRoundAllReused(t *testing.T) {
 		t.Errorf("warning not logged; logs:\n%s", logs)
 	}
 	lines := strings.Split(strings.TrimSpace(csv), "\n")
-	if len(lines) != 4 || !strings.HasPrefix(lines[0], "Worker,Open,Established,Connects/s,Connects,Reconnects") ||
-		!strings.HasPrefix(lines[3], "Total,10,10,") {
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "Worker,Open,Established,Peak established,Connects/s,Connects,Reconnects") ||
+		!strings.HasPrefix(lines[3], "Total,10,10,10,") {
 		t.Errorf("connections CSV:\n%s", csv)
 	}
 }
