@@ -203,6 +203,7 @@ func (a *app) masterOptions(log *slog.Logger, distributed bool, localWorkers int
 		EnableRebalancing:    cfg.EnableRebalancing,
 		CSVPrefix:            cfg.CSVPrefix,
 		CSVFullHistory:       cfg.CSVFullHistory,
+		SecondRound:          cfg.SecondRound,
 		PrintStats:           cfg.PrintStats,
 		OnlySummary:          cfg.OnlySummary,
 		ExitCodeOnError:      &cfg.ExitCodeOnError,
@@ -275,6 +276,9 @@ func (a *app) startLocalWorkers(ctx context.Context, wg *sync.WaitGroup, port, n
 			if a.cfg.Locustfile != "" {
 				args = append(args, "-f", a.cfg.Locustfile)
 			}
+			if a.cfg.SourceIPs != "" {
+				args = append(args, "--source-ips", a.cfg.SourceIPs)
+			}
 			args = append(args, a.cfg.UserClasses...)
 			cmd := exec.CommandContext(ctx, self, args...)
 			cmd.Stdout, cmd.Stderr = a.stderr, a.stderr
@@ -296,8 +300,12 @@ func (a *app) startLocalWorkers(ctx context.Context, wg *sync.WaitGroup, port, n
 		level = slog.LevelDebug
 	}
 	wlog := slog.New(locustlog.New(a.stderr, level)).With("logger", "cicada.worker")
+	ips, err := a.sourceIPs()
+	if err != nil {
+		return err
+	}
 	for i := 0; i < n; i++ {
-		w, err := worker.New(worker.Options{MasterHost: "127.0.0.1", MasterPort: port, Logger: wlog}, a.file.Scenario)
+		w, err := worker.New(worker.Options{MasterHost: "127.0.0.1", MasterPort: port, Logger: wlog, SourceIPs: ips}, a.file.Scenario)
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"os/signal"
 	"sort"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cicada-load/cicada/config"
+	"github.com/cicada-load/cicada/diag"
 	"github.com/cicada-load/cicada/internal/locustlog"
 	"github.com/cicada-load/cicada/worker"
 	"github.com/cicada-load/cicada/worker/scenario"
@@ -134,18 +136,33 @@ func (a *app) loadScenario() error {
 	return nil
 }
 
-func (a *app) workerOptions(log *slog.Logger) worker.Options {
+func (a *app) workerOptions(log *slog.Logger) (worker.Options, error) {
+	ips, err := a.sourceIPs()
 	return worker.Options{
 		MasterHost: a.cfg.MasterHost,
 		MasterPort: a.cfg.MasterPort,
 		NodeID:     a.cfg.NodeID,
 		Logger:     log,
+		SourceIPs:  ips,
+	}, err
+}
+
+// sourceIPs parses --source-ips (nil when not set).
+func (a *app) sourceIPs() ([]netip.Addr, error) {
+	if a.cfg.SourceIPs == "" {
+		return nil, nil
 	}
+	return diag.ParseSourceIPs(a.cfg.SourceIPs)
 }
 
 func (a *app) runWorker(ctx context.Context) int {
 	log := a.log.With("logger", "cicada.worker")
-	w, err := worker.New(a.workerOptions(log), a.file.Scenario)
+	opts, err := a.workerOptions(log)
+	if err != nil {
+		a.log.Error(err.Error())
+		return 1
+	}
+	w, err := worker.New(opts, a.file.Scenario)
 	if err != nil {
 		a.log.Error(err.Error())
 		return 1

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cicada-load/cicada/master"
+	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/stats"
 	"github.com/cicada-load/cicada/web"
 	"github.com/cicada-load/cicada/worker"
@@ -74,14 +75,21 @@ func (r *masterRunner) Status() web.Status {
 	}
 	if r.distributed {
 		for _, w := range s.Workers {
-			st.Workers = append(st.Workers, web.WorkerInfo{
+			wi := web.WorkerInfo{
 				ID:          w.ID,
 				State:       w.State,
 				UserCount:   int(w.UserCount),
 				CPUUsage:    w.CPUUsage,
 				MemoryUsage: w.MemoryUsage,
 				Connections: -1,
-			})
+			}
+			if c := w.Connections; c != nil {
+				wi.Connections = int(c.Open)
+				wi.Conn = &web.ConnStats{Open: c.Open, Established: c.Established, Connects: c.Connects, Reconnects: c.Reconnects,
+					ConnectsPerSec: w.ConnectsPerSec, Closes: c.Closes, ConnectErrors: c.ConnectErrors, Errors: c.Errors,
+					GeneratorSide: protocol.GeneratorSideKind}
+			}
+			st.Workers = append(st.Workers, wi)
 		}
 	}
 	return st
