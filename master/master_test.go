@@ -308,6 +308,10 @@ func TestRedispatchOnJoinAndQuit(t *testing.T) {
 	a.expect(protocol.TypeSpawn)
 	a.send(protocol.TypeSpawningComplete, &protocol.SpawningComplete{UserClassesCount: map[string]int64{"A": 6}, UserCount: 6})
 	eventually(t, waitShort, "running", func() bool { return h.m.Status().State == StateRunning })
+	// Like Locust ≥ 2.29, the master tells cicada workers the ramp is over.
+	if sc, ok := a.expect(protocol.TypeSpawningComplete).Data.(*protocol.MasterSpawningComplete); !ok || sc.UserCount != 6 {
+		t.Errorf("master spawning_complete = %+v", sc)
+	}
 	b := h.worker("b_1")
 	b.ready(skipCheck)
 	if got := b.expect(protocol.TypeSpawn).Data.(*protocol.Spawn).UserClassesCount["A"]; got != 3 {
@@ -654,5 +658,35 @@ func TestControlAfterRun(t *testing.T) {
 	}
 	if _, err := h.m.Run(context.Background()); !errors.Is(err, ErrClosed) {
 		t.Errorf("second Run: %v", err)
+	}
+}
+
+func TestLocustfileRequestAnswered(t *testing.T) {
+	logs := &logBuf{}
+	h := startMaster(t, testOptions(logs), logs)
+	w := h.worker("vm_download_locustfile_1")
+	w.send(protocol.TypeLocustfile, &protocol.Locustfile{Data: map[string]any{"version": "2.46.3"}})
+	lf, ok := w.expect(protocol.TypeLocustfile).Data.(*protocol.Locustfile)
+	if !ok || lf.Data["error"] == nil {
+		t.Errorf("locustfile answer = %+v", lf)
+	}
+}
+
+func TestCPUWarningOnce(t *testing.T) {
+	logs := &logBuf{}
+	h := startMaster(t, testOptions(logs), logs)
+	w := h.worker("hot_1")
+	w.ready(skipCheck)
+	for range 3 {
+		w.send(protocol.TypeHeartbeat, &protocol.Heartbeat{State: StateReady, CPUUsage: 95, MemoryUsage: -1})
+	}
+	eventually(t, waitShort, "cpu recorded", func() bool {
+		s := h.m.Status()
+		return len(s.Workers) == 1 && s.Workers[0].CPUUsage == 95
+	})
+	w.send(protocol.TypeClientReady, skipCheck) // a round trip: all three heartbeats handled
+	w.expect(protocol.TypeAck)
+	if n := logs.count("Worker hot_1 (index 0) exceeded cpu threshold (will only log this once per worker)"); n != 1 {
+		t.Errorf("cpu warning logged %d times; want 1", n)
 	}
 }

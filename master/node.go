@@ -24,6 +24,7 @@ type node struct {
 	version   string           // client_ready data; "-1" for the skip value; "?" when adopted
 	echo      bool             // echo heartbeats to this worker
 	echoMsg   []byte           // the encoded echo
+	headMsgs  bool             // understands the master's spawning_complete (Locust ≥ 2.29, cicada)
 	adopted   bool
 	lastEcho  time.Time // when the last heartbeat echo was sent
 	conn      connState // connection counters (cicada workers)
@@ -146,6 +147,16 @@ func echoHeartbeats(cr *protocol.ClientReady) bool {
 	return major > 2 || major == 2 && minor >= 19
 }
 
+// knowsMasterSpawningComplete: Locust ≥ 2.29 and cicada (-1) handle the
+// master's spawning_complete broadcast; older workers log it as unknown.
+func knowsMasterSpawningComplete(cr *protocol.ClientReady) bool {
+	if cr.VersionSkipCheck {
+		return true
+	}
+	major, minor, ok := majorMinor(cr.Version)
+	return ok && (major > 2 || major == 2 && minor >= 29)
+}
+
 func majorMinor(v string) (major, minor int, ok bool) {
 	parts := strings.SplitN(v, ".", 3)
 	if len(parts) < 2 {
@@ -245,6 +256,14 @@ func (m *Master) handleMessage(in inbound) (stateChange bool) {
 	case protocol.TypeLogs:
 		m.log.Debug(fmt.Sprintf("Received logs from worker %s", id))
 		return false
+	case protocol.TypeLocustfile:
+		// A Locust ≥ 2.23 worker started with -f - asks for the locustfile
+		// (from a temporary identity); answer with an error so that it
+		// exits with a clear message instead of waiting.
+		m.log.Warn(fmt.Sprintf("Worker %s asked for the locustfile (-f -); cicada masters do not serve locustfiles", id))
+		m.send(id, protocol.TypeLocustfile, &protocol.Locustfile{Data: map[string]any{
+			"error": "this master (cicada) does not serve locustfiles: start the worker with its own -f"}})
+		return false
 	case protocol.TypeCicadaWarning, protocol.TypeCicadaSecondRoundResult:
 		m.cicadaMessage(id, msg)
 		return false
@@ -286,7 +305,7 @@ func (m *Master) clientReady(id string, cr *protocol.ClientReady) {
 		m.log.Info(fmt.Sprintf("Worker %s (index %d) registered again; replacing it", id, idx))
 	}
 	nd := &node{id: id, state: StateReady, liveness: m.opts.HeartbeatLiveness, classes: map[string]int64{},
-		version: version, echo: echoHeartbeats(cr), memory: -1}
+		version: version, echo: echoHeartbeats(cr), headMsgs: knowsMasterSpawningComplete(cr), memory: -1}
 	st.addNode(nd)
 	m.userCountChanged()
 	if st.quitting {

@@ -175,6 +175,13 @@ func (m *Master) checkReportWait() {
 	}
 	st.spawnComplete = true
 	m.log.Info(fmt.Sprintf("%s: %s", prefix, formatClasses(st.reportedClasses())))
+	// Locust ≥ 2.29 tells the workers the ramp is over (they fire their
+	// spawning_complete event then, e.g. for --reset-stats).
+	for _, id := range sortedIDs(st.nodes) {
+		if st.nodes[id].headMsgs {
+			m.send(id, protocol.TypeSpawningComplete, &protocol.MasterSpawningComplete{UserCount: st.target})
+		}
+	}
 	m.startSecondRound()
 }
 
