@@ -42,6 +42,14 @@
 //     reports after a ramp is given users at once.
 //   - "The last worker quit" uses HEAD's condition (no ready, spawning or
 //     running worker left).
+//   - As HEAD, the end of a ramp is broadcast (spawning_complete with the
+//     user count), but only to workers that know it (Locust ≥ 2.29,
+//     cicada); a locustfile request (HEAD's -f -) is answered with an
+//     error. A malformed message is logged and dropped; no reconnect is
+//     sent (our decoder is stricter than Python's, so it would not help).
+//   - dispatch: 2.12.1 hangs for good when fixed_count classes are all full
+//     on a ramp up after a ramp down; cicada skips full classes (see
+//     package dispatch).
 //
 // Concurrency: one goroutine (the loop) owns all master state; the receive
 // goroutine decodes messages and hands them over, and the control methods
