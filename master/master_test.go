@@ -690,3 +690,27 @@ func TestCPUWarningOnce(t *testing.T) {
 		t.Errorf("cpu warning logged %d times; want 1", n)
 	}
 }
+
+func TestResetStatsAfterRamp(t *testing.T) {
+	logs := &logBuf{}
+	o := testOptions(logs)
+	o.UserClasses = []UserClass{{Name: "A"}}
+	o.ResetStats = true
+	h := startMaster(t, o, logs)
+	w := h.worker("w_1")
+	w.ready(skipCheck)
+	if err := h.m.Start(2, 100, nil); err != nil {
+		t.Fatal(err)
+	}
+	w.expect(protocol.TypeSpawn)
+	w.send(protocol.TypeStats, report(5, 1, map[string]int64{"A": 0}))
+	w.send(protocol.TypeSpawningComplete, &protocol.SpawningComplete{UserClassesCount: map[string]int64{"A": 2}, UserCount: 2})
+	eventually(t, waitShort, "spawning complete", func() bool { return logs.has("All users spawned") })
+	if !logs.has("Resetting stats") {
+		t.Error("no 'Resetting stats' log")
+	}
+	s := h.m.Snapshot()
+	if s.Total.NumRequests != 0 || len(s.Errors) != 0 || len(s.Entries) != 1 {
+		t.Errorf("after reset: %d requests, %d errors, %d entries; want 0, 0, 1 (entries kept)", s.Total.NumRequests, len(s.Errors), len(s.Entries))
+	}
+}
