@@ -504,4 +504,3 @@ func (s *simulation) run(ctx context.Context, w *simWorker) {
 		}
 	}
 }
-
