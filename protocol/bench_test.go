@@ -129,11 +129,13 @@ func BenchmarkDecodeStats(b *testing.B) {
 	}
 	b.SetBytes(int64(len(payload)))
 	b.ReportAllocs()
+	c0 := processCPU()
 	for b.Loop() {
 		if _, err := Decode(payload); err != nil {
 			b.Fatal(err)
 		}
 	}
+	reportCPU(b, c0)
 }
 
 // BenchmarkDecodeHeartbeat is the most frequent message at the master.

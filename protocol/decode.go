@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bytes"
+	"encoding/binary"
 	"io"
 	"math"
 	"strconv"
@@ -34,6 +35,7 @@ type decoder struct {
 	intern map[string]string
 	floats []float64 // arena for the *float64 fields of the current message
 	strs   []string  // arena for the *string fields of the current message
+	pooled bool      // a stats report takes its memory from statsPool (DecodePooled)
 }
 
 var decoderPool = sync.Pool{New: func() any {
@@ -51,10 +53,15 @@ var decoderPool = sync.Pool{New: func() any {
 // Decode does not retain payload: the caller may reuse it at once. It is safe
 // for concurrent use.
 func Decode(payload []byte) (Message, error) {
+	return decode(payload, false)
+}
+
+func decode(payload []byte, pooled bool) (Message, error) {
 	if len(payload) == 0 {
 		return Message{}, within(malformed("empty payload"), "envelope")
 	}
 	d := decoderPool.Get().(*decoder)
+	d.pooled = pooled
 	d.buf = payload
 	d.rd.Reset(payload)
 	d.dec.Reset(&d.rd)
@@ -289,6 +296,17 @@ func (d *decoder) int64() (int64, error) {
 			return 0, malformed("integer " + strconv.FormatUint(u, 10) + " overflows int64")
 		}
 		return int64(u), nil
+	case c >= msgpcode.Uint8 && c <= msgpcode.Uint32 || c >= msgpcode.Int8 && c <= msgpcode.Int64:
+		// The fixed-width ints, read straight from the payload (the
+		// master's stats maps are made of them).
+		if n, ok := d.fixedInt(c); ok {
+			return n, nil
+		}
+		n, err := d.dec.DecodeInt64()
+		if err != nil {
+			return 0, malformedCause("bad integer", err)
+		}
+		return n, nil
 	case isInt(c):
 		n, err := d.dec.DecodeInt64()
 		if err != nil {
@@ -303,6 +321,46 @@ func (d *decoder) int64() (int64, error) {
 		return floatToInt(f)
 	}
 	return 0, malformed("want integer, got " + codeKind(c))
+}
+
+// fixedInt reads the int of code c (uint8-32, int8-64) from the payload;
+// ok is false, with nothing consumed, when the payload is too short.
+func (d *decoder) fixedInt(c byte) (n int64, ok bool) {
+	p := d.pos() + 1
+	b := d.buf
+	var size int
+	switch c {
+	case msgpcode.Uint8, msgpcode.Int8:
+		size = 1
+	case msgpcode.Uint16, msgpcode.Int16:
+		size = 2
+	case msgpcode.Uint32, msgpcode.Int32:
+		size = 4
+	default:
+		size = 8
+	}
+	if len(b)-p < size {
+		return 0, false
+	}
+	b = b[p : p+size]
+	switch c {
+	case msgpcode.Uint8:
+		n = int64(b[0])
+	case msgpcode.Int8:
+		n = int64(int8(b[0]))
+	case msgpcode.Uint16:
+		n = int64(binary.BigEndian.Uint16(b))
+	case msgpcode.Int16:
+		n = int64(int16(binary.BigEndian.Uint16(b)))
+	case msgpcode.Uint32:
+		n = int64(binary.BigEndian.Uint32(b))
+	case msgpcode.Int32:
+		n = int64(int32(binary.BigEndian.Uint32(b)))
+	default:
+		n = int64(binary.BigEndian.Uint64(b))
+	}
+	d.skipBytes(1 + size)
+	return n, true
 }
 
 // floatToInt truncates f toward zero, like Python's int(f).
@@ -359,7 +417,7 @@ func (d *decoder) floatOrNil() (*float64, error) {
 		return nil, err
 	}
 	if len(d.floats) == cap(d.floats) {
-		d.floats = make([]float64, 0, 64)
+		d.floats = make([]float64, 0, max(64, 2*cap(d.floats)))
 	}
 	d.floats = append(d.floats, f)
 	return &d.floats[len(d.floats)-1], nil

@@ -14,7 +14,15 @@ func (d *decoder) statsReport() (*StatsReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &StatsReport{UserCount: -1}
+	var r *StatsReport
+	var mem *statsMem
+	if d.pooled {
+		mem = statsPool.Get().(*statsMem)
+		r = mem.begin(d)
+		defer mem.end(d)
+	} else {
+		r = &StatsReport{UserCount: -1}
+	}
 	var seen uint8
 	for i := 0; i < n; i++ {
 		k, ok, err := d.key()
@@ -30,16 +38,28 @@ func (d *decoder) statsReport() (*StatsReport, error) {
 		switch string(k) {
 		case "stats":
 			seen |= 1
-			err = d.statsEntries(r)
+			err = d.statsEntries(r, mem)
 		case "stats_total":
 			seen |= 2
-			err = d.statsEntry(&r.Total)
+			var em *entryMem
+			if mem != nil {
+				em = &mem.total
+			}
+			err = d.statsEntry(&r.Total, em)
 		case "errors":
 			seen |= 4
-			r.Errors, err = d.statsErrors()
+			var reuse *reuseMap[string, StatsError]
+			if mem != nil {
+				reuse = &mem.errors
+			}
+			r.Errors, err = d.statsErrors(reuse)
 		case "user_classes_count":
 			seen |= 8
-			r.UserClassesCount, err = d.strIntMap()
+			if mem != nil {
+				r.UserClassesCount, err = d.strIntMapInto(&mem.classes)
+			} else {
+				r.UserClassesCount, err = d.strIntMap()
+			}
 		case "user_count":
 			r.UserCount, err = d.int64()
 		default:
@@ -57,14 +77,23 @@ func (d *decoder) statsReport() (*StatsReport, error) {
 	return r, nil
 }
 
-func (d *decoder) statsEntries(r *StatsReport) error {
+func (d *decoder) statsEntries(r *StatsReport, mem *statsMem) error {
 	n, err := d.arrayLen()
 	if err != nil || n == 0 {
 		return err
 	}
-	r.Stats = make([]StatsEntry, n)
+	var ems []entryMem
+	if mem != nil {
+		r.Stats, ems = mem.entryStorage(n)
+	} else {
+		r.Stats = make([]StatsEntry, n)
+	}
 	for i := range r.Stats {
-		if err := d.statsEntry(&r.Stats[i]); err != nil {
+		var em *entryMem
+		if ems != nil {
+			em = &ems[i]
+		}
+		if err := d.statsEntry(&r.Stats[i], em); err != nil {
 			return at(err, "["+strconv.Itoa(i)+"]")
 		}
 	}
@@ -74,8 +103,9 @@ func (d *decoder) statsEntries(r *StatsReport) error {
 // statsEntry decodes one StatsEntry. Locust's master copies only the keys it
 // knows and keeps a fresh entry's defaults for the others; likewise only
 // name, method and start_time are required here (Locust defaults start_time
-// to "now", which a codec cannot know). Unknown keys are ignored.
-func (d *decoder) statsEntry(s *StatsEntry) error {
+// to "now", which a codec cannot know). Unknown keys are ignored. A non-nil
+// em lends its maps and buffer.
+func (d *decoder) statsEntry(s *StatsEntry, em *entryMem) error {
 	n, err := d.mapLen()
 	if err != nil {
 		return err
@@ -123,13 +153,17 @@ func (d *decoder) statsEntry(s *StatsEntry) error {
 		case "total_content_length":
 			s.TotalContentLength, err = d.int64()
 		case "response_times":
-			s.ResponseTimes, err = d.intIntMap()
+			s.ResponseTimes, err = d.intIntMap(em.rtMap())
 		case "num_reqs_per_sec":
-			s.NumReqsPerSec, err = d.intIntMap()
+			s.NumReqsPerSec, err = d.intIntMap(em.reqsMap())
 		case "num_fail_per_sec":
-			s.NumFailPerSec, err = d.intIntMap()
+			s.NumFailPerSec, err = d.intIntMap(em.failsMap())
 		case KeyCicadaLatency:
-			s.Exact, err = d.binary()
+			if em != nil {
+				s.Exact, err = d.binaryInto(&em.exact)
+			} else {
+				s.Exact, err = d.binary()
+			}
 		default:
 			err = d.skip(MaxDepth - 3)
 		}
@@ -152,7 +186,7 @@ func (d *decoder) statsEntry(s *StatsEntry) error {
 // of a report cost one allocation together rather than one each.
 func (d *decoder) methodPtr(m string) *string {
 	if len(d.strs) == cap(d.strs) {
-		d.strs = make([]string, 0, 64)
+		d.strs = make([]string, 0, max(64, 2*cap(d.strs)))
 	}
 	d.strs = append(d.strs, m)
 	return &d.strs[len(d.strs)-1]
@@ -161,13 +195,19 @@ func (d *decoder) methodPtr(m string) *string {
 // intIntMap decodes a stats map (response_times, num_reqs_per_sec,
 // num_fail_per_sec). Keys may be any int width or a float (Locust 2.12.1
 // sends 140.0), truncated toward zero; duplicate keys keep the last value,
-// as a Python dict does. An empty map decodes to nil.
-func (d *decoder) intIntMap() (map[int64]int64, error) {
+// as a Python dict does. An empty map decodes to nil. A non-nil reuse lends
+// its map.
+func (d *decoder) intIntMap(reuse *reuseMap[int64, int64]) (map[int64]int64, error) {
 	n, err := d.mapLen()
 	if err != nil || n == 0 {
 		return nil, err
 	}
-	m := make(map[int64]int64, n)
+	var m map[int64]int64
+	if reuse != nil {
+		m = reuse.get(n)
+	} else {
+		m = make(map[int64]int64, n)
+	}
 	for i := 0; i < n; i++ {
 		k, err := d.int64()
 		if err != nil {
@@ -183,13 +223,19 @@ func (d *decoder) intIntMap() (map[int64]int64, error) {
 }
 
 // statsErrors decodes the errors map: key → {name, method, error,
-// occurrences[, first_seen, last_seen]}. An empty map decodes to nil.
-func (d *decoder) statsErrors() (map[string]StatsError, error) {
+// occurrences[, first_seen, last_seen]}. An empty map decodes to nil. A
+// non-nil reuse lends its map.
+func (d *decoder) statsErrors(reuse *reuseMap[string, StatsError]) (map[string]StatsError, error) {
 	n, err := d.mapLen()
 	if err != nil || n == 0 {
 		return nil, err
 	}
-	m := make(map[string]StatsError, n)
+	var m map[string]StatsError
+	if reuse != nil {
+		m = reuse.get(n)
+	} else {
+		m = make(map[string]StatsError, n)
+	}
 	for i := 0; i < n; i++ {
 		k, err := d.string()
 		if err != nil {
@@ -254,4 +300,27 @@ func (d *decoder) statsError(se *StatsError) error {
 		}
 	}
 	return nil
+}
+
+// rtMap, reqsMap and failsMap return the entry's reusable maps, nil for a
+// nil em (a Decode without pooling).
+func (em *entryMem) rtMap() *reuseMap[int64, int64] {
+	if em == nil {
+		return nil
+	}
+	return &em.rt
+}
+
+func (em *entryMem) reqsMap() *reuseMap[int64, int64] {
+	if em == nil {
+		return nil
+	}
+	return &em.reqs
+}
+
+func (em *entryMem) failsMap() *reuseMap[int64, int64] {
+	if em == nil {
+		return nil
+	}
+	return &em.fails
 }

@@ -274,11 +274,21 @@ func (d *decoder) spawningComplete() (any, error) {
 // strIntMap decodes a map of str → int (user_classes_count). An empty map
 // decodes to nil.
 func (d *decoder) strIntMap() (map[string]int64, error) {
+	return d.strIntMapInto(nil)
+}
+
+// strIntMapInto is strIntMap filling reuse's map when reuse is not nil.
+func (d *decoder) strIntMapInto(reuse *reuseMap[string, int64]) (map[string]int64, error) {
 	n, err := d.mapLen()
 	if err != nil || n == 0 {
 		return nil, err
 	}
-	m := make(map[string]int64, n)
+	var m map[string]int64
+	if reuse != nil {
+		m = reuse.get(n)
+	} else {
+		m = make(map[string]int64, n)
+	}
 	for i := 0; i < n; i++ {
 		k, err := d.string()
 		if err != nil {

@@ -159,6 +159,8 @@ type StatsReport struct {
 	Errors           map[string]StatsError
 	UserClassesCount map[string]int64
 	UserCount        int64
+
+	mem *statsMem // the pooled memory of a DecodePooled report, else nil
 }
 
 // StatsEntry is one (name, method) entry of a stats report, or the
