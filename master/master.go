@@ -278,7 +278,8 @@ func (m *Master) receive(ctx context.Context) {
 		if len(frames) == 0 {
 			in.err = fmt.Errorf("%w: empty message", protocol.ErrMalformed)
 		} else {
-			in.msg, in.err = protocol.Decode(frames[0])
+			// Pooled: handle releases a stats report once merged.
+			in.msg, in.err = protocol.DecodePooled(frames[0])
 		}
 		select {
 		case m.inbox <- in:

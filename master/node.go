@@ -171,6 +171,10 @@ func majorMinor(v string) (major, minor int, ok bool) {
 // ---- message handling (loop goroutine) ----
 
 func (m *Master) handle(in inbound) {
+	if r, ok := in.msg.Data.(*protocol.StatsReport); ok {
+		// Merged and not retained: its memory serves the next report.
+		defer r.Release()
+	}
 	if m.handleMessage(in) {
 		m.checkStopped()
 	}
