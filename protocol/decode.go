@@ -206,9 +206,12 @@ func (d *decoder) stringBytes() ([]byte, error) {
 // rawBytes reads a str or bin header whose code the caller has checked and
 // returns the body as a slice of the payload.
 func (d *decoder) rawBytes() ([]byte, error) {
-	n, err := d.dec.DecodeBytesLen()
-	if err != nil {
-		return nil, malformedCause("bad str/bin header", err)
+	n, ok := d.fastLen()
+	if !ok {
+		var err error
+		if n, err = d.dec.DecodeBytesLen(); err != nil {
+			return nil, malformedCause("bad str/bin header", err)
+		}
 	}
 	if n > d.rd.Len() {
 		return nil, malformedCause("str/bin of "+strconv.Itoa(n)+" bytes exceeds the payload", io.ErrUnexpectedEOF)
@@ -216,6 +219,56 @@ func (d *decoder) rawBytes() ([]byte, error) {
 	p := d.pos()
 	d.skipBytes(n)
 	return d.buf[p : p+n : p+n], nil
+}
+
+// fastLen reads the header of the str, bin, map or array at the current
+// position (the caller has checked the code) straight from the payload. ok
+// is false, with nothing consumed, when the header is truncated (or the code
+// is none of these): the caller then asks the msgpack decoder, for its error.
+func (d *decoder) fastLen() (n int, ok bool) {
+	b := d.buf[d.pos():]
+	if len(b) == 0 {
+		return 0, false
+	}
+	var size int
+	switch c := b[0]; c {
+	case msgpcode.Str8, msgpcode.Bin8:
+		size = 1
+	case msgpcode.Str16, msgpcode.Bin16, msgpcode.Map16, msgpcode.Array16:
+		size = 2
+	case msgpcode.Str32, msgpcode.Bin32, msgpcode.Map32, msgpcode.Array32:
+		size = 4
+	default:
+		switch {
+		case c >= msgpcode.FixedStrLow && c <= msgpcode.FixedStrHigh:
+			n = int(c & msgpcode.FixedStrMask)
+		case c >= msgpcode.FixedMapLow && c <= msgpcode.FixedMapHigh:
+			n = int(c & msgpcode.FixedMapMask)
+		case c >= msgpcode.FixedArrayLow && c <= msgpcode.FixedArrayHigh:
+			n = int(c & msgpcode.FixedArrayMask)
+		default:
+			return 0, false
+		}
+		d.skipBytes(1)
+		return n, true
+	}
+	if len(b) < 1+size {
+		return 0, false
+	}
+	switch size {
+	case 1:
+		n = int(b[1])
+	case 2:
+		n = int(binary.BigEndian.Uint16(b[1:]))
+	default:
+		u := binary.BigEndian.Uint32(b[1:])
+		if uint64(u) > math.MaxInt>>1 {
+			return 0, false
+		}
+		n = int(u)
+	}
+	d.skipBytes(1 + size)
+	return n, true
 }
 
 // string reads a str (or bin holding UTF-8) as a Go string. Short strings
@@ -382,6 +435,29 @@ func (d *decoder) float64() (float64, error) {
 	case isFixInt(c):
 		d.skipBytes(1)
 		return float64(int8(c)), nil
+	case c == msgpcode.Double || c == msgpcode.Float:
+		// Read straight from the payload (most stats fields are doubles).
+		if p := d.pos() + 1; c == msgpcode.Double && len(d.buf)-p >= 8 {
+			d.skipBytes(9)
+			return math.Float64frombits(binary.BigEndian.Uint64(d.buf[p:])), nil
+		} else if c == msgpcode.Float && len(d.buf)-p >= 4 {
+			d.skipBytes(5)
+			return float64(math.Float32frombits(binary.BigEndian.Uint32(d.buf[p:]))), nil
+		}
+		f, err := d.dec.DecodeFloat64()
+		if err != nil {
+			return 0, malformedCause("bad number", err)
+		}
+		return f, nil
+	case c >= msgpcode.Uint8 && c <= msgpcode.Uint32 || c >= msgpcode.Int8 && c <= msgpcode.Int64:
+		if n, ok := d.fixedInt(c); ok {
+			return float64(n), nil
+		}
+		f, err := d.dec.DecodeFloat64()
+		if err != nil {
+			return 0, malformedCause("bad number", err)
+		}
+		return f, nil
 	case c == msgpcode.Uint64:
 		u, err := d.dec.DecodeUint64()
 		if err != nil {
@@ -433,9 +509,11 @@ func (d *decoder) mapLen() (int, error) {
 	if !isMap(c) {
 		return 0, malformed("want map, got " + codeKind(c))
 	}
-	n, err := d.dec.DecodeMapLen()
-	if err != nil {
-		return 0, malformedCause("bad map header", err)
+	n, ok := d.fastLen()
+	if !ok {
+		if n, err = d.dec.DecodeMapLen(); err != nil {
+			return 0, malformedCause("bad map header", err)
+		}
 	}
 	return n, d.checkLen(n, 2)
 }
@@ -450,9 +528,11 @@ func (d *decoder) arrayLen() (int, error) {
 	if !isArray(c) {
 		return 0, malformed("want array, got " + codeKind(c))
 	}
-	n, err := d.dec.DecodeArrayLen()
-	if err != nil {
-		return 0, malformedCause("bad array header", err)
+	n, ok := d.fastLen()
+	if !ok {
+		if n, err = d.dec.DecodeArrayLen(); err != nil {
+			return 0, malformedCause("bad array header", err)
+		}
 	}
 	return n, d.checkLen(n, 1)
 }
