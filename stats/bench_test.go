@@ -220,3 +220,77 @@ func BenchmarkEntryMemory(b *testing.B) {
 		runtime.KeepAlive(s)
 	}
 }
+
+// workerReport20 is the report of bench/master's simulated workers: 20
+// names with 10 samples each (one failure every fifth name), encoded.
+func workerReport20(b *testing.B, clk *fakeClock) []byte {
+	r := NewRecorder(clk.now)
+	for i := range 20 {
+		name := fmt.Sprintf("/api/endpoint/%d", i)
+		for k := range 10 {
+			r.Record("GET", name, time.Duration(2+k*3)*time.Millisecond, 512, "")
+		}
+		if i%5 == 0 {
+			r.Record("GET", name, 40*time.Millisecond, 0, "HTTPError('500 Server Error')")
+		}
+	}
+	rep := r.Report(map[string]int64{"WebUser": 1, "ApiUser": 0}, 1)
+	payload, err := protocol.Encode(protocol.Message{Type: protocol.TypeStats, Data: rep, NodeID: "benchhost_0123456789abcdef0123456789abcdef"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return payload
+}
+
+// BenchmarkMergeWorker20 merges one decoded 20-name worker report (the
+// master's per-report cost at bench/master's load, decoding excluded).
+func BenchmarkMergeWorker20(b *testing.B) {
+	clk := newFakeClock(1e9)
+	m, err := protocol.Decode(workerReport20(b, clk))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rep := m.Data.(*protocol.StatsReport)
+	s := New(clk.now)
+	b.ReportAllocs()
+	for b.Loop() {
+		clk.add(time.Millisecond)
+		s.Merge(rep)
+	}
+}
+
+// BenchmarkDecodeMergeWorker20 is the master's whole per-report cost:
+// Decode, then Merge.
+func BenchmarkDecodeMergeWorker20(b *testing.B) {
+	clk := newFakeClock(1e9)
+	payload := workerReport20(b, clk)
+	s := New(clk.now)
+	b.ReportAllocs()
+	for b.Loop() {
+		clk.add(time.Millisecond)
+		m, err := protocol.Decode(payload)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.Merge(m.Data.(*protocol.StatsReport))
+	}
+}
+
+// BenchmarkDecodePooledMergeWorker20 is BenchmarkDecodeMergeWorker20 as the
+// master does it: DecodePooled, Merge, Release.
+func BenchmarkDecodePooledMergeWorker20(b *testing.B) {
+	clk := newFakeClock(1e9)
+	payload := workerReport20(b, clk)
+	s := New(clk.now)
+	b.ReportAllocs()
+	for b.Loop() {
+		clk.add(time.Millisecond)
+		m, err := protocol.DecodePooled(payload)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := m.Data.(*protocol.StatsReport)
+		s.Merge(r)
+		r.Release()
+	}
+}

@@ -38,8 +38,9 @@ import (
 )
 
 var (
-	exact      bool
-	profileDir string
+	exact       bool
+	profileDir  string
+	masterProcs int
 )
 
 var classes = []master.UserClass{{Name: "WebUser", Weight: 3}, {Name: "ApiUser", Weight: 1}}
@@ -73,6 +74,7 @@ func main() {
 	flag.BoolVar(&exact, "exact", true, "send cicada's exact latency histograms in the stats reports, as cicada workers do (Python workers do not)")
 	cpuprofile := flag.String("cpuprofile", "", "role master: write a CPU profile here")
 	flag.StringVar(&profileDir, "profiledir", "", "driver: have the cicada master write CPU profiles into this directory")
+	flag.IntVar(&masterProcs, "master-procs", 0, "driver: run the cicada master with this GOMAXPROCS (0: Go's default, the number of cores)")
 	flag.Parse()
 	if *role == "master" {
 		os.Exit(runCicadaMaster(*port, *n, *cpuprofile))
@@ -86,8 +88,8 @@ func main() {
 		}
 		counts = append(counts, c)
 	}
-	fmt.Printf("# master CPU under N simulated workers (heartbeat 1/s, %d-name stats every 3 s, exact histograms %v), window %v, load average %s\n",
-		*names, exact, *window, loadavg())
+	fmt.Printf("# master CPU under N simulated workers (heartbeat 1/s, %d-name stats every 3 s, exact histograms %v), window %v, cicada master GOMAXPROCS %d (0 = default), load average %s\n",
+		*names, exact, *window, masterProcs, loadavg())
 	fmt.Printf("%-8s %-8s %10s %10s %9s %9s %8s %s\n", "master", "workers", "cpu_cores", "rss_MiB", "acked", "running", "drv_cpu", "notes")
 	for _, c := range counts {
 		for _, tgt := range strings.Split(*targets, ",") {
@@ -193,6 +195,9 @@ func measure(target string, n int, window, warmup time.Duration, names int, locu
 			args = append(args, "-cpuprofile", filepath.Join(profileDir, fmt.Sprintf("cicada-%d.prof", n)))
 		}
 		cmd = exec.Command(self, args...)
+		if masterProcs > 0 {
+			cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(masterProcs))
+		}
 	case "locust":
 		lf := filepath.Join(dir, "locustfile.py")
 		if err := os.WriteFile(lf, []byte(locustfile), 0o644); err != nil {
@@ -255,6 +260,7 @@ func measure(target string, n int, window, warmup time.Duration, names int, locu
 	res.cores = float64(c1-c0) / clkTck / elapsed
 	res.driverCores = (selfCPU() - d0).Seconds() / elapsed
 	res.rssMiB = float64(rssKiB(pid)) / 1024
+	res.notes = "load " + loadavg() + "; "
 	res.acked = sim.acked.Load()
 	res.running = sim.running.Load()
 	logText, _ := os.ReadFile(logPath)
