@@ -156,6 +156,34 @@ func Check(l Limits, p Plan, timeWait map[netip.AddrPort]int) []Warning {
 	return ws
 }
 
+// Headroom returns how many connections in total p's process can open,
+// under l and timeWait, before Check would warn: the smallest of the
+// open-files, system-files and (for the most constrained destination of
+// p) port limits. It is -1 when no limit is known. Callers use it to skip
+// re-reading the limits while the users stay below it.
+func Headroom(l Limits, p Plan, timeWait map[netip.AddrPort]int) int64 {
+	h := int64(-1)
+	lower := func(v int64) {
+		v = max(v, 0)
+		if h < 0 || v < h {
+			h = v
+		}
+	}
+	if l.OpenFiles >= 0 {
+		lower(l.OpenFiles - max(l.FilesInUse, 0) - fdMargin)
+	}
+	if l.SystemFilesMax > 0 {
+		lower(l.SystemFilesMax - max(l.SystemFilesUsed, 0))
+	}
+	if ports := l.Ports(); ports > 0 {
+		src := max(p.SourceIPs, 1)
+		for d := range p.PerDestination {
+			lower(int64(ports*src - timeWait[d]))
+		}
+	}
+	return h
+}
+
 // ErrSourceIPs is wrapped by ParseSourceIPs and CheckSourceIPs.
 var ErrSourceIPs = errors.New("diag: bad --source-ips")
 

@@ -222,3 +222,47 @@ func TestParseProcAddr(t *testing.T) {
 		t.Error("parseProcAddr(bad) ok")
 	}
 }
+
+func TestHeadroom(t *testing.T) {
+	dst := ap("127.0.0.1:80")
+	l := Limits{OpenFiles: 20000, FilesInUse: 10, SystemFilesMax: -1, PortLow: 40000, PortHigh: 40999}
+	tests := []struct {
+		name string
+		p    Plan
+		tw   map[netip.AddrPort]int
+		want int64
+	}{
+		{"ports", Plan{PerDestination: map[netip.AddrPort]int{dst: 0}}, nil, 1000},
+		{"ports with source IPs", Plan{PerDestination: map[netip.AddrPort]int{dst: 0}, SourceIPs: 30}, nil, 20000 - 10 - fdMargin},
+		{"time wait", Plan{PerDestination: map[netip.AddrPort]int{dst: 0}}, map[netip.AddrPort]int{dst: 300}, 700},
+		{"no destination", Plan{}, nil, 20000 - 10 - fdMargin},
+	}
+	for _, tt := range tests {
+		if got := Headroom(l, tt.p, tt.tw); got != tt.want {
+			t.Errorf("Headroom(%s) = %d; want %d", tt.name, got, tt.want)
+		}
+		// Check agrees: no warning at the headroom, a warning one above.
+		p := tt.p
+		p.Users = int(tt.want)
+		if len(p.PerDestination) > 0 {
+			p.PerDestination = map[netip.AddrPort]int{dst: p.Users}
+		}
+		for _, w := range Check(l, p, tt.tw) {
+			if w.Kind != KindTimeWait {
+				t.Errorf("%s: Check at the headroom warns %s", tt.name, w.Kind)
+			}
+		}
+	}
+	if h := Headroom(Limits{OpenFiles: -1, SystemFilesMax: -1}, Plan{}, nil); h != -1 {
+		t.Errorf("Headroom(unknown) = %d; want -1", h)
+	}
+}
+
+func TestTimeWaitTotal(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Linux only")
+	}
+	if n, err := TimeWaitTotal(); err != nil || n < 0 {
+		t.Errorf("TimeWaitTotal() = %d, %v", n, err)
+	}
+}

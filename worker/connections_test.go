@@ -189,10 +189,13 @@ func diagRun(t *testing.T, opts Options, users int64, wantKind, wantErrKind, wan
 		ParsedOptions: map[string]any{"num_users": users, "expect_workers": int64(1)}})
 	if wantKind == "" {
 		m.await(protocol.TypeSpawningComplete, 1, 30*time.Second)
-		waitFor(t, 30*time.Second, "every user connected", func() bool {
-			c := lastConns(m)
-			return c != nil && c.Established == users
-		})
+		deadline := time.Now().Add(30 * time.Second)
+		for c := lastConns(m); c == nil || c.Established != users; c = lastConns(m) {
+			if time.Now().After(deadline) {
+				t.Fatalf("not every user connected: counters %+v, server %+v", c, srv.Counters())
+			}
+			time.Sleep(20 * time.Millisecond) // polling interval
+		}
 		if ws := m.all(protocol.TypeCicadaWarning); len(ws) > 0 {
 			t.Errorf("unexpected warnings: %v", ws[0].msg.Data)
 		}
@@ -298,15 +301,20 @@ func TestDiagnosisPortRange(t *testing.T) {
 	if testing.Short() {
 		t.Skip("network namespace")
 	}
-	ns := netns(t)
-	if err := exec.Command("ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv4.ip_local_port_range=40000 40099").Run(); err != nil {
-		t.Fatalf("set the port range in %s: %v", ns, err)
+	// A namespace per run: the first run's connections end in TIME_WAIT,
+	// which would take ports from the second.
+	small := func(suffix string) string {
+		ns := netns(t, suffix)
+		if err := exec.Command("ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv4.ip_local_port_range=40000 40099").Run(); err != nil {
+			t.Fatalf("set the port range in %s: %v", ns, err)
+		}
+		return ns
 	}
-	out, err := childMode(t, "ports", nil, "ip", "netns", "exec", ns)
+	out, err := childMode(t, "ports", nil, "ip", "netns", "exec", small("a"))
 	if err != nil || !strings.Contains(out, "--- PASS: TestChildProcess") {
 		t.Fatalf("child (one source address): %v\n%s", err, out)
 	}
-	out, err = childMode(t, "ports-source-ips", nil, "ip", "netns", "exec", ns)
+	out, err = childMode(t, "ports-source-ips", nil, "ip", "netns", "exec", small("b"))
 	if err != nil || !strings.Contains(out, "--- PASS: TestChildProcess") {
 		t.Fatalf("child (two source addresses): %v\n%s", err, out)
 	}
@@ -315,7 +323,7 @@ func TestDiagnosisPortRange(t *testing.T) {
 // netns creates a network namespace with only its loopback up (nothing in
 // it can reach another host) and deletes it at cleanup. It skips when not
 // root, unless CI=true.
-func netns(t *testing.T) string {
+func netns(t *testing.T, suffix string) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") == "true" {
@@ -329,7 +337,7 @@ func netns(t *testing.T) string {
 		}
 		t.Skip("ip (iproute2) not installed")
 	}
-	name := "cicada-test-" + strconv.Itoa(os.Getpid())
+	name := "cicada-test-" + strconv.Itoa(os.Getpid()) + suffix
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add: %v: %s", err, out)
 	}

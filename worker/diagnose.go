@@ -18,9 +18,18 @@ import (
 // diagState is the self-diagnosis state, owned by the controller goroutine
 // (warned is under Worker.mu: the heartbeat checks use it too).
 type diagState struct {
-	dests   map[string]netip.AddrPort // resolved base URLs; invalid if not resolvable
-	checked int64                     // the largest user count checked so far
+	dests    map[string]netip.AddrPort // resolved base URLs; invalid if not resolvable
+	checked  bool                      // a full check ran
+	users    int64                     // the user count of the last full check
+	headroom int64                     // users the limits allowed at the last full check (-1: unknown)
+	lastFull time.Time
 }
+
+// diagRecheck is the shortest interval between two full checks while the
+// users grow beyond the last headroom. A full check reads /proc/self/fd
+// and may dump the host's sockets, which costs more the more connections
+// the host holds.
+const diagRecheck = 10 * time.Second
 
 // warnOnce logs a self-diagnosis warning and sends it to the master as
 // cicada_warning, once per kind for the worker's lifetime. A Python master
@@ -92,10 +101,11 @@ func (w *Worker) diagnoseSpawn(s *protocol.Spawn, newTest bool) {
 			}
 		}
 	}
-	if users <= w.diag.checked {
-		return
+	now := time.Now()
+	if w.diag.checked && (users <= w.diag.users || users <= w.diag.headroom || now.Sub(w.diag.lastFull) < diagRecheck) {
+		return // nothing new, within the limits read last time, or checked recently
 	}
-	w.diag.checked = users
+	w.diag.checked, w.diag.users, w.diag.lastFull = true, users, now
 	l, err := diag.ReadLimits()
 	if err != nil {
 		w.log.Debug("self-diagnosis: some limits are unknown", "err", err)
@@ -116,10 +126,11 @@ func (w *Worker) diagnoseSpawn(s *protocol.Spawn, newTest bool) {
 			plan.PerDestination[d] = int(int64(n) * users / total)
 		}
 	}
-	w.check(l, plan, note)
+	w.diag.headroom = w.check(l, plan, note)
 }
 
-func (w *Worker) check(l diag.Limits, plan diag.Plan, note string) {
+// check warns about every limit plan exceeds and returns the headroom.
+func (w *Worker) check(l diag.Limits, plan diag.Plan, note string) int64 {
 	var tw map[netip.AddrPort]int
 	if len(plan.PerDestination) > 0 {
 		dsts := make([]netip.AddrPort, 0, len(plan.PerDestination))
@@ -134,6 +145,7 @@ func (w *Worker) check(l diag.Limits, plan diag.Plan, note string) {
 	for _, warn := range diag.Check(l, plan, tw) {
 		w.warnOnce(warn.Kind, note+warn.Message)
 	}
+	return diag.Headroom(l, plan, tw)
 }
 
 // hostOfClass returns the base URL the users of the class the master calls
