@@ -28,7 +28,25 @@
 //     exception (a Python worker hangs in spawning); a scenario with one
 //     class serves any class name;
 //   - at quit, in-flight tasks get Options.QuitTimeout to finish, so the
-//     final stats report, sent before quit, holds every request.
+//     final stats report, sent before quit, holds every request;
+//   - heartbeats carry the worker's connection counters (open, established,
+//     connects, reconnects, closes by cause, connect errors and errors by
+//     kind) under the extra key "cicada_connections", which Python masters
+//     ignore;
+//   - the worker diagnoses its own host (package diag): at start and when
+//     a spawn asks for more users than its open-files limit, the system file
+//     limit or the local ports (port range × Options.SourceIPs, less
+//     TIME_WAIT) allow, it logs a warning naming the limit and the fix and
+//     sends it to the master as "cicada_warning" (once per limit); connect
+//     failures caused by the generator itself (EADDRNOTAVAIL, EMFILE,
+//     ENFILE, ENOBUFS) are warned about the same way;
+//   - on a cicada master's "cicada_second_round" every user sends its last
+//     request again on the connection it holds, and the worker answers with
+//     how many reused it (Worker.SecondRound).
+//
+// Options.SourceIPs binds the users' connections to local addresses in turn,
+// each giving a full ephemeral port range per destination, so one worker
+// can hold more than ~64k connections to one server address.
 //
 // Users cost little while they wait: no goroutine runs for a waiting user
 // (its next task is scheduled with a timer), so a worker holds tens of
