@@ -90,7 +90,7 @@ func main() {
 	}
 	fmt.Printf("# master CPU under N simulated workers (heartbeat 1/s, %d-name stats every 3 s, exact histograms %v), window %v, cicada master GOMAXPROCS %d (0 = default), load average %s\n",
 		*names, exact, *window, masterProcs, loadavg())
-	fmt.Printf("%-8s %-8s %10s %10s %9s %9s %8s %s\n", "master", "workers", "cpu_cores", "rss_MiB", "acked", "running", "drv_cpu", "notes")
+	fmt.Printf("%-8s %-8s %10s %10s %9s %9s %8s %8s %8s %s\n", "master", "workers", "cpu_cores", "rss_MiB", "acked", "running", "drv_cpu", "msg/s", "us/msg", "notes")
 	for _, c := range counts {
 		for _, tgt := range strings.Split(*targets, ",") {
 			res, err := measure(tgt, c, *window, *warmup, *names, *locustBin)
@@ -98,7 +98,7 @@ func main() {
 				fmt.Printf("%-8s %-8d error: %v\n", tgt, c, err)
 				continue
 			}
-			fmt.Printf("%-8s %-8d %10.3f %10.1f %9d %9d %8.2f %s\n", tgt, c, res.cores, res.rssMiB, res.acked, res.running, res.driverCores, res.notes)
+			fmt.Printf("%-8s %-8d %10.3f %10.1f %9d %9d %8.2f %8.0f %8.1f %s\n", tgt, c, res.cores, res.rssMiB, res.acked, res.running, res.driverCores, res.msgRate, res.usPerMsg, res.notes)
 		}
 	}
 }
@@ -153,6 +153,7 @@ func runCicadaMaster(port, n int, cpuprofile string) int {
 
 type result struct {
 	cores, rssMiB, driverCores float64
+	msgRate, usPerMsg          float64 // messages sent to the master per second; master CPU µs per message
 	acked, running             int64
 	notes                      string
 }
@@ -250,14 +251,20 @@ func measure(target string, n int, window, warmup time.Duration, names int, locu
 		return res, err
 	}
 	d0 := selfCPU()
+	s0 := sim.sent.Load()
 	t0 := time.Now()
 	time.Sleep(window)
 	c1, err := cpuTicks(pid)
 	if err != nil {
 		return res, err
 	}
+	s1 := sim.sent.Load()
 	elapsed := time.Since(t0).Seconds()
 	res.cores = float64(c1-c0) / clkTck / elapsed
+	res.msgRate = float64(s1-s0) / elapsed
+	if s1 > s0 {
+		res.usPerMsg = float64(c1-c0) / clkTck * 1e6 / float64(s1-s0)
+	}
 	res.driverCores = (selfCPU() - d0).Seconds() / elapsed
 	res.rssMiB = float64(rssKiB(pid)) / 1024
 	res.notes = "load " + loadavg() + "; "
@@ -322,6 +329,7 @@ type simulation struct {
 	workers    []*simWorker
 	acked      atomic.Int64
 	running    atomic.Int64
+	sent       atomic.Int64 // messages queued to the master
 	sendErrors atomic.Int64
 	wg         sync.WaitGroup
 
@@ -423,7 +431,9 @@ func withID(tmpl []byte, id string) []byte {
 func (s *simulation) send(w *simWorker, b []byte) {
 	if err := w.d.Send(b); err != nil {
 		s.sendErrors.Add(1)
+		return
 	}
+	s.sent.Add(1)
 }
 
 func (s *simulation) run(ctx context.Context, w *simWorker) {
