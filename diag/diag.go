@@ -21,6 +21,12 @@ const (
 	// less the ports held in TIME_WAIT, is below the connections to one
 	// destination; connects fail with EADDRNOTAVAIL.
 	KindPorts = "ports"
+	// KindPortsSlow: the connections to one destination use more than
+	// half of the port range of each source address. Linux's connect()
+	// picks even ports first and, once they are used up, scans all of them
+	// before each odd one, so connects get slower and slower (a host-wide
+	// CPU cliff) although they still succeed.
+	KindPortsSlow = "ports-slow"
 	// KindTimeWait: many local ports towards a destination are held in
 	// TIME_WAIT (a previous run); they count against the port range.
 	KindTimeWait = "time-wait"
@@ -122,11 +128,19 @@ func Check(l Limits, p Plan, timeWait map[netip.AddrPort]int) []Warning {
 			dsts = append(dsts, d)
 		}
 		sort.Slice(dsts, func(i, j int) bool { return dsts[i].Compare(dsts[j]) < 0 })
-		var portW, twW *Warning
+		var portW, slowW, twW *Warning
 		for _, d := range dsts {
 			users := p.PerDestination[d]
 			tw := timeWait[d]
 			capacity := ports*src - tw
+			if half := ports / 2 * src; users+tw > half && users <= capacity && slowW == nil {
+				needIPs := (2*(users+tw) + ports - 1) / ports
+				slowW = &Warning{Kind: KindPortsSlow, Message: fmt.Sprintf(
+					"this worker is to hold %d connections to %s, more than half of its local ports (%d-%d, %d source address(es)): "+
+						"Linux's connect() takes even ports first and then scans them all for every odd one, so connects will get slow and the host's CPU "+
+						"will go to the kernel; use --source-ips with at least %d addresses (more if other processes connect to the same destination)",
+					users, d, l.PortLow, l.PortHigh, src, needIPs+1)}
+			}
 			if users > capacity && portW == nil {
 				needIPs := (users + tw + ports - 1) / ports
 				msg := fmt.Sprintf(
@@ -149,6 +163,9 @@ func Check(l Limits, p Plan, timeWait map[netip.AddrPort]int) []Warning {
 		if portW != nil {
 			ws = append(ws, *portW)
 		}
+		if slowW != nil {
+			ws = append(ws, *slowW)
+		}
 		if twW != nil {
 			ws = append(ws, *twW)
 		}
@@ -159,7 +176,7 @@ func Check(l Limits, p Plan, timeWait map[netip.AddrPort]int) []Warning {
 // Headroom returns how many connections in total p's process can open,
 // under l and timeWait, before Check would warn: the smallest of the
 // open-files, system-files and (for the most constrained destination of
-// p) port limits. It is -1 when no limit is known. Callers use it to skip
+// p) half-port-range limits. It is -1 when no limit is known. Callers use it to skip
 // re-reading the limits while the users stay below it.
 func Headroom(l Limits, p Plan, timeWait map[netip.AddrPort]int) int64 {
 	h := int64(-1)
@@ -178,7 +195,7 @@ func Headroom(l Limits, p Plan, timeWait map[netip.AddrPort]int) int64 {
 	if ports := l.Ports(); ports > 0 {
 		src := max(p.SourceIPs, 1)
 		for d := range p.PerDestination {
-			lower(int64(ports*src - timeWait[d]))
+			lower(int64(ports/2*src - timeWait[d]))
 		}
 	}
 	return h

@@ -23,8 +23,8 @@ func TestCheck(t *testing.T) {
 		wantKinds []string
 		wantText  []string
 	}{
-		{"within limits", base, Plan{Users: 15000, PerDestination: map[netip.AddrPort]int{dst: 15000}}, nil, nil, nil},
-		{"open files", base, Plan{Users: 25000, PerDestination: map[netip.AddrPort]int{dst: 25000}}, nil,
+		{"within limits", base, Plan{Users: 14000, PerDestination: map[netip.AddrPort]int{dst: 14000}}, nil, nil, nil},
+		{"open files", base, Plan{Users: 25000, PerDestination: map[netip.AddrPort]int{dst: 25000}, SourceIPs: 2}, nil,
 			[]string{KindOpenFiles}, []string{"RLIMIT_NOFILE", "EMFILE", "hard limit is 20000", "25042"}},
 		{"soft below hard", Limits{OpenFiles: 1024, OpenFilesHard: 20000, FilesInUse: 8, PortLow: 32768, PortHigh: 60999, SystemFilesMax: -1},
 			Plan{Users: 5000}, nil, []string{KindOpenFiles}, []string{"ulimit -n 5040"}},
@@ -35,12 +35,15 @@ func TestCheck(t *testing.T) {
 			Plan{Users: 2500, PerDestination: map[netip.AddrPort]int{dst: 2500}}, nil,
 			[]string{KindPorts}, []string{"EADDRNOTAVAIL", "--source-ips with at least 3", "40000-40999", "ip_local_port_range"}},
 		{"ports with source IPs", Limits{OpenFiles: 1 << 20, PortLow: 40000, PortHigh: 40999, SystemFilesMax: -1},
-			Plan{Users: 2500, PerDestination: map[netip.AddrPort]int{dst: 2500}, SourceIPs: 3}, nil, nil, nil},
+			Plan{Users: 2500, PerDestination: map[netip.AddrPort]int{dst: 2500}, SourceIPs: 6}, nil, nil, nil},
+		{"past half the ports", Limits{OpenFiles: 1 << 20, PortLow: 40000, PortHigh: 40999, SystemFilesMax: -1},
+			Plan{Users: 2500, PerDestination: map[netip.AddrPort]int{dst: 2500}, SourceIPs: 3}, nil,
+			[]string{KindPortsSlow}, []string{"even ports first", "at least 6 addresses"}},
 		{"time wait eats ports", Limits{OpenFiles: 1 << 20, PortLow: 40000, PortHigh: 40999, SystemFilesMax: -1},
 			Plan{Users: 900, PerDestination: map[netip.AddrPort]int{dst: 900}}, map[netip.AddrPort]int{dst: 200},
 			[]string{KindPorts, KindTimeWait}, []string{"less 200 in TIME_WAIT", "TIME_WAIT"}},
 		{"other destination", Limits{OpenFiles: 1 << 20, PortLow: 40000, PortHigh: 40999, SystemFilesMax: -1},
-			Plan{Users: 1800, PerDestination: map[netip.AddrPort]int{dst: 900, ap("127.0.0.1:81"): 900}}, nil, nil, nil},
+			Plan{Users: 900, PerDestination: map[netip.AddrPort]int{dst: 450, ap("127.0.0.1:81"): 450}}, nil, nil, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -232,9 +235,9 @@ func TestHeadroom(t *testing.T) {
 		tw   map[netip.AddrPort]int
 		want int64
 	}{
-		{"ports", Plan{PerDestination: map[netip.AddrPort]int{dst: 0}}, nil, 1000},
-		{"ports with source IPs", Plan{PerDestination: map[netip.AddrPort]int{dst: 0}, SourceIPs: 30}, nil, 20000 - 10 - fdMargin},
-		{"time wait", Plan{PerDestination: map[netip.AddrPort]int{dst: 0}}, map[netip.AddrPort]int{dst: 300}, 700},
+		{"ports", Plan{PerDestination: map[netip.AddrPort]int{dst: 0}}, nil, 500},
+		{"ports with source IPs", Plan{PerDestination: map[netip.AddrPort]int{dst: 0}, SourceIPs: 60}, nil, 20000 - 10 - fdMargin},
+		{"time wait", Plan{PerDestination: map[netip.AddrPort]int{dst: 0}}, map[netip.AddrPort]int{dst: 300}, 200},
 		{"no destination", Plan{}, nil, 20000 - 10 - fdMargin},
 	}
 	for _, tt := range tests {
