@@ -38,7 +38,7 @@ func (r *runner) compare(ctx context.Context) error {
 		_ = os.MkdirAll(r.dir, 0o755)
 	}
 	if _, err := exec.LookPath("/usr/bin/locust"); err != nil {
-		return fmt.Errorf("Locust (Debian python3-locust) is needed for -compare: %w", err)
+		return fmt.Errorf("-compare needs Locust (Debian python3-locust): %w", err)
 	}
 	locustfile, err := filepath.Abs(r.o.locustfile)
 	if err != nil {
