@@ -58,6 +58,9 @@ func secondRoundRun(t *testing.T, results [2]map[string]any) (int, *logBuf, stri
 	if err != nil {
 		t.Fatal(err)
 	}
+	if st := h.m.Status(); len(st.Warnings) != 1 || st.Warnings[0].Kind != "open-files" || !st.SecondRound.Done || st.SecondRound.Users != 10 {
+		t.Errorf("Status().Warnings = %+v, SecondRound = %+v; want one open-files warning and a done round of 10 users", st.Warnings, st.SecondRound)
+	}
 	b, err := os.ReadFile(o.CSVPrefix + "_connections.csv")
 	if err != nil {
 		t.Fatal(err)

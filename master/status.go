@@ -29,6 +29,11 @@ type Status struct {
 	Classes []UserClass
 	// StartTime is when the current (or last) test started; zero if never.
 	StartTime time.Time
+	// Warnings are the self-diagnosis warnings cicada workers sent
+	// (cicada_warning), in arrival order.
+	Warnings []WorkerWarning
+	// SecondRound is the second round so far (Options.SecondRound).
+	SecondRound SecondRound
 }
 
 // WorkerInfo is one worker as the master sees it.
@@ -69,6 +74,8 @@ func (s Status) clone() Status {
 	}
 	out.UserClassesCount = copyCounts(s.UserClassesCount)
 	out.Classes = append([]UserClass(nil), s.Classes...)
+	out.Warnings = append([]WorkerWarning(nil), s.Warnings...)
+	out.SecondRound.Errors = copyCounts(s.SecondRound.Errors)
 	return out
 }
 
@@ -84,7 +91,10 @@ func (s *loopState) status(o *Options) Status {
 		UserClassesCount: s.reportedClasses(),
 		Classes:          append([]UserClass(nil), s.classes...),
 		StartTime:        s.startTime,
+		Warnings:         append([]WorkerWarning(nil), s.conn.warnings...),
+		SecondRound:      s.conn.round,
 	}
+	out.SecondRound.Errors = copyCounts(s.conn.round.Errors)
 	for _, id := range sortedIDs(s.nodes) {
 		nd := s.nodes[id]
 		out.Workers = append(out.Workers, WorkerInfo{
