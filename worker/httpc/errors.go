@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/cicada-load/cicada/stats"
 )
 
 // Sentinel errors. Every error Do returns is an *Error; these are wrapped
@@ -335,7 +337,7 @@ func message(e *Error) string {
 		if errors.As(e.Err, &ie) {
 			return "IncompleteRead(" + strconv.FormatInt(ie.n, 10) + " bytes read)"
 		}
-		return "IncompleteRead(" + pyRepr(errText(e.Err)) + ")"
+		return "IncompleteRead(" + stats.PythonRepr(errText(e.Err)) + ")"
 	case ConnectTimeout:
 		if hasErrno {
 			return osErrorRepr(errno)
@@ -353,14 +355,14 @@ func message(e *Error) string {
 		}
 		return "gaierror(-2, 'Name or service not known')"
 	case TLS:
-		return "SSLError(" + pyRepr(errText(e.Err)) + ")"
+		return "SSLError(" + stats.PythonRepr(errText(e.Err)) + ")"
 	case Protocol:
-		return "HTTPParseError(" + pyRepr(parseErrorText(e.Err)) + ")"
+		return "HTTPParseError(" + stats.PythonRepr(parseErrorText(e.Err)) + ")"
 	}
 	if hasErrno {
 		return osErrorRepr(errno)
 	}
-	return "OSError(" + pyRepr(errText(e.Err)) + ")"
+	return "OSError(" + stats.PythonRepr(errText(e.Err)) + ")"
 }
 
 func errText(err error) string {
@@ -389,7 +391,7 @@ func osErrorRepr(e syscall.Errno) string {
 			text = strings.ToUpper(text[:1]) + text[1:]
 		}
 	}
-	return class + "(" + strconv.Itoa(int(e)) + ", " + pyRepr(text) + ")"
+	return class + "(" + strconv.Itoa(int(e)) + ", " + stats.PythonRepr(text) + ")"
 }
 
 // httpErrorRepr renders requests' HTTPError for a 4xx/5xx status:
@@ -402,7 +404,7 @@ func httpErrorRepr(status int, reason, url string) string {
 	if reason == "" {
 		reason = fasthttp.StatusMessage(status)
 	}
-	return "HTTPError(" + pyRepr(strconv.Itoa(status)+" "+side+" Error: "+reason+" for url: "+url) + ")"
+	return "HTTPError(" + stats.PythonRepr(strconv.Itoa(status)+" "+side+" Error: "+reason+" for url: "+url) + ")"
 }
 
 // parseErrorText is fasthttp's parse error without the quoted response
@@ -430,38 +432,3 @@ func (e *bodyTooLargeError) Error() string {
 }
 
 func (e *bodyTooLargeError) Is(target error) bool { return target == ErrBodyTooLarge }
-
-// pyRepr quotes s like CPython's repr(str): single quotes unless s contains
-// a single quote and no double quote, backslash escapes for the quote,
-// backslash, \t \n \r and other control characters.
-func pyRepr(s string) string {
-	quote := byte('\'')
-	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
-		quote = '"'
-	}
-	var b strings.Builder
-	b.Grow(len(s) + 2)
-	b.WriteByte(quote)
-	for _, r := range s {
-		switch {
-		case r == rune(quote) || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r < 0x20 || r == 0x7f:
-			b.WriteString(`\x`)
-			const hex = "0123456789abcdef"
-			b.WriteByte(hex[r>>4])
-			b.WriteByte(hex[r&0xf])
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte(quote)
-	return b.String()
-}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cicada-load/cicada/protocol"
+	"github.com/cicada-load/cicada/stats"
 )
 
 // failure is what one failing request produced.
@@ -389,8 +390,8 @@ func TestPyRepr(t *testing.T) {
 		{"é", "'é'"},
 	}
 	for _, tt := range tests {
-		if got := pyRepr(tt.in); got != tt.want {
-			t.Errorf("pyRepr(%q) = %s; want %s", tt.in, got, tt.want)
+		if got := stats.PythonRepr(tt.in); got != tt.want {
+			t.Errorf("stats.PythonRepr(%q) = %s; want %s", tt.in, got, tt.want)
 		}
 	}
 }
