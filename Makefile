@@ -34,10 +34,7 @@ examples:
 ## fuzz: each fuzz target briefly
 FUZZTIME ?= 5s
 fuzz:
-	@set -e; for pkg in $$($(GO) list ./...); do \
-		for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz' || true); do \
-			echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
-		done; done
+	@./scripts/fuzz-all.sh $(FUZZTIME)
 
 lint:
 	$(GO) vet $(PKGS)
