@@ -50,6 +50,7 @@ func (a *app) runCluster(ctx context.Context, distributed bool) int {
 	if cfg.Autostart && !headless && cfg.Users > 0 {
 		opts.Users = cfg.Users
 	}
+	a.statsFormat = opts.StatsFormat
 	m, err := master.New(opts)
 	if err != nil {
 		if errors.Is(err, master.ErrBind) {
@@ -84,6 +85,7 @@ func (a *app) runCluster(ctx context.Context, distributed bool) int {
 			TLSKey:  cfg.TLSKey,
 			Logger:  log.With("logger", "cicada.web"),
 			Version: version,
+			Format:  opts.StatsFormat,
 			FullHistoryCSV: func() string {
 				if cfg.CSVPrefix != "" && cfg.CSVFullHistory {
 					return cfg.CSVPrefix + "_stats_history.csv"
@@ -332,7 +334,7 @@ func (a *app) writeHTML(r *masterRunner, hist *web.History) error {
 	if err != nil {
 		return fmt.Errorf("cannot write the HTML report: %w", err)
 	}
-	data := web.ReportData{Status: r.Status(), Snapshot: r.Snapshot(), Version: version}
+	data := web.ReportData{Status: r.Status(), Snapshot: r.Snapshot(), Version: version, Format: a.statsFormat}
 	if hist != nil {
 		data.History = hist.Points()
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/cicada-load/cicada/config"
 	"github.com/cicada-load/cicada/diag"
 	"github.com/cicada-load/cicada/internal/locustlog"
+	"github.com/cicada-load/cicada/stats"
 	"github.com/cicada-load/cicada/worker"
 	"github.com/cicada-load/cicada/worker/scenario"
 )
@@ -38,6 +39,9 @@ type app struct {
 	log    *slog.Logger
 	logOut io.Writer // where log lines go (stderr, --logfile or nowhere)
 	file   *scenario.File
+	// statsFormat is the master's table and CSV layout, shared with the
+	// web UI's downloads and the HTML report.
+	statsFormat stats.Format
 }
 
 func runMode(cfg *config.Config, stdout, stderr io.Writer) int {
