@@ -420,7 +420,6 @@ type loopState struct {
 	quitting   bool
 	final      map[string]*finalReport
 	finalDue   time.Time
-	finishedAt time.Time
 
 	cpuWarned  bool
 	usersDirty bool

@@ -384,7 +384,7 @@ func runGo(t *testing.T, c refCase) []refResult {
 	t.Helper()
 	var classes []UserClass
 	for _, rc := range c.Classes {
-		classes = append(classes, UserClass{Name: rc.Name, Weight: rc.Weight, FixedCount: rc.FixedCount})
+		classes = append(classes, UserClass(rc))
 	}
 	d, err := New(c.Workers, classes)
 	if err != nil {
@@ -529,7 +529,7 @@ func TestInvariants(t *testing.T) {
 		var classes []UserClass
 		weightedExists := false
 		for _, rc := range c.Classes {
-			classes = append(classes, UserClass{Name: rc.Name, Weight: rc.Weight, FixedCount: rc.FixedCount})
+			classes = append(classes, UserClass(rc))
 			weightedExists = weightedExists || rc.FixedCount == 0
 		}
 		d, err := New(c.Workers, classes)
