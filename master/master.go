@@ -417,9 +417,9 @@ type loopState struct {
 
 	shapeCancel context.CancelFunc
 
-	quitting   bool
-	final      map[string]*finalReport
-	finalDue   time.Time
+	quitting bool
+	final    map[string]*finalReport
+	finalDue time.Time
 
 	cpuWarned  bool
 	usersDirty bool
