@@ -90,13 +90,15 @@ func TestIdleHTTPUsers(t *testing.T) {
 	if err := rw.result(t, 60*time.Second); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
+	// The worker's quit follows its final report: once the fake master has
+	// received the quit, it has every report.
+	m.await(protocol.TypeQuit, 1, 10*time.Second)
 	var reqs, fails int64
 	for _, g := range m.all(protocol.TypeStats) {
 		r := g.msg.Data.(*protocol.StatsReport)
 		reqs += r.Total.NumRequests
 		fails += r.Total.NumFailures
 	}
-	m.await(protocol.TypeQuit, 1, 10*time.Second)
 	if reqs != int64(n) || fails != 0 {
 		t.Errorf("stats: %d requests, %d failures; want %d, 0", reqs, fails, n)
 	}

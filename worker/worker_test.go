@@ -221,6 +221,7 @@ func TestFirstSpawnClearsStats(t *testing.T) {
 	m.await(protocol.TypeSpawningComplete, 1, 10*time.Second)
 	m.send(rw.w.NodeID(), protocol.TypeQuit, nil)
 	rw.result(t, 10*time.Second)
+	m.await(protocol.TypeQuit, 1, 10*time.Second) // follows the final report
 	final := m.all(protocol.TypeStats)
 	if rep := final[len(final)-1].msg.Data.(*protocol.StatsReport); rep.Total.NumRequests != 0 {
 		t.Fatalf("final report has %d requests; the first spawn should have cleared them", rep.Total.NumRequests)
