@@ -242,7 +242,13 @@ func TestHoldKeepAliveUsers(t *testing.T) {
 			t.Errorf("master output lacks %q", s)
 		}
 	}
-	if strings.Contains(out, "load generator warning") {
-		t.Errorf("unexpected self-diagnosis warning:\n%s", out)
+	// Only TIME_WAIT may be warned about: other tests of the same run
+	// (in other packages, in parallel) can leave thousands of sockets in
+	// TIME_WAIT towards a port this test's nginx then reuses, and the
+	// worker is right to say so. Any other limit is a real problem.
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "load generator warning") && !strings.Contains(line, "[time-wait]") {
+			t.Errorf("unexpected self-diagnosis warning: %s", line)
+		}
 	}
 }
