@@ -302,7 +302,7 @@ func (m *Master) clientReady(id string, cr *protocol.ClientReady) {
 		}
 	}
 	idx := m.index(id)
-	m.send(id, protocol.TypeAck, &protocol.Ack{Index: int64(idx)})
+	m.send(id, protocol.TypeAck, &protocol.Ack{Index: int64(idx), Cicada: protocol.CicadaVersion})
 	delete(st.stopped, id)
 	delete(st.quitted, id)
 	if old := st.nodes[id]; old != nil {

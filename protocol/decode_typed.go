@@ -117,12 +117,17 @@ func (d *decoder) ack(isNil bool) (*Ack, error) {
 		return a, nil
 	}
 	err := d.fields(func(k []byte) (bool, error) {
-		if string(k) != "index" {
-			return false, nil
+		switch string(k) {
+		case "index":
+			i, err := d.int64()
+			a.Index = i
+			return true, err
+		case "cicada":
+			s, err := d.string()
+			a.Cicada = s
+			return true, err
 		}
-		i, err := d.int64()
-		a.Index = i
-		return true, err
+		return false, nil
 	})
 	return a, err
 }

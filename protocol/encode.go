@@ -188,10 +188,21 @@ func (e *encoder) data(typ string, data any) error {
 	case *Ack:
 		want = TypeAck
 		if typ == want && v != nil {
-			if v.Index == -1 {
+			switch {
+			case v.Index == -1 && v.Cicada == "":
 				e.nil()
-			} else {
+			case v.Cicada == "":
 				e.mapLen(1)
+				e.key("index")
+				e.int(v.Index)
+			case v.Index == -1:
+				e.mapLen(1)
+				e.key("cicada")
+				e.str(v.Cicada)
+			default:
+				e.mapLen(2)
+				e.key("cicada")
+				e.str(v.Cicada)
 				e.key("index")
 				e.int(v.Index)
 			}

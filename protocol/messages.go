@@ -37,6 +37,10 @@ const (
 // keys, so the extension is invisible to them.
 const KeyCicadaLatency = "cicada_latency"
 
+// CicadaVersion is the version of cicada's extensions to the protocol that a
+// cicada master announces in its ack (Ack.Cicada).
+const CicadaVersion = "1"
+
 // Message is one decoded Locust message. Data holds a pointer to the typed
 // value for the message (for example *Heartbeat), nil for messages whose data
 // is nil on the wire (stop, quit, spawning, ...), or *Custom for types this
@@ -63,6 +67,11 @@ type ClientReady struct {
 // (masters before 2.11); an Index of -1 encodes as nil data.
 type Ack struct {
 	Index int64
+	// Cicada is set by a cicada master (key "cicada", which Python workers
+	// ignore): it tells a cicada worker that cicada's own messages
+	// (cicada_warning, ...) are understood, so a Python master's log is
+	// never filled with "Unknown message type". Empty from Python masters.
+	Cicada string
 }
 
 // Heartbeat is the worker's once-a-second liveness report (W→M). State and

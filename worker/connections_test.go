@@ -353,3 +353,25 @@ func netns(t *testing.T, suffix string) string {
 	}
 	return name
 }
+
+// TestNoCicadaMessagesToPythonMaster: a master whose ack lacks the "cicada"
+// key is Python Locust, which would log every cicada_warning as an unknown
+// message type; the warning then stays in the worker's own log.
+func TestNoCicadaMessagesToPythonMaster(t *testing.T) {
+	t.Parallel()
+	m := newFakeMaster(t, 0)
+	rw := startWorker(t, fastOptions(t, m.port), twoClasses())
+	m.await(protocol.TypeClientReady, 1, 10*time.Second)
+	m.send(rw.w.NodeID(), protocol.TypeAck, &protocol.Ack{Index: 0}) // as Locust sends it
+	waitFor(t, 10*time.Second, "registration", rw.w.Registered)
+	rw.w.warnOnce("test-kind", "a limit the worker noticed")
+	// Messages leave in order: once the probe arrived, a warning sent
+	// before it would have too.
+	if err := rw.w.SendMessage("probe", nil); err != nil {
+		t.Fatal(err)
+	}
+	m.await("probe", 1, 10*time.Second)
+	if ws := m.all(protocol.TypeCicadaWarning); len(ws) != 0 {
+		t.Errorf("sent %d cicada_warning messages to a master that is not cicada", len(ws))
+	}
+}

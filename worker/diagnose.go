@@ -47,7 +47,12 @@ func (w *Worker) warnOnce(kind, msg string) {
 	w.mu.warned[kind] = true
 	w.mu.Unlock()
 	w.log.Warn("cicada self-diagnosis: "+msg, "kind", kind)
-	w.send(protocol.TypeCicadaWarning, &protocol.Custom{Data: map[string]any{"kind": kind, "message": msg}})
+	w.mu.Lock()
+	cicadaMaster := w.mu.cicadaMaster
+	w.mu.Unlock()
+	if cicadaMaster {
+		w.send(protocol.TypeCicadaWarning, &protocol.Custom{Data: map[string]any{"kind": kind, "message": msg}})
+	}
 }
 
 // Warnings returns the self-diagnosis warning kinds issued so far.

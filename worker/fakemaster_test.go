@@ -243,6 +243,6 @@ func (rw *runningWorker) result(t testing.TB, d time.Duration) error {
 func register(t testing.TB, m *fakeMaster, rw *runningWorker, nth int, index int64) {
 	t.Helper()
 	m.await(protocol.TypeClientReady, nth, 10*time.Second)
-	m.send(rw.w.NodeID(), protocol.TypeAck, &protocol.Ack{Index: index})
+	m.send(rw.w.NodeID(), protocol.TypeAck, &protocol.Ack{Index: index, Cicada: protocol.CicadaVersion})
 	waitFor(t, 10*time.Second, "registration", rw.w.Registered)
 }

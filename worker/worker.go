@@ -76,13 +76,16 @@ type Worker struct {
 		hadConn       bool // a connection existed before (so Connected means "re")
 		selfReconnect bool // the next reconnection follows our own Reconnect()
 		ackIndex      int64
-		lastSpawnTS   float64
-		lastMasterHB  time.Time
-		stopTimeout   time.Duration
-		queue         []command
-		unknownSeen   map[string]bool // unknown class names reported in this test
-		quitting      bool
-		warned        map[string]bool // self-diagnosis warning kinds already issued
+		// cicadaMaster: the master is cicada (its ack said so), so cicada's
+		// own messages may be sent; a Python master would log each as unknown.
+		cicadaMaster bool
+		lastSpawnTS  float64
+		lastMasterHB time.Time
+		stopTimeout  time.Duration
+		queue        []command
+		unknownSeen  map[string]bool // unknown class names reported in this test
+		quitting     bool
+		warned       map[string]bool // self-diagnosis warning kinds already issued
 	}
 	wake  chan struct{} // controller wake-up, capacity 1
 	acked chan struct{} // housekeeping wake-up on the first ack, capacity 1
@@ -360,6 +363,7 @@ func (w *Worker) onAck(msg protocol.Message) {
 	w.mu.Lock()
 	if a, ok := msg.Data.(*protocol.Ack); ok && a != nil {
 		w.mu.ackIndex = a.Index
+		w.mu.cicadaMaster = a.Cicada != ""
 	}
 	if !w.mu.readySent {
 		w.mu.Unlock()
