@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/internal/leakcheck"
 	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/protocol/zmtp"
 	"github.com/cicada-load/cicada/stats"
@@ -24,55 +24,7 @@ const (
 	waitShort = 10 * time.Second
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		if err := checkNoLeakedGoroutines(10 * time.Second); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-// leakedGoroutines returns the stacks of goroutines running this package's
-// (non-test) code.
-func leakedGoroutines() []string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	var leaked []string
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		for _, line := range strings.Split(g, "\n") {
-			line = strings.TrimSpace(line)
-			if strings.Contains(line, "/cicada/master/") && strings.Contains(line, ".go:") && !strings.Contains(line, "_test.go:") {
-				leaked = append(leaked, g)
-				break
-			}
-		}
-	}
-	return leaked
-}
-
-func checkNoLeakedGoroutines(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		l := leakedGoroutines()
-		if len(l) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("leaked goroutines:\n%s", strings.Join(l, "\n\n"))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+func TestMain(m *testing.M) { leakcheck.Main(m, "/cicada/master/") }
 
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {

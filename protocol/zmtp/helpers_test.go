@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cicada-load/cicada/internal/leakcheck"
 )
 
 // Generous deadlines: the tests run on a loaded 2-core machine with -race.
@@ -19,54 +18,11 @@ const (
 	waitShort = 5 * time.Second
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		if err := checkNoLeakedGoroutines(10 * time.Second); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { leakcheck.Main(m, "/protocol/zmtp/") }
 
-// leakedGoroutines returns the stacks of goroutines running code of this
-// package (not test code).
-func leakedGoroutines() []string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	var leaked []string
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		for _, line := range strings.Split(g, "\n") {
-			line = strings.TrimSpace(line)
-			if strings.Contains(line, "/protocol/zmtp/") && strings.Contains(line, ".go:") && !strings.Contains(line, "_test.go:") {
-				leaked = append(leaked, g)
-				break
-			}
-		}
-	}
-	return leaked
-}
-
+// checkNoLeakedGoroutines waits until no goroutine of this package runs.
 func checkNoLeakedGoroutines(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		leaked := leakedGoroutines()
-		if len(leaked) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d goroutines of package zmtp leaked, first:\n%s", len(leaked), leaked[0])
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return leakcheck.Check("/protocol/zmtp/", timeout)
 }
 
 // waitFor polls cond until it holds or timeout passes.
