@@ -294,3 +294,80 @@ func BenchmarkDecodePooledMergeWorker20(b *testing.B) {
 		r.Release()
 	}
 }
+
+// manyWorkerReports returns n decoded reports shaped like workerReport20's,
+// one per simulated worker, each in its own memory: per-worker sample
+// values, and names in a per-worker order (a worker lists its entries in
+// the order it first recorded them).
+func manyWorkerReports(b *testing.B, n int) []*protocol.StatsReport {
+	b.Helper()
+	const variants = 64
+	payloads := make([][]byte, variants)
+	for v := range payloads {
+		clk := newFakeClock(1e9)
+		r := NewRecorder(clk.now)
+		rng := rand.New(rand.NewPCG(uint64(v), 7))
+		for j := range 20 {
+			i := (j + v) % 20
+			name := fmt.Sprintf("/api/endpoint/%d", i)
+			for range 10 {
+				r.Record("GET", name, time.Duration(math.Exp(rng.NormFloat64()*0.6+2.3)*1e6), 512, "")
+			}
+			if i%5 == 0 {
+				r.Record("GET", name, 40*time.Millisecond, 0, "HTTPError('500 Server Error')")
+			}
+		}
+		rep := r.Report(map[string]int64{"WebUser": 1, "ApiUser": 0}, 1)
+		p, err := protocol.Encode(protocol.Message{Type: protocol.TypeStats, Data: rep, NodeID: fmt.Sprintf("benchhost_%032d", v)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		payloads[v] = p
+	}
+	reps := make([]*protocol.StatsReport, n)
+	for i := range reps {
+		m, err := protocol.Decode(payloads[i%variants])
+		if err != nil {
+			b.Fatal(err)
+		}
+		reps[i] = m.Data.(*protocol.StatsReport)
+	}
+	return reps
+}
+
+// BenchmarkMergeManyWorkers merges the reports of 4,000 simulated workers
+// round-robin, each from its own memory, as a master under bench/master's
+// load does (every 3 s per worker): unlike BenchmarkMergeWorker20 the
+// reports are not in the CPU caches. The clock advances 3 s per round and
+// every report carries the current time as its last request, so that the
+// per-second cached histograms are taken at the real rate.
+func BenchmarkMergeManyWorkers(b *testing.B) {
+	const workers = 4000
+	clk := newFakeClock(1e9)
+	reps := manyWorkerReports(b, workers)
+	s := New(clk.now)
+	for _, r := range reps {
+		s.Merge(r)
+	}
+	step := 3 * time.Second / workers
+	b.ReportAllocs()
+	var m cpuMeter
+	m.start()
+	i := 0
+	for b.Loop() {
+		clk.add(step)
+		r := reps[i%workers]
+		i++
+		now := pyTime(clk.now())
+		for j := range r.Stats {
+			if p := r.Stats[j].LastRequestTimestamp; p != nil {
+				*p = now
+			}
+		}
+		if p := r.Total.LastRequestTimestamp; p != nil {
+			*p = now
+		}
+		s.Merge(r)
+	}
+	m.stop(b)
+}
