@@ -200,84 +200,124 @@ type exactView struct {
 	body            []byte // the (delta, count) pairs
 }
 
-func uvarint(b []byte) (uint64, []byte, error) {
-	v, n := binary.Uvarint(b)
-	if n <= 0 {
-		return 0, nil, fmt.Errorf("%w: bad varint", ErrMalformedExact)
-	}
-	return v, b[n:], nil
+// exactBin is one bucket of an encoded histogram, decoded.
+type exactBin struct {
+	idx uint32
+	n   uint64
 }
+
+// nextUvarint reads the uvarint at b[i:]: its value and the offset after it,
+// or a negative offset if b[i:] does not start with a valid uvarint.
+func nextUvarint(b []byte, i int) (uint64, int) {
+	if uint(i) < uint(len(b)) && b[i] < 0x80 {
+		return uint64(b[i]), i + 1
+	}
+	return slowUvarint(b, i)
+}
+
+func slowUvarint(b []byte, i int) (uint64, int) {
+	if i < 0 || i >= len(b) {
+		return 0, -1
+	}
+	v, n := binary.Uvarint(b[i:])
+	if n <= 0 {
+		return 0, -1
+	}
+	return v, i + n
+}
+
+var errBadVarint = fmt.Errorf("%w: bad varint", ErrMalformedExact)
 
 // parseExact validates an encoded histogram completely.
 func parseExact(b []byte) (exactView, error) {
+	v, _, err := scanExact(b, nil, false)
+	return v, err
+}
+
+// scanExact validates an encoded histogram completely and, with collect
+// set, appends its buckets to bins (also on error: the caller discards
+// them then).
+func scanExact(b []byte, bins []exactBin, collect bool) (exactView, []exactBin, error) {
 	var v exactView
 	if len(b) == 0 {
-		return v, fmt.Errorf("%w: empty", ErrMalformedExact)
+		return v, bins, fmt.Errorf("%w: empty", ErrMalformedExact)
 	}
 	if b[0] != exactVersion {
-		return v, fmt.Errorf("%w: unknown version %d", ErrMalformedExact, b[0])
+		return v, bins, fmt.Errorf("%w: unknown version %d", ErrMalformedExact, b[0])
 	}
 	b = b[1:]
 	if len(b) == 0 {
-		return v, nil
+		return v, bins, nil
 	}
-	var err error
 	var span uint64
-	if v.min, b, err = uvarint(b); err != nil {
-		return v, err
+	i := 0
+	if v.min, i = nextUvarint(b, i); i < 0 {
+		return v, bins, errBadVarint
 	}
-	if span, b, err = uvarint(b); err != nil {
-		return v, err
+	if span, i = nextUvarint(b, i); i < 0 {
+		return v, bins, errBadVarint
 	}
 	if span > math.MaxUint64-v.min {
-		return v, fmt.Errorf("%w: maximum overflows", ErrMalformedExact)
+		return v, bins, fmt.Errorf("%w: maximum overflows", ErrMalformedExact)
 	}
 	v.max = v.min + span
+	b = b[i:]
 	v.body = b
-	first, last := -1, -1
+	first := -1
 	idx := -1
-	for len(b) > 0 {
+	for i = 0; i < len(b); {
+		// nextUvarint by hand: the one-byte case inlined (the call
+		// is too costly for the inliner).
 		var d, n uint64
-		if d, b, err = uvarint(b); err != nil {
-			return v, err
+		if c := b[i]; c < 0x80 {
+			d, i = uint64(c), i+1
+		} else if d, i = slowUvarint(b, i); i < 0 {
+			return v, bins, errBadVarint
 		}
-		if n, b, err = uvarint(b); err != nil {
-			return v, err
+		if i < len(b) && b[i] < 0x80 {
+			n, i = uint64(b[i]), i+1
+		} else if n, i = slowUvarint(b, i); i < 0 {
+			return v, bins, errBadVarint
 		}
 		if d >= exactNumBucket || idx+1+int(d) >= exactNumBucket {
-			return v, fmt.Errorf("%w: bucket index out of range", ErrMalformedExact)
+			return v, bins, fmt.Errorf("%w: bucket index out of range", ErrMalformedExact)
 		}
 		idx += 1 + int(d)
 		if n == 0 {
-			return v, fmt.Errorf("%w: zero count", ErrMalformedExact)
+			return v, bins, fmt.Errorf("%w: zero count", ErrMalformedExact)
 		}
 		if n > math.MaxUint64-v.count {
-			return v, fmt.Errorf("%w: count overflows", ErrMalformedExact)
+			return v, bins, fmt.Errorf("%w: count overflows", ErrMalformedExact)
 		}
 		v.count += n
 		if first < 0 {
 			first = idx
 		}
-		last = idx
+		if collect {
+			bins = append(bins, exactBin{uint32(idx), n})
+		}
 	}
 	if first < 0 {
-		return v, fmt.Errorf("%w: minimum without buckets", ErrMalformedExact)
+		return v, bins, fmt.Errorf("%w: minimum without buckets", ErrMalformedExact)
 	}
-	if exactIndex(v.min) != first || exactIndex(v.max) != last {
-		return v, fmt.Errorf("%w: minimum or maximum outside the buckets", ErrMalformedExact)
+	if exactIndex(v.min) != first || exactIndex(v.max) != idx {
+		return v, bins, fmt.Errorf("%w: minimum or maximum outside the buckets", ErrMalformedExact)
 	}
-	return v, nil
+	return v, bins, nil
 }
 
 // each calls f for every bucket of a validated view, in ascending order.
 func (v exactView) each(f func(idx int, n uint64) bool) {
 	b := v.body
 	idx := -1
-	for len(b) > 0 {
-		d, k := binary.Uvarint(b)
-		b = b[k:]
-		n, k := binary.Uvarint(b)
-		b = b[k:]
+	for i := 0; i < len(b); {
+		var d, n uint64
+		if d, i = nextUvarint(b, i); i < 0 {
+			return
+		}
+		if n, i = nextUvarint(b, i); i < 0 {
+			return
+		}
 		idx += 1 + int(d)
 		if !f(idx, n) {
 			return
@@ -285,21 +325,47 @@ func (v exactView) each(f func(idx int, n uint64) bool) {
 	}
 }
 
-// addEncoded validates b and adds it to h; h is unchanged on error.
-func (h *exactHist) addEncoded(b []byte) error {
-	v, err := parseExact(b)
+// addEncoded validates b and adds it to h; h is unchanged on error. It
+// decodes b once, into *scratch (grown as needed and kept for the next
+// call; nil: a temporary buffer).
+func (h *exactHist) addEncoded(b []byte, scratch *[]exactBin) error {
+	var tmp []exactBin
+	if scratch == nil {
+		scratch = &tmp
+	}
+	v, bins, err := scanExact(b, (*scratch)[:0], true)
+	*scratch = bins
 	if err != nil {
 		return err
 	}
 	if v.count == 0 {
 		return nil
 	}
-	v.each(func(idx int, n uint64) bool {
-		h.addN(idx, n)
-		return true
-	})
+	h.addBins(bins)
 	h.mergeMinMax(v.count, v.min, v.max)
 	return nil
+}
+
+// addBins adds validated buckets in ascending order, looking up each chunk
+// once per run of buckets in it.
+func (h *exactHist) addBins(bins []exactBin) {
+	c := -1
+	var ch *[exactSubCount]uint64
+	var nz *[exactSubCount / 64]uint64
+	for _, bn := range bins {
+		if cc := int(bn.idx >> exactSubBits); cc != c {
+			c = cc
+			ch = h.chunks[c]
+			if ch == nil {
+				ch = new([exactSubCount]uint64)
+				h.chunks[c] = ch
+			}
+			nz = &h.nz[c]
+		}
+		i := bn.idx & (exactSubCount - 1)
+		ch[i] += bn.n
+		nz[i>>6] |= 1 << (i & 63)
+	}
 }
 
 // percentile returns the nearest-rank percentile p (0..1) in µs: the middle

@@ -110,10 +110,10 @@ func TestExactMergeAndEncoding(t *testing.T) {
 		}
 	}
 	var m exactHist
-	if err := m.addEncoded(a.appendEncoded(nil)); err != nil {
+	if err := m.addEncoded(a.appendEncoded(nil), nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.addEncoded(b.appendEncoded(nil)); err != nil {
+	if err := m.addEncoded(b.appendEncoded(nil), nil); err != nil {
 		t.Fatal(err)
 	}
 	var m2 exactHist
@@ -131,7 +131,7 @@ func TestExactMergeAndEncoding(t *testing.T) {
 	if enc := empty.appendEncoded(nil); !bytes.Equal(enc, []byte{exactVersion}) {
 		t.Errorf("empty encoding = %x", enc)
 	}
-	if err := m.addEncoded([]byte{exactVersion}); err != nil {
+	if err := m.addEncoded([]byte{exactVersion}, nil); err != nil {
 		t.Errorf("adding an empty histogram: %v", err)
 	}
 }
@@ -162,7 +162,7 @@ func TestDecodeExactMalformed(t *testing.T) {
 		var m exactHist
 		m.record(7)
 		before := m.appendEncoded(nil)
-		if m.addEncoded(b) == nil || !bytes.Equal(m.appendEncoded(nil), before) {
+		if m.addEncoded(b, nil) == nil || !bytes.Equal(m.appendEncoded(nil), before) {
 			t.Errorf("addEncoded(%s) changed the histogram or succeeded", name)
 		}
 	}
@@ -192,7 +192,7 @@ func FuzzDecodeExact(f *testing.F) {
 			return
 		}
 		var h exactHist
-		if err := h.addEncoded(b); err != nil {
+		if err := h.addEncoded(b, nil); err != nil {
 			t.Fatalf("DecodeExact accepted what addEncoded rejects: %v", err)
 		}
 		re := h.appendEncoded(nil)
