@@ -1,15 +1,14 @@
 package protocol
 
 import (
-	"bytes"
 	"encoding/binary"
+	"errors"
 	"io"
 	"math"
 	"strconv"
 	"sync"
 	"unicode/utf8"
 
-	"github.com/vmihailenco/msgpack/v5"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
@@ -26,12 +25,15 @@ const (
 	maxInterned  = 4096
 )
 
-// decoder is the state of one Decode call. It is pooled; the intern table
-// survives between calls (strings are immutable, so sharing them is safe).
+// decoder is the state of one Decode call: a cursor over the payload. It
+// reads the msgpack wire format itself (FORMAT.md; codes from msgpcode), so
+// that a value costs a few byte loads and compares rather than a call into a
+// general-purpose decoder through an io.Reader. It is pooled; the intern
+// table survives between calls (strings are immutable, so sharing them is
+// safe).
 type decoder struct {
-	dec    *msgpack.Decoder
-	rd     bytes.Reader
 	buf    []byte // the payload; string bytes are sliced from it, then copied
+	off    int    // offset of the next unread byte of buf
 	intern map[string]string
 	floats []float64 // arena for the *float64 fields of the current message
 	strs   []string  // arena for the *string fields of the current message
@@ -39,7 +41,7 @@ type decoder struct {
 }
 
 var decoderPool = sync.Pool{New: func() any {
-	return &decoder{dec: msgpack.NewDecoder(nil), intern: make(map[string]string)}
+	return &decoder{intern: make(map[string]string)}
 }}
 
 // Decode parses one Locust message: the single ZeroMQ frame that holds the
@@ -62,12 +64,9 @@ func decode(payload []byte, pooled bool) (Message, error) {
 	}
 	d := decoderPool.Get().(*decoder)
 	d.pooled = pooled
-	d.buf = payload
-	d.rd.Reset(payload)
-	d.dec.Reset(&d.rd)
+	d.buf, d.off = payload, 0
 	m, err := d.message()
-	d.buf = nil
-	d.rd.Reset(nil)
+	d.buf, d.off = nil, 0
 	d.floats, d.strs = nil, nil
 	if len(d.intern) > maxInterned {
 		clear(d.intern)
@@ -87,9 +86,9 @@ func (d *decoder) message() (Message, error) {
 	if !isArray(c) {
 		return Message{}, within(malformed("want array of 3 [type, data, node_id], got "+codeKind(c)), "envelope")
 	}
-	n, err := d.dec.DecodeArrayLen()
-	if err != nil {
-		return Message{}, within(malformedCause("bad array header", err), "envelope")
+	n, ok := d.headerLen()
+	if !ok {
+		return Message{}, within(truncated("bad array header"), "envelope")
 	}
 	if n != 3 {
 		return Message{}, within(malformed("want array of 3 [type, data, node_id], got array of "+strconv.Itoa(n)), "envelope")
@@ -104,7 +103,7 @@ func (d *decoder) message() (Message, error) {
 	if m.NodeID, err = d.string(); err != nil {
 		return Message{}, within(at(err, "node_id"), "envelope")
 	}
-	if r := d.rd.Len(); r != 0 {
+	if r := len(d.buf) - d.off; r != 0 {
 		return Message{}, within(malformed(strconv.Itoa(r)+" trailing bytes after the message"), "envelope")
 	}
 	return m, nil
@@ -153,80 +152,44 @@ func (d *decoder) typeName() (string, error) {
 }
 
 // ---- low-level reading ----
+//
+// Each reader has an inlinable fast path for the forms Locust and cicada
+// send most (fixstr, fixmap, positive fixint, float64) and a slow path for
+// everything else, which also produces the errors. The error texts are those
+// of the msgpack-library decoder this cursor replaced (refdecode_test.go
+// checks that they stay so).
 
-// pos is the offset of the next unread byte of d.buf.
-func (d *decoder) pos() int { return len(d.buf) - d.rd.Len() }
+// truncated is the error for a header or value that runs past the end of
+// the payload.
+func truncated(msg string) error { return malformedCause(msg, io.ErrUnexpectedEOF) }
 
 // peek returns the next msgpack code without consuming it.
 func (d *decoder) peek() (byte, error) {
-	p := d.pos()
-	if p >= len(d.buf) {
-		return 0, malformedCause("truncated", io.ErrUnexpectedEOF)
+	if d.off >= len(d.buf) {
+		return 0, truncated("truncated")
 	}
-	return d.buf[p], nil
+	return d.buf[d.off], nil
 }
 
 // skipBytes advances past n bytes of the payload that the caller has checked
 // are present.
-func (d *decoder) skipBytes(n int) {
-	_, _ = d.rd.Seek(int64(n), io.SeekCurrent)
-}
+func (d *decoder) skipBytes(n int) { d.off += n }
 
 // checkLen rejects a container header claiming more elements than the rest
 // of the payload can hold (each element takes at least minSize bytes), so no
 // header can make the decoder allocate beyond the input size.
 func (d *decoder) checkLen(n, minSize int) error {
-	if n < 0 || n > d.rd.Len()/minSize {
+	if n < 0 || n > (len(d.buf)-d.off)/minSize {
 		return malformedCause("container of "+strconv.Itoa(n)+" elements exceeds the payload", io.ErrUnexpectedEOF)
 	}
 	return nil
 }
 
-// stringBytes reads a str (or bin) and returns its bytes as a slice of the
-// payload, valid only until the next Decode. The bytes must be valid UTF-8:
-// Python's unpacker (raw=False) rejects anything else.
-func (d *decoder) stringBytes() ([]byte, error) {
-	c, err := d.peek()
-	if err != nil {
-		return nil, err
-	}
-	if !isStr(c) && !isBin(c) {
-		return nil, malformed("want str, got " + codeKind(c))
-	}
-	b, err := d.rawBytes()
-	if err != nil {
-		return nil, err
-	}
-	if !utf8.Valid(b) {
-		return nil, malformed("string is not valid UTF-8")
-	}
-	return b, nil
-}
-
-// rawBytes reads a str or bin header whose code the caller has checked and
-// returns the body as a slice of the payload.
-func (d *decoder) rawBytes() ([]byte, error) {
-	n, ok := d.fastLen()
-	if !ok {
-		var err error
-		if n, err = d.dec.DecodeBytesLen(); err != nil {
-			return nil, malformedCause("bad str/bin header", err)
-		}
-	}
-	if n > d.rd.Len() {
-		return nil, malformedCause("str/bin of "+strconv.Itoa(n)+" bytes exceeds the payload", io.ErrUnexpectedEOF)
-	}
-	p := d.pos()
-	d.skipBytes(n)
-	return d.buf[p : p+n : p+n], nil
-}
-
-// fastLen reads the header of the str, bin, map or array at the current
-// position (the caller has checked the code) straight from the payload. ok
-// is false, with nothing consumed, when the header is truncated (or the code
-// is none of these): the caller then asks the msgpack decoder, for its error.
-func (d *decoder) fastLen() (n int, ok bool) {
-	b := d.buf[d.pos():]
+// headerLen reads the header of the str, bin, map or array at the current
+// position (the caller has checked the code). ok is false, with nothing
+// consumed, when the header is truncated.
+func (d *decoder) headerLen() (n int, ok bool) {
+	b := d.buf[d.off:]
 	if len(b) == 0 {
 		return 0, false
 	}
@@ -249,7 +212,7 @@ func (d *decoder) fastLen() (n int, ok bool) {
 		default:
 			return 0, false
 		}
-		d.skipBytes(1)
+		d.off++
 		return n, true
 	}
 	if len(b) < 1+size {
@@ -267,32 +230,106 @@ func (d *decoder) fastLen() (n int, ok bool) {
 		}
 		n = int(u)
 	}
-	d.skipBytes(1 + size)
+	d.off += 1 + size
 	return n, true
+}
+
+// strRaw reads a str (or bin) and returns its bytes as a slice of the
+// payload, valid only until the next Decode, without the UTF-8 check.
+func (d *decoder) strRaw() ([]byte, error) {
+	if p := d.off; p < len(d.buf) {
+		if c := d.buf[p]; c&0xe0 == msgpcode.FixedStrLow {
+			if end := p + 1 + int(c&msgpcode.FixedStrMask); end <= len(d.buf) {
+				d.off = end
+				return d.buf[p+1 : end : end], nil
+			}
+		}
+	}
+	return d.strRawSlow()
+}
+
+func (d *decoder) strRawSlow() ([]byte, error) {
+	c, err := d.peek()
+	if err != nil {
+		return nil, err
+	}
+	if !isStr(c) && !isBin(c) {
+		return nil, malformed("want str, got " + codeKind(c))
+	}
+	return d.rawBytes()
+}
+
+// stringBytes is strRaw for a value that must be valid UTF-8: Python's
+// unpacker (raw=False) rejects anything else.
+func (d *decoder) stringBytes() ([]byte, error) {
+	b, err := d.strRaw()
+	if err != nil {
+		return nil, err
+	}
+	if !utf8.Valid(b) {
+		return nil, malformed("string is not valid UTF-8")
+	}
+	return b, nil
+}
+
+// rawBytes reads a str or bin header whose code the caller has checked and
+// returns the body as a slice of the payload.
+func (d *decoder) rawBytes() ([]byte, error) {
+	n, ok := d.headerLen()
+	if !ok {
+		return nil, truncated("bad str/bin header")
+	}
+	if n > len(d.buf)-d.off {
+		return nil, malformedCause("str/bin of "+strconv.Itoa(n)+" bytes exceeds the payload", io.ErrUnexpectedEOF)
+	}
+	p := d.off
+	d.off += n
+	return d.buf[p : p+n : p+n], nil
 }
 
 // string reads a str (or bin holding UTF-8) as a Go string. Short strings
 // are interned per decoder, so repeated names cost no allocation.
 func (d *decoder) string() (string, error) {
-	b, err := d.stringBytes()
+	b, err := d.strRaw()
 	if err != nil {
 		return "", err
 	}
-	return d.internBytes(b), nil
+	return d.internValid(b)
+}
+
+// internValid returns b as a string after checking that it is valid UTF-8.
+// Only valid strings enter the intern table, so a string found there needs
+// no check.
+func (d *decoder) internValid(b []byte) (string, error) {
+	if len(b) == 0 {
+		return "", nil
+	}
+	if len(b) <= maxInternLen {
+		if s, ok := d.intern[string(b)]; ok {
+			return s, nil
+		}
+	}
+	if !utf8.Valid(b) {
+		return "", malformed("string is not valid UTF-8")
+	}
+	s := string(b)
+	if len(b) <= maxInternLen {
+		d.intern[s] = s
+	}
+	return s, nil
 }
 
 // stringOrNil reads a str, bin or nil; ok is false for nil.
 func (d *decoder) stringOrNil() (s string, ok bool, err error) {
-	if c, err := d.peek(); err != nil {
-		return "", false, err
-	} else if c == msgpcode.Nil {
-		d.skipBytes(1)
+	if p := d.off; p < len(d.buf) && d.buf[p] == msgpcode.Nil {
+		d.off = p + 1
 		return "", false, nil
 	}
 	s, err = d.string()
 	return s, err == nil, err
 }
 
+// internBytes returns b, valid UTF-8, as an interned string.
 func (d *decoder) internBytes(b []byte) string {
 	if len(b) == 0 {
 		return ""
@@ -315,7 +352,7 @@ func (d *decoder) binary() ([]byte, error) {
 		return nil, err
 	}
 	if c == msgpcode.Nil {
-		d.skipBytes(1)
+		d.off++
 		return nil, nil
 	}
 	if !isStr(c) && !isBin(c) {
@@ -332,88 +369,94 @@ func (d *decoder) binary() ([]byte, error) {
 // truncated toward zero as Python's int() does. nil, NaN, ±Inf and values out
 // of the int64 range are errors.
 func (d *decoder) int64() (int64, error) {
+	if p := d.off; p < len(d.buf) {
+		if c := d.buf[p]; c <= msgpcode.PosFixedNumHigh {
+			d.off = p + 1
+			return int64(c), nil
+		}
+	}
+	return d.int64Slow()
+}
+
+func (d *decoder) int64Slow() (int64, error) {
 	c, err := d.peek()
 	if err != nil {
 		return 0, err
 	}
-	switch {
-	case isFixInt(c):
-		d.skipBytes(1)
-		return int64(int8(c)), nil
-	case c == msgpcode.Uint64:
-		u, err := d.dec.DecodeUint64()
-		if err != nil {
-			return 0, malformedCause("bad uint64", err)
+	b := d.buf[d.off+1:]
+	switch c {
+	case msgpcode.Uint8, msgpcode.Uint16, msgpcode.Uint32, msgpcode.Int8, msgpcode.Int16, msgpcode.Int32, msgpcode.Int64:
+		n, size, ok := fixedInt(c, b)
+		if !ok {
+			return 0, truncated("bad integer")
 		}
+		d.off += 1 + size
+		return n, nil
+	case msgpcode.Uint64:
+		if len(b) < 8 {
+			return 0, truncated("bad uint64")
+		}
+		u := binary.BigEndian.Uint64(b)
+		d.off += 9
 		if u > math.MaxInt64 {
 			return 0, malformed("integer " + strconv.FormatUint(u, 10) + " overflows int64")
 		}
 		return int64(u), nil
-	case c >= msgpcode.Uint8 && c <= msgpcode.Uint32 || c >= msgpcode.Int8 && c <= msgpcode.Int64:
-		// The fixed-width ints, read straight from the payload (the
-		// master's stats maps are made of them).
-		if n, ok := d.fixedInt(c); ok {
-			return n, nil
+	case msgpcode.Float:
+		if len(b) < 4 {
+			return 0, truncated("bad float")
 		}
-		n, err := d.dec.DecodeInt64()
-		if err != nil {
-			return 0, malformedCause("bad integer", err)
+		d.off += 5
+		return floatToInt(float64(math.Float32frombits(binary.BigEndian.Uint32(b))))
+	case msgpcode.Double:
+		if len(b) < 8 {
+			return 0, truncated("bad float")
 		}
-		return n, nil
-	case isInt(c):
-		n, err := d.dec.DecodeInt64()
-		if err != nil {
-			return 0, malformedCause("bad integer", err)
-		}
-		return n, nil
-	case c == msgpcode.Float || c == msgpcode.Double:
-		f, err := d.dec.DecodeFloat64()
-		if err != nil {
-			return 0, malformedCause("bad float", err)
-		}
-		return floatToInt(f)
+		d.off += 9
+		return floatToInt(math.Float64frombits(binary.BigEndian.Uint64(b)))
+	}
+	if isFixInt(c) {
+		d.off++
+		return int64(int8(c)), nil
 	}
 	return 0, malformed("want integer, got " + codeKind(c))
 }
 
-// fixedInt reads the int of code c (uint8-32, int8-64) from the payload;
-// ok is false, with nothing consumed, when the payload is too short.
-func (d *decoder) fixedInt(c byte) (n int64, ok bool) {
-	p := d.pos() + 1
-	b := d.buf
-	var size int
-	switch c {
-	case msgpcode.Uint8, msgpcode.Int8:
-		size = 1
-	case msgpcode.Uint16, msgpcode.Int16:
-		size = 2
-	case msgpcode.Uint32, msgpcode.Int32:
-		size = 4
-	default:
-		size = 8
-	}
-	if len(b)-p < size {
-		return 0, false
-	}
-	b = b[p : p+size]
+// fixedInt decodes the int of code c (uint8-32, int8-64) from b, the bytes
+// after the code; size is the number of bytes used, ok is false when b is
+// too short.
+func fixedInt(c byte, b []byte) (n int64, size int, ok bool) {
 	switch c {
 	case msgpcode.Uint8:
-		n = int64(b[0])
+		if len(b) >= 1 {
+			return int64(b[0]), 1, true
+		}
 	case msgpcode.Int8:
-		n = int64(int8(b[0]))
+		if len(b) >= 1 {
+			return int64(int8(b[0])), 1, true
+		}
 	case msgpcode.Uint16:
-		n = int64(binary.BigEndian.Uint16(b))
+		if len(b) >= 2 {
+			return int64(binary.BigEndian.Uint16(b)), 2, true
+		}
 	case msgpcode.Int16:
-		n = int64(int16(binary.BigEndian.Uint16(b)))
+		if len(b) >= 2 {
+			return int64(int16(binary.BigEndian.Uint16(b))), 2, true
+		}
 	case msgpcode.Uint32:
-		n = int64(binary.BigEndian.Uint32(b))
+		if len(b) >= 4 {
+			return int64(binary.BigEndian.Uint32(b)), 4, true
+		}
 	case msgpcode.Int32:
-		n = int64(int32(binary.BigEndian.Uint32(b)))
-	default:
-		n = int64(binary.BigEndian.Uint64(b))
+		if len(b) >= 4 {
+			return int64(int32(binary.BigEndian.Uint32(b))), 4, true
+		}
+	case msgpcode.Int64:
+		if len(b) >= 8 {
+			return int64(binary.BigEndian.Uint64(b)), 8, true
+		}
 	}
-	d.skipBytes(1 + size)
-	return n, true
+	return 0, 0, false
 }
 
 // floatToInt truncates f toward zero, like Python's int(f).
@@ -427,49 +470,50 @@ func floatToInt(f float64) (int64, error) {
 // float64 reads any int or uint width, float32 or float64 as a float64.
 // nil is an error.
 func (d *decoder) float64() (float64, error) {
+	if p := d.off; p+9 <= len(d.buf) && d.buf[p] == msgpcode.Double {
+		d.off = p + 9
+		return math.Float64frombits(binary.BigEndian.Uint64(d.buf[p+1:])), nil
+	}
+	return d.float64Slow()
+}
+
+func (d *decoder) float64Slow() (float64, error) {
 	c, err := d.peek()
 	if err != nil {
 		return 0, err
 	}
-	switch {
-	case isFixInt(c):
-		d.skipBytes(1)
+	b := d.buf[d.off+1:]
+	switch c {
+	case msgpcode.Double:
+		if len(b) < 8 {
+			return 0, truncated("bad number")
+		}
+		d.off += 9
+		return math.Float64frombits(binary.BigEndian.Uint64(b)), nil
+	case msgpcode.Float:
+		if len(b) < 4 {
+			return 0, truncated("bad number")
+		}
+		d.off += 5
+		return float64(math.Float32frombits(binary.BigEndian.Uint32(b))), nil
+	case msgpcode.Uint8, msgpcode.Uint16, msgpcode.Uint32, msgpcode.Int8, msgpcode.Int16, msgpcode.Int32, msgpcode.Int64:
+		n, size, ok := fixedInt(c, b)
+		if !ok {
+			// The msgpack library's text for this case, kept as it was.
+			return 0, malformedCause("bad number", errors.New("msgpack: invalid code="+strconv.FormatUint(uint64(c), 16)+" decoding float32"))
+		}
+		d.off += 1 + size
+		return float64(n), nil
+	case msgpcode.Uint64:
+		if len(b) < 8 {
+			return 0, truncated("bad uint64")
+		}
+		d.off += 9
+		return float64(binary.BigEndian.Uint64(b)), nil
+	}
+	if isFixInt(c) {
+		d.off++
 		return float64(int8(c)), nil
-	case c == msgpcode.Double || c == msgpcode.Float:
-		// Read straight from the payload (most stats fields are doubles).
-		if p := d.pos() + 1; c == msgpcode.Double && len(d.buf)-p >= 8 {
-			d.skipBytes(9)
-			return math.Float64frombits(binary.BigEndian.Uint64(d.buf[p:])), nil
-		} else if c == msgpcode.Float && len(d.buf)-p >= 4 {
-			d.skipBytes(5)
-			return float64(math.Float32frombits(binary.BigEndian.Uint32(d.buf[p:]))), nil
-		}
-		f, err := d.dec.DecodeFloat64()
-		if err != nil {
-			return 0, malformedCause("bad number", err)
-		}
-		return f, nil
-	case c >= msgpcode.Uint8 && c <= msgpcode.Uint32 || c >= msgpcode.Int8 && c <= msgpcode.Int64:
-		if n, ok := d.fixedInt(c); ok {
-			return float64(n), nil
-		}
-		f, err := d.dec.DecodeFloat64()
-		if err != nil {
-			return 0, malformedCause("bad number", err)
-		}
-		return f, nil
-	case c == msgpcode.Uint64:
-		u, err := d.dec.DecodeUint64()
-		if err != nil {
-			return 0, malformedCause("bad uint64", err)
-		}
-		return float64(u), nil
-	case isInt(c) || c == msgpcode.Float || c == msgpcode.Double:
-		f, err := d.dec.DecodeFloat64()
-		if err != nil {
-			return 0, malformedCause("bad number", err)
-		}
-		return f, nil
 	}
 	return 0, malformed("want number, got " + codeKind(c))
 }
@@ -482,7 +526,7 @@ func (d *decoder) floatOrNil() (*float64, error) {
 		return nil, err
 	}
 	if c == msgpcode.Nil {
-		d.skipBytes(1)
+		d.off++
 		return nil, nil
 	}
 	if !isInt(c) && !isFloat(c) {
@@ -502,6 +546,18 @@ func (d *decoder) floatOrNil() (*float64, error) {
 // mapLen reads a map header (nil is an error) and checks it against the
 // remaining payload.
 func (d *decoder) mapLen() (int, error) {
+	if p := d.off; p < len(d.buf) {
+		if c := d.buf[p]; c&0xf0 == msgpcode.FixedMapLow {
+			if n := int(c & msgpcode.FixedMapMask); n <= (len(d.buf)-p-1)/2 {
+				d.off = p + 1
+				return n, nil
+			}
+		}
+	}
+	return d.mapLenSlow()
+}
+
+func (d *decoder) mapLenSlow() (int, error) {
 	c, err := d.peek()
 	if err != nil {
 		return 0, err
@@ -509,11 +565,9 @@ func (d *decoder) mapLen() (int, error) {
 	if !isMap(c) {
 		return 0, malformed("want map, got " + codeKind(c))
 	}
-	n, ok := d.fastLen()
+	n, ok := d.headerLen()
 	if !ok {
-		if n, err = d.dec.DecodeMapLen(); err != nil {
-			return 0, malformedCause("bad map header", err)
-		}
+		return 0, truncated("bad map header")
 	}
 	return n, d.checkLen(n, 2)
 }
@@ -528,19 +582,31 @@ func (d *decoder) arrayLen() (int, error) {
 	if !isArray(c) {
 		return 0, malformed("want array, got " + codeKind(c))
 	}
-	n, ok := d.fastLen()
+	n, ok := d.headerLen()
 	if !ok {
-		if n, err = d.dec.DecodeArrayLen(); err != nil {
-			return 0, malformedCause("bad array header", err)
-		}
+		return 0, truncated("bad array header")
 	}
 	return n, d.checkLen(n, 1)
 }
 
 // key reads a map key where a str is expected. ok is false (and the key has
 // been consumed) when the key is some other type: typed decoders ignore such
-// entries, like Locust's dict lookups do.
+// entries, like Locust's dict lookups do. Keys are compared, not kept, so
+// they skip the UTF-8 check: a key that matches a known name is ASCII, and
+// any other key is skipped.
 func (d *decoder) key() (k []byte, ok bool, err error) {
+	if p := d.off; p < len(d.buf) {
+		if c := d.buf[p]; c&0xe0 == msgpcode.FixedStrLow {
+			if end := p + 1 + int(c&msgpcode.FixedStrMask); end <= len(d.buf) {
+				d.off = end
+				return d.buf[p+1 : end : end], true, nil
+			}
+		}
+	}
+	return d.keySlow()
+}
+
+func (d *decoder) keySlow() (k []byte, ok bool, err error) {
 	c, err := d.peek()
 	if err != nil {
 		return nil, false, err
@@ -548,14 +614,11 @@ func (d *decoder) key() (k []byte, ok bool, err error) {
 	if !isStr(c) && !isBin(c) {
 		return nil, false, d.skip(MaxDepth - 2)
 	}
-	// Keys are compared, not kept, so they skip the UTF-8 check: a key that
-	// matches a known name is ASCII, and any other key is skipped.
 	k, err = d.rawBytes()
 	return k, err == nil, err
 }
 
-// skip consumes one value of any type, recursing at most depth levels. It
-// does not use msgpack.Decoder.Skip, which has no depth limit.
+// skip consumes one value of any type, recursing at most depth levels.
 func (d *decoder) skip(depth int) error {
 	c, err := d.peek()
 	if err != nil {
@@ -589,9 +652,21 @@ func (d *decoder) skip(depth int) error {
 		return malformed("msgpack " + codeKind(c) + " is not allowed")
 	}
 	// A scalar: nil, bool, int or float.
-	if err := d.dec.Skip(); err != nil {
-		return malformedCause("truncated "+codeKind(c), err)
+	var size int
+	switch c {
+	case msgpcode.Uint8, msgpcode.Int8:
+		size = 1
+	case msgpcode.Uint16, msgpcode.Int16:
+		size = 2
+	case msgpcode.Uint32, msgpcode.Int32, msgpcode.Float:
+		size = 4
+	case msgpcode.Uint64, msgpcode.Int64, msgpcode.Double:
+		size = 8
 	}
+	if len(d.buf)-d.off-1 < size {
+		return truncated("truncated " + codeKind(c))
+	}
+	d.off += 1 + size
 	return nil
 }
 

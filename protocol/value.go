@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -56,10 +57,11 @@ func (d *decoder) value(depth int) (any, error) {
 		d.skipBytes(1)
 		return c == msgpcode.True, nil
 	case c == msgpcode.Uint64:
-		u, err := d.dec.DecodeUint64()
-		if err != nil {
-			return nil, malformedCause("bad uint64", err)
+		if len(d.buf)-d.off < 9 {
+			return nil, truncated("bad uint64")
 		}
+		u := binary.BigEndian.Uint64(d.buf[d.off+1:])
+		d.off += 9
 		if u > math.MaxInt64 {
 			return u, nil
 		}
