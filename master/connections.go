@@ -103,6 +103,8 @@ type connLoopState struct {
 	asked    map[string]bool // workers asked, not answered
 	roundDue time.Time
 	rows     map[string]connRow // the last counters of every worker that sent them, gone ones included
+
+	ix loopIndex // not about connections: see loopIndex
 }
 
 // cicadaMessage handles cicada's own worker messages. Precondition: loop.

@@ -40,26 +40,128 @@ func sumCounts(m map[string]int64) int64 {
 	return s
 }
 
-// setClasses replaces a node's reported users, keeping the loop's total.
-// Precondition: loop; nd is in st.nodes.
+// Node states by slot, for the per-state counts of nodeIndex.
+const (
+	slotReady = iota
+	slotSpawning
+	slotRunning
+	slotMissing
+	slotOther // any other state a worker reports (stopped, cleanup…)
+	numSlots
+)
+
+func stateSlot(state string) int {
+	switch state {
+	case StateReady:
+		return slotReady
+	case StateSpawning:
+		return slotSpawning
+	case StateRunning:
+		return slotRunning
+	case StateMissing:
+		return slotMissing
+	}
+	return slotOther
+}
+
+// nodeIndex is what the loop keeps incrementally about st.nodes, so that
+// no message or tick recounts all workers (the master must handle tens of
+// thousands): the nodes per state, and the users per class summed over the
+// active (ready, spawning, running) nodes. Its invariants, checked by
+// checkIndex in tests, hold because nodes enter and leave st.nodes only
+// through addNode and deleteNode, change state only through setNodeState
+// and change their users only through setClasses.
+type nodeIndex struct {
+	states  [numSlots]int
+	classes map[string]classSum // over active nodes; a class is present while an active node reports it
+}
+
+// classSum is one class of nodeIndex.classes.
+type classSum struct {
+	users int64
+	nodes int // active nodes whose classes carry this class (even with 0 users)
+}
+
+// loopIndex is the loop's incremental bookkeeping: the node index, the
+// coalesced re-dispatch and the final-report wait. It belongs in loopState;
+// it lives in connLoopState (connections.go) only until master.go can
+// carry it (see ix).
+type loopIndex struct {
+	nodes nodeIndex
+	redisp
+	final finalIndex
+}
+
+// ix returns the loop's incremental bookkeeping. Precondition: loop.
+func (s *loopState) ix() *loopIndex { return &s.conn.ix }
+
+// count adds sign × nd to the index (nd's state, and its classes when
+// active).
+func (x *nodeIndex) count(nd *node, sign int) {
+	x.states[stateSlot(nd.state)] += sign
+	if active(nd.state) {
+		x.countClasses(nd.classes, sign)
+	}
+}
+
+func (x *nodeIndex) countClasses(classes map[string]int64, sign int) {
+	if len(classes) == 0 {
+		return
+	}
+	if x.classes == nil {
+		x.classes = make(map[string]classSum)
+	}
+	for c, n := range classes {
+		cs := x.classes[c]
+		cs.users += int64(sign) * n
+		cs.nodes += sign
+		if cs.nodes == 0 {
+			delete(x.classes, c)
+		} else {
+			x.classes[c] = cs
+		}
+	}
+}
+
+// setNodeState changes a node's state, keeping the index. Every state
+// change of a node in st.nodes goes through it. Precondition: loop; nd is
+// in st.nodes.
+func (s *loopState) setNodeState(nd *node, state string) {
+	if nd.state == state {
+		return
+	}
+	x := &s.ix().nodes
+	x.count(nd, -1)
+	nd.state = state
+	x.count(nd, 1)
+}
+
+// setClasses replaces a node's reported users, keeping the loop's total and
+// the index. Precondition: loop; nd is in st.nodes.
 func (s *loopState) setClasses(nd *node, classes map[string]int64) {
 	t := sumCounts(classes)
 	s.users += t - nd.total
+	if active(nd.state) {
+		x := &s.ix().nodes
+		x.countClasses(nd.classes, -1)
+		x.countClasses(classes, 1)
+	}
 	nd.classes, nd.total = classes, t
 }
 
-// addNode and deleteNode keep the user total. Precondition: loop.
+// addNode and deleteNode keep the user total and the index. Precondition:
+// loop.
 func (s *loopState) addNode(nd *node) {
-	if old := s.nodes[nd.id]; old != nil {
-		s.users -= old.total
-	}
+	s.deleteNode(nd.id)
 	s.nodes[nd.id] = nd
 	s.users += nd.total
+	s.ix().nodes.count(nd, 1)
 }
 
 func (s *loopState) deleteNode(id string) {
 	if old := s.nodes[id]; old != nil {
 		s.users -= old.total
+		s.ix().nodes.count(old, -1)
 		delete(s.nodes, id)
 	}
 }
@@ -70,16 +172,16 @@ func active(state string) bool {
 
 // workerCount is Locust's worker_count: ready + spawning + running.
 func (s *loopState) workerCount() int {
-	n := 0
-	for _, nd := range s.nodes {
-		if active(nd.state) {
-			n++
-		}
-	}
-	return n
+	x := &s.ix().nodes
+	return x.states[slotReady] + x.states[slotSpawning] + x.states[slotRunning]
 }
 
+// countState returns the number of nodes in state: O(1) for ready,
+// spawning, running and missing, a scan for others (unused by the loop).
 func (s *loopState) countState(state string) int {
+	if slot := stateSlot(state); slot != slotOther {
+		return s.ix().nodes.states[slot]
+	}
 	n := 0
 	for _, nd := range s.nodes {
 		if nd.state == state {
@@ -92,18 +194,48 @@ func (s *loopState) countState(state string) int {
 // userCount is Locust's user_count: the users reported by all nodes.
 func (s *loopState) userCount() int64 { return s.users }
 
-// reportedClasses is Locust's reported_user_classes_count.
+// reportedClasses is Locust's reported_user_classes_count: the users per
+// class of the active nodes. The result is owned by the caller.
 func (s *loopState) reportedClasses() map[string]int64 {
-	out := make(map[string]int64)
-	for _, nd := range s.nodes {
-		if !active(nd.state) {
-			continue
-		}
-		for c, n := range nd.classes {
-			out[c] += n
-		}
+	x := &s.ix().nodes
+	out := make(map[string]int64, len(x.classes))
+	for c, cs := range x.classes {
+		out[c] = cs.users
 	}
 	return out
+}
+
+// checkIndex recounts what the index keeps and reports the first
+// difference (tests run it after every event). Precondition: loop.
+func (s *loopState) checkIndex() error {
+	var want nodeIndex
+	var users int64
+	for id, nd := range s.nodes {
+		if nd.id != id {
+			return fmt.Errorf("node %q stored under %q", nd.id, id)
+		}
+		if t := sumCounts(nd.classes); t != nd.total {
+			return fmt.Errorf("node %s: total %d, classes sum to %d", id, nd.total, t)
+		}
+		users += nd.total
+		want.count(nd, 1)
+	}
+	x := &s.ix().nodes
+	if users != s.users {
+		return fmt.Errorf("users %d, recount %d", s.users, users)
+	}
+	if want.states != x.states {
+		return fmt.Errorf("states (ready, spawning, running, missing, other) %v, recount %v", x.states, want.states)
+	}
+	if len(want.classes) != len(x.classes) {
+		return fmt.Errorf("classes %v, recount %v", x.classes, want.classes)
+	}
+	for c, cs := range want.classes {
+		if x.classes[c] != cs {
+			return fmt.Errorf("class %s: %+v, recount %+v", c, x.classes[c], cs)
+		}
+	}
+	return s.checkFinalIndex()
 }
 
 // formatClasses is Locust's _format_user_classes_count_for_log:
@@ -175,13 +307,22 @@ func (m *Master) handle(in inbound) {
 		// Merged and not retained: its memory serves the next report.
 		defer r.Release()
 	}
-	if m.handleMessage(in) {
+	changed := m.handleMessage(in)
+	m.settleRedispatch()
+	if changed {
 		m.checkStopped()
 	}
 	m.checkReportWait()
 	m.checkStopWaiters()
 	m.checkFinal()
+	if testHookLoopEvent != nil {
+		testHookLoopEvent(m)
+	}
 }
+
+// testHookLoopEvent, if set (by tests, before any master runs), is called
+// on the loop after every message and heartbeat tick.
+var testHookLoopEvent func(*Master)
 
 // handleMessage applies one message and reports whether a worker's state
 // may have changed (then Locust's check_stopped runs).
@@ -215,7 +356,7 @@ func (m *Master) handleMessage(in inbound) (stateChange bool) {
 		m.log.Info(fmt.Sprintf("Worker %s (index %d) reported that it has stopped, removing from running workers", id, m.index(id)))
 	case protocol.TypeSpawning:
 		if nd := st.nodes[id]; nd != nil {
-			nd.state = StateSpawning
+			st.setNodeState(nd, StateSpawning)
 		} else {
 			m.log.Debug(fmt.Sprintf("Ignoring spawning from unregistered worker %s", id))
 		}
@@ -228,7 +369,7 @@ func (m *Master) handleMessage(in inbound) (stateChange bool) {
 		case nd == nil:
 			m.log.Debug(fmt.Sprintf("Ignoring spawning_complete from unregistered worker %s", id))
 		default:
-			nd.state = StateRunning
+			st.setNodeState(nd, StateRunning)
 			st.setClasses(nd, copyCounts(sc.UserClassesCount))
 			m.userCountChanged()
 		}
@@ -320,12 +461,13 @@ func (m *Master) clientReady(id string, cr *protocol.ClientReady) {
 	m.workerJoined(id)
 	m.log.Info(fmt.Sprintf("Worker %s (index %d) reported as ready. %d workers connected.", id, idx, st.workerCount()))
 	if m.opts.EnableRebalancing && st.state == StateRunning && st.spawnComplete {
-		m.redispatch()
+		m.requestRedispatch()
 	}
 }
 
-// workerJoined adds a (re)joining worker to the dispatcher and re-dispatches
-// when the test runs and no dispatch is going on, as Locust does.
+// workerJoined adds a (re)joining worker to the dispatcher and asks for a
+// re-dispatch when the test runs and no dispatch is going on, as Locust
+// does (coalesced: see requestRedispatch).
 func (m *Master) workerJoined(id string) {
 	st := &m.st
 	if st.disp == nil {
@@ -333,11 +475,12 @@ func (m *Master) workerJoined(id string) {
 	}
 	st.disp.AddWorker(id)
 	if !st.stepping && (st.state == StateRunning || st.state == StateSpawning) {
-		m.redispatch()
+		m.requestRedispatch()
 	}
 }
 
-// removeNode deletes a node (client_stopped, quit) and re-dispatches.
+// removeNode deletes a node (client_stopped, quit) and asks for a
+// re-dispatch.
 func (m *Master) removeNode(nd *node) {
 	st := &m.st
 	st.deleteNode(nd.id)
@@ -345,7 +488,7 @@ func (m *Master) removeNode(nd *node) {
 	if st.disp != nil {
 		st.disp.RemoveWorker(nd.id)
 		if !st.stepping && (st.state == StateRunning || st.state == StateSpawning) {
-			m.redispatch()
+			m.requestRedispatch()
 		}
 	}
 }
@@ -363,13 +506,13 @@ func (m *Master) heartbeat(id string, hb *protocol.Heartbeat) (stateChange bool)
 		nd.liveness = m.opts.HeartbeatLiveness
 		if nd.state == StateMissing {
 			m.log.Info(fmt.Sprintf("Worker %s self-healed with heartbeat, setting state to %s.", id, hb.State))
-			nd.state = hb.State
+			st.setNodeState(nd, hb.State)
 			m.workerJoined(id)
 		}
 	}
 	if nd.state != hb.State {
 		stateChange = true
-		nd.state = hb.State
+		st.setNodeState(nd, hb.State)
 	}
 	nd.cpu = hb.CPUUsage
 	if !nd.cpuWarned && nd.cpu > 90 {
@@ -431,8 +574,7 @@ func (m *Master) statsReport(id string, r *protocol.StatsReport) {
 	st := &m.st
 	m.stats.Merge(r)
 	if f := st.final[id]; f != nil && !f.stats {
-		f.stats = true
-		f.statsAt = timeNow()
+		m.finalStats(f)
 	}
 	nd := st.nodes[id]
 	if nd == nil {
@@ -458,7 +600,7 @@ func (m *Master) workerQuit(id string) {
 	st := &m.st
 	st.quitted[id] = true
 	if f := st.final[id]; f != nil {
-		f.quit = true
+		m.finalQuit(f)
 	}
 	nd := st.nodes[id]
 	if nd == nil {
@@ -492,72 +634,83 @@ func (m *Master) publishUserCount() {
 	}
 }
 
-// liveness is Locust's heartbeat_worker tick (locust-protocol.md §4.2).
+// liveness is Locust's heartbeat_worker tick (locust-protocol.md §4.2). It
+// visits every node once, in no order, and sorts only the nodes that go
+// missing or are deleted, whose log lines and effects come in id order as
+// Locust's do.
 func (m *Master) liveness() {
 	m.publishConns()
 	st := &m.st
-	var dead []string
-	for _, id := range sortedIDs(st.nodes) {
-		nd := st.nodes[id]
+	var dead, missing []*node
+	for _, nd := range st.nodes {
 		if nd.state == StateMissing && nd.liveness <= -m.opts.DeadTicks {
-			dead = append(dead, id)
+			dead = append(dead, nd)
 		}
 		if nd.liveness < 0 && nd.state != StateMissing {
-			m.log.Info(fmt.Sprintf("Worker %s failed to send heartbeat, setting state to missing.", id))
-			nd.state = StateMissing
-			st.setClasses(nd, map[string]int64{})
-			m.userCountChanged()
-			if st.disp != nil {
-				st.disp.RemoveWorker(id)
-				if m.opts.EnableRebalancing && st.state == StateRunning && st.spawnComplete {
-					m.redispatch()
-				}
-			}
-			if st.workerCount() <= 0 && !st.quitting {
-				m.log.Info("The last worker went missing, stopping test.")
-				m.stopTest(true)
-				m.checkStopped()
-			}
+			missing = append(missing, nd)
 		} else {
 			nd.liveness--
 		}
 	}
-	if len(dead) == 0 {
-		return
-	}
-	for _, id := range dead {
-		m.log.Info(fmt.Sprintf("Worker %s (index %d) missing for too long, removing it.", id, m.index(id)))
-		st.deleteNode(id)
-		if f := st.final[id]; f != nil {
-			f.gone = true
+	sortNodes(missing)
+	for _, nd := range missing {
+		id := nd.id
+		m.log.Info(fmt.Sprintf("Worker %s failed to send heartbeat, setting state to missing.", id))
+		st.setNodeState(nd, StateMissing)
+		st.setClasses(nd, map[string]int64{})
+		m.userCountChanged()
+		if st.disp != nil {
+			st.disp.RemoveWorker(id)
+			if m.opts.EnableRebalancing && st.state == StateRunning && st.spawnComplete {
+				m.requestRedispatch()
+			}
+		}
+		if st.workerCount() <= 0 && !st.quitting {
+			m.log.Info("The last worker went missing, stopping test.")
+			m.stopTest(true)
+			m.checkStopped()
 		}
 	}
-	m.userCountChanged()
-	if (st.state == StateRunning || st.state == StateSpawning) && !st.quitting {
-		// The dispatcher forgot these workers when they went missing; send
-		// the split over the remaining ones now.
-		m.redispatch()
+	if len(dead) > 0 {
+		sortNodes(dead)
+		for _, nd := range dead {
+			id := nd.id
+			m.log.Info(fmt.Sprintf("Worker %s (index %d) missing for too long, removing it.", id, m.index(id)))
+			st.deleteNode(id)
+			if f := st.final[id]; f != nil {
+				m.finalGone(f)
+			}
+		}
+		m.userCountChanged()
+		if (st.state == StateRunning || st.state == StateSpawning) && !st.quitting {
+			// The dispatcher forgot these workers when they went missing;
+			// send the split over the remaining ones now (not coalesced:
+			// once per tick at most).
+			m.redispatch()
+		}
+		m.checkFinal()
 	}
-	m.checkFinal()
+	m.settleRedispatch()
+	if testHookLoopEvent != nil {
+		testHookLoopEvent(m)
+	}
 }
 
-// checkStopped is Locust's check_stopped, after every message.
+func sortNodes(nds []*node) {
+	if len(nds) > 1 {
+		sort.Slice(nds, func(i, j int) bool { return nds[i].id < nds[j].id })
+	}
+}
+
+// checkStopped is Locust's check_stopped, after every message that may
+// change a worker's state. O(1): it reads the index.
 func (m *Master) checkStopped() {
 	st := &m.st
 	if st.state == StateReady || st.state == StateStopped {
 		return
 	}
-	allReady := true
-	anyActive := false
-	for _, nd := range st.nodes {
-		if nd.state != StateReady {
-			allReady = false
-		}
-		if active(nd.state) {
-			anyActive = true
-		}
-	}
-	if (st.state == StateStopping && allReady) || !anyActive {
+	allReady := st.ix().nodes.states[slotReady] == len(st.nodes)
+	if (st.state == StateStopping && allReady) || st.workerCount() == 0 {
 		m.setState(StateStopped)
 	}
 }

@@ -23,6 +23,9 @@ func (m *Master) setState(s string) { m.st.state = s }
 // start begins a dispatch towards users at rate. Precondition: loop.
 func (m *Master) start(users int64, rate float64) error {
 	st := &m.st
+	x := st.ix()
+	x.pending = false // this dispatch covers any requested re-dispatch
+	x.last = timeNow()
 	st.spawnComplete = false
 	st.target = users
 	n := st.workerCount()
@@ -75,15 +78,70 @@ func (m *Master) redispatch() {
 	if st.rate <= 0 {
 		return
 	}
+	st.ix().count++
 	if err := m.start(st.target, st.rate); err != nil {
 		m.log.Debug("re-dispatch: " + err.Error())
 	}
+}
+
+// redisp coalesces the re-dispatches asked for by workers joining, healing,
+// quitting or going missing. Locust re-dispatches once per such worker,
+// sending the whole split to every worker each time: when a thousand of
+// ten thousand workers heal in one second, that is ten million spawn
+// messages. Every re-dispatch recomputes the split from zero over the
+// dispatcher's current workers (a rebalance), so doing one for a burst
+// gives each worker the users Locust's last one would: the first request
+// after a quiet window is served at once (at the end of the message or
+// tick that made it), later ones at most once per coalescing window
+// (HeartbeatInterval/4, the dispatch timer waking the loop).
+type redisp struct {
+	pending bool      // a re-dispatch was asked for and not done yet
+	last    time.Time // when the last dispatch (start) began
+	count   int       // re-dispatches done, for tests
+}
+
+// requestRedispatch asks for a re-dispatch, done by settleRedispatch.
+// Precondition: loop.
+func (m *Master) requestRedispatch() { m.st.ix().pending = true }
+
+// coalesceWindow is the least time between two re-dispatches (the first
+// request after a quiet period is served at once).
+func (m *Master) coalesceWindow() time.Duration { return m.opts.HeartbeatInterval / 4 }
+
+// settleRedispatch does a requested re-dispatch if the window since the
+// last dispatch has passed, else arms the dispatch timer for its end. It
+// runs at the end of every message and tick, and when that timer fires.
+// Precondition: loop.
+func (m *Master) settleRedispatch() {
+	st := &m.st
+	x := st.ix()
+	if !x.pending {
+		return
+	}
+	// A request stands while the test runs; stopTest and start clear it.
+	if st.disp == nil || st.quitting || (st.state != StateRunning && st.state != StateSpawning) {
+		x.pending = false
+		return
+	}
+	if left := x.last.Add(m.coalesceWindow()).Sub(timeNow()); left > 0 {
+		if st.rampC == nil { // no dispatch steps: the timer is free
+			st.rampTimer.Reset(left)
+			st.rampC = st.rampTimer.C
+		}
+		return
+	}
+	x.pending = false
+	m.redispatch()
 }
 
 // advanceRamp sends the dispatch steps that are due and arms the timer for
 // the next one. Precondition: loop.
 func (m *Master) advanceRamp() {
 	st := &m.st
+	if st.ix().pending && !st.stepping {
+		m.settleRedispatch() // the timer armed for a coalesced re-dispatch
+		return
+	}
 	for st.stepping && st.disp != nil {
 		if wait := st.disp.Wait(); wait > 0 {
 			if left := st.lastPaced.Add(wait).Sub(timeNow()); left > 0 {
@@ -203,6 +261,7 @@ func (m *Master) stopTest(sendStop bool) chan struct{} {
 		st.shapeCancel = nil
 	}
 	st.disp = nil
+	st.ix().pending = false
 	st.stepping = false
 	st.reportWait = false
 	st.rampC = nil
@@ -237,12 +296,87 @@ func (m *Master) checkStopWaiters() {
 	st.stopWaiters = nil
 }
 
-// finalReport tracks one worker's final stats at exit.
+// finalReport tracks one worker's final stats at exit. Its fields change
+// only through finalStats, finalQuit and finalGone, which keep finalIndex.
 type finalReport struct {
 	stats   bool // a stats report arrived after quit was sent
 	statsAt time.Time
 	quit    bool // its quit arrived (it follows the final report)
 	gone    bool // deleted as dead meanwhile
+}
+
+// finalIndex counts the final reports still awaited, so that checkFinal,
+// which runs after every message while quitting, does not scan them all.
+type finalIndex struct {
+	open     int       // neither quit, gone nor a stats report
+	inGrace  int       // a stats report, neither quit nor gone
+	graceEnd time.Time // when the grace of the in-grace reports ends: their latest statsAt + FinalReportGrace,
+	exact    bool      // … exactly (else a bound from above: some in-grace report has since quit or gone)
+}
+
+// waiting reports whether f may still hold up the exit: neither its quit
+// arrived nor was it deleted (a stats report holds it up only for the
+// grace).
+func (f *finalReport) waiting() bool { return !f.quit && !f.gone }
+
+func (m *Master) finalStats(f *finalReport) {
+	fx := &m.st.ix().final
+	f.stats = true
+	f.statsAt = timeNow()
+	if !f.waiting() {
+		return
+	}
+	fx.open--
+	end := f.statsAt.Add(m.opts.FinalReportGrace)
+	if fx.inGrace == 0 {
+		fx.graceEnd, fx.exact = end, true
+	} else if end.After(fx.graceEnd) {
+		fx.graceEnd = end // still exact if it was
+	}
+	fx.inGrace++
+}
+
+func (m *Master) finalQuit(f *finalReport) {
+	m.finalSettle(f)
+	f.quit = true
+}
+
+func (m *Master) finalGone(f *finalReport) {
+	m.finalSettle(f)
+	f.gone = true
+}
+
+// finalSettle uncounts f, which is about to be quit or gone.
+func (m *Master) finalSettle(f *finalReport) {
+	if !f.waiting() {
+		return
+	}
+	fx := &m.st.ix().final
+	if f.stats {
+		fx.inGrace--
+		fx.exact = false
+	} else {
+		fx.open--
+	}
+}
+
+// checkFinalIndex recounts finalIndex (tests). Precondition: loop.
+func (s *loopState) checkFinalIndex() error {
+	fx := &s.ix().final
+	var open, inGrace int
+	for _, f := range s.final {
+		switch {
+		case !f.waiting():
+		case f.stats:
+			inGrace++
+		default:
+			open++
+		}
+	}
+	if open != fx.open || inGrace != fx.inGrace {
+		return fmt.Errorf("final reports open %d, in grace %d; recount %d, %d", fx.open, fx.inGrace, open, inGrace)
+	}
+	return nil
 }
 
 // beginQuit is Locust's quit: stop without sending stop, send quit to every
@@ -255,12 +389,14 @@ func (m *Master) beginQuit() {
 	st.quitting = true
 	m.stopTest(false)
 	st.final = make(map[string]*finalReport)
+	st.ix().final = finalIndex{}
 	for _, id := range sortedIDs(st.nodes) {
 		nd := st.nodes[id]
 		m.log.Debug(fmt.Sprintf("Sending quit message to worker %s (index %d)", id, m.index(id)))
 		m.send(id, protocol.TypeQuit, nil)
 		if nd.state != StateMissing {
 			st.final[id] = &finalReport{}
+			st.ix().final.open++
 		}
 	}
 	for id := range st.stopped {
@@ -279,6 +415,9 @@ func (m *Master) checkFinal() {
 		return
 	}
 	now := timeNow()
+	if now.Before(st.finalDue) && !m.finalSettled(now) {
+		return // O(1) for most messages: see finalIndex
+	}
 	var missing []string
 	for id, f := range st.final {
 		if f.quit || f.gone || (f.stats && now.Sub(f.statsAt) >= m.opts.FinalReportGrace) {
@@ -297,6 +436,30 @@ func (m *Master) checkFinal() {
 		m.setState(StateStopped)
 	}
 	st.done = true
+}
+
+// finalSettled reports whether no final report is awaited any more.
+func (m *Master) finalSettled(now time.Time) bool {
+	st := &m.st
+	fx := &st.ix().final
+	if fx.open > 0 {
+		return false
+	}
+	if fx.inGrace == 0 {
+		return true
+	}
+	if !fx.exact {
+		var end time.Time
+		for _, f := range st.final {
+			if f.waiting() && f.stats {
+				if e := f.statsAt.Add(m.opts.FinalReportGrace); e.After(end) {
+					end = e
+				}
+			}
+		}
+		fx.graceEnd, fx.exact = end, true
+	}
+	return !now.Before(fx.graceEnd)
 }
 
 // ---- headless run control (locust/main.py) ----
