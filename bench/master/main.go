@@ -118,16 +118,29 @@ func runCicadaMaster(port, n int, cpuprofile string) int {
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer cancel()
 	if cpuprofile != "" {
-		f, err := os.Create(cpuprofile)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer func() { pprof.StopCPUProfile(); f.Close() }()
+		// The driver sends SIGUSR1 when its window starts and SIGUSR2 when
+		// it ends, so that the profile shows the steady state only.
+		sig := make(chan os.Signal, 2)
+		signal.Notify(sig, syscall.SIGUSR1, syscall.SIGUSR2)
+		go func() {
+			var f *os.File
+			for s := range sig {
+				switch {
+				case s == syscall.SIGUSR1 && f == nil:
+					var err error
+					if f, err = os.Create(cpuprofile); err == nil {
+						err = pprof.StartCPUProfile(f)
+					}
+					if err != nil {
+						fmt.Fprintln(os.Stderr, err)
+					}
+				case s == syscall.SIGUSR2 && f != nil:
+					pprof.StopCPUProfile()
+					f.Close()
+					f = nil
+				}
+			}
+		}()
 	}
 	m, err := master.New(master.Options{
 		BindHost:      "127.0.0.1",
@@ -217,7 +230,6 @@ func measure(target string, n int, window, warmup time.Duration, names int, locu
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	defer func() {
-		// SIGTERM first, so that a profiling master writes its profile.
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-exited:
@@ -253,8 +265,15 @@ func measure(target string, n int, window, warmup time.Duration, names int, locu
 	d0 := selfCPU()
 	s0 := sim.sent.Load()
 	t0 := time.Now()
+	profiling := target == "cicada" && profileDir != ""
+	if profiling {
+		_ = cmd.Process.Signal(syscall.SIGUSR1)
+	}
 	time.Sleep(window)
 	c1, err := cpuTicks(pid)
+	if profiling {
+		_ = cmd.Process.Signal(syscall.SIGUSR2)
+	}
 	if err != nil {
 		return res, err
 	}

@@ -112,21 +112,25 @@ type conn struct {
 	pong   chan []byte   // capacity 1: a PONG for the writer
 	done   chan struct{} // closed by shutdown
 	once   sync.Once
-	err    error // why the connection ended; set before done is closed
+	err    error    // why the connection ended; set before done is closed
+	raw    *rawConn // set when the Router's poller serves the socket
 }
 
-func newConn(nc net.Conn, br *bufio.Reader, info peerInfo, maxFrame int64) *conn {
+func newConn(nc net.Conn, info peerInfo) *conn {
 	return &conn{
-		nc: nc,
-		// The small handshake reader (anything it buffered is kept) under
-		// a larger one: a bufio.Reader reads large requests directly, so
-		// the extra layer costs a call per fill.
-		fr:     frameReader{br: bufio.NewReaderSize(br, readBufferSize), max: maxFrame},
+		nc:     nc,
 		info:   info,
 		remote: nc.RemoteAddr(),
 		pong:   make(chan []byte, 1),
 		done:   make(chan struct{}),
 	}
+}
+
+// startReader readies readLoop: the small handshake reader (anything it
+// buffered is kept) under a larger one. A bufio.Reader reads large requests
+// directly, so the extra layer costs a call per fill.
+func (c *conn) startReader(br *bufio.Reader, maxFrame int64) {
+	c.fr = frameReader{br: bufio.NewReaderSize(br, readBufferSize), max: maxFrame}
 }
 
 // shutdown closes the connection once, recording err as its cause.
@@ -135,8 +139,22 @@ func (c *conn) shutdown(err error) {
 	c.once.Do(func() {
 		c.err = err
 		close(c.done)
-		c.nc.Close()
+		if c.raw != nil {
+			c.raw.pl.kill(c.raw)
+		} else {
+			c.nc.Close()
+		}
 	})
+}
+
+// takePong returns a pending PONG, or nil.
+func (c *conn) takePong() []byte {
+	select {
+	case p := <-c.pong:
+		return p
+	default:
+		return nil
+	}
 }
 
 // cause returns why the connection ended. Precondition: c.done is closed.

@@ -277,7 +277,8 @@ func (d *Dealer) connect() error {
 		}
 		return err
 	}
-	c := newConn(nc, br, info, d.opts.MaxFrameSize)
+	c := newConn(nc, info)
+	c.startReader(br, d.opts.MaxFrameSize)
 	d.mu.Lock()
 	if d.mu.closed {
 		d.mu.Unlock()

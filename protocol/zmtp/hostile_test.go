@@ -283,7 +283,7 @@ func TestFailedHandshakesLeakNoFD(t *testing.T) {
 	}
 	wg.Wait()
 	waitFor(t, waitLong, "fd count back to baseline", func() bool { return fdCount(t) <= base+2 })
-	waitFor(t, waitLong, "connection goroutines gone", func() bool { return r.g.running() == 1 })
+	waitFor(t, waitLong, "connection goroutines gone", func() bool { return r.g.running() == r.baseGoroutines() })
 	if len(r.Peers()) != 0 {
 		t.Fatalf("peers after probes: %q", r.Peers())
 	}

@@ -71,6 +71,19 @@ type Options struct {
 	// connected peers before closing the connections. If zero, DefaultLinger;
 	// if negative, Close does not wait.
 	Linger time.Duration
+	// Handler, for a Router, receives every message in place of Recv (see
+	// Handler). If nil, messages queue for Recv.
+	Handler Handler
+	// PollInterval, for a Router on Linux, is the least time between two
+	// rounds of reads: messages that arrive meanwhile wait in the kernel and
+	// are then read together, so that a Router with thousands of busy peers
+	// wakes up once per interval rather than once per message. It adds up to
+	// PollInterval of latency. If zero, the Router reads as soon as data
+	// arrives.
+	PollInterval time.Duration
+	// noPoller makes a Router serve connections with goroutines even on
+	// Linux (tests of that path).
+	noPoller bool
 	// Logger receives connection-level logs (rejected handshakes, dropped
 	// peers, duplicate identities, reconnects); never one line per message.
 	// If nil, logs are discarded.
@@ -112,6 +125,22 @@ func (o Options) withDefaults() Options {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o
+}
+
+// A Handler receives a Router's messages as they are read, on the Router's
+// own goroutine, which saves a hand-off per message compared with Recv.
+// Calls never overlap. A Handler must return quickly: while it runs, no
+// peer is read.
+type Handler interface {
+	// HandleMessage receives one message: the sender's identity and the
+	// frames, without the identity frame. The frames, and the bytes they
+	// hold, are only valid until HandleMessage returns.
+	HandleMessage(identity string, frames [][]byte)
+	// FlushMessages follows each batch of HandleMessage calls: the messages
+	// read in one round (or one message, when connections are served by
+	// goroutines). A Handler that queues messages for another goroutine
+	// wakes it here, once per batch.
+	FlushMessages()
 }
 
 // EventKind says what an Event reports.

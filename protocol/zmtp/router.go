@@ -26,11 +26,15 @@ type Router struct {
 	opts    Options
 	log     *slog.Logger
 	ln      net.Listener
-	in      chan inbound
-	events  chan Event
-	closing chan struct{} // closed when Close starts
-	g       group
-	mu      struct {
+	handler Handler
+	poll    *poller // nil: connections are served by goroutines
+	// handlerMu serializes Handler calls from connection goroutines.
+	handlerMu sync.Mutex
+	in        chan inbound
+	events    chan Event
+	closing   chan struct{} // closed when Close starts
+	g         group
+	mu        struct {
 		sync.RWMutex
 		peers   map[string]*peer      // by identity: the current connection
 		pending map[net.Conn]struct{} // connections in handshake
@@ -78,6 +82,15 @@ func Listen(endpoint string, opts Options) (*Router, error) {
 	r.mu.peers = make(map[string]*peer)
 	r.mu.pending = make(map[net.Conn]struct{})
 	r.mu.nextID = rand.Uint32()
+	r.handler = opts.Handler
+	if opts.noPoller {
+		// served by goroutines
+	} else if pl, err := newPoller(r); err == nil {
+		r.poll = pl
+		r.g.Go("zmtp-router-poller", pl.run)
+	} else {
+		r.log.Debug("zmtp: no poller; serving connections with goroutines", "err", err)
+	}
 	r.g.Go("zmtp-router-accept", r.acceptLoop)
 	return r, nil
 }
@@ -92,6 +105,7 @@ func (r *Router) Events() <-chan Event { return r.events }
 
 // Recv returns the next message: the sender's identity and the message
 // frames, without the identity frame. The frames belong to the caller.
+// A Router with Options.Handler delivers nothing to Recv.
 // It returns ctx.Err() when ctx is done and ErrClosed after Close.
 func (r *Router) Recv(ctx context.Context) (identity string, frames [][]byte, err error) {
 	select {
@@ -126,6 +140,9 @@ func (r *Router) Send(identity string, frames ...[]byte) error {
 			return fmt.Errorf("%w %q", ErrUnknownPeer, identity)
 		}
 		err := p.q.push(msg)
+		if err == nil && p.c.raw != nil {
+			p.c.raw.flush() // written here, without waking a goroutine
+		}
 		if err == nil || errors.Is(err, ErrQueueFull) {
 			return err
 		}
@@ -172,6 +189,9 @@ func (r *Router) Close() error {
 		return ErrClosed
 	}
 	close(r.closing)
+	if r.poll != nil {
+		r.poll.wake()
+	}
 	for nc := range r.mu.pending {
 		nc.Close()
 	}
@@ -199,6 +219,15 @@ func (r *Router) Close() error {
 		return fmt.Errorf("zmtp: close listener: %w", err)
 	}
 	return nil
+}
+
+// baseGoroutines is the number of goroutines an open Router runs besides
+// those of its connections: the accept loop and the poller.
+func (r *Router) baseGoroutines() int64 {
+	if r.poll != nil {
+		return 2
+	}
+	return 1
 }
 
 func (r *Router) isClosing() bool {
@@ -270,14 +299,40 @@ func (r *Router) serveConn(nc net.Conn) {
 		}
 		return
 	}
-	c := newConn(nc, br, info, r.opts.MaxFrameSize)
+	c := newConn(nc, info)
+	if r.poll != nil {
+		raw, err := r.poll.adopt(c)
+		if err != nil {
+			r.log.Debug("zmtp: serving a connection with goroutines", "remote", c.remote.String(), "err", err)
+		}
+		c.raw = raw
+	}
 	p := &peer{c: c, q: newSendQueue(r.opts.SendQueue, r.opts.SendQueueBytes)}
+	if c.raw != nil {
+		c.raw.p = p
+	}
 	if !r.register(p) {
 		c.shutdown(ErrClosed)
 		return
 	}
+	if c.raw != nil {
+		var buffered []byte
+		if n := br.Buffered(); n > 0 {
+			buffered, _ = br.Peek(n)
+		}
+		r.poll.add(c.raw, buffered)
+		return
+	}
+	c.startReader(br, r.opts.MaxFrameSize)
 	r.g.Go("zmtp-router-writer", func() { c.writeLoop(p.q, r.opts.WriteTimeout) })
 	err = c.readLoop(func(frames [][]byte) bool {
+		if r.handler != nil {
+			r.handlerMu.Lock()
+			r.handler.HandleMessage(p.id, frames)
+			r.handler.FlushMessages()
+			r.handlerMu.Unlock()
+			return true
+		}
 		select {
 		case r.in <- inbound{id: p.id, frames: frames}:
 			return true
@@ -287,6 +342,30 @@ func (r *Router) serveConn(nc net.Conn) {
 	})
 	c.shutdown(err)
 	r.unregister(p)
+}
+
+// deliver hands a message read by the poller to the Handler, or copies it
+// for Recv (waiting while Recv's queue is full, which stops all reading:
+// TCP flow control then holds the peers back).
+func (r *Router) deliver(p *peer, frames [][]byte) {
+	if r.handler != nil {
+		r.handler.HandleMessage(p.id, frames)
+		return
+	}
+	size := 0
+	for _, f := range frames {
+		size += len(f)
+	}
+	buf := make([]byte, 0, size)
+	owned := make([][]byte, len(frames))
+	for i, f := range frames {
+		buf = append(buf, f...)
+		owned[i] = buf[len(buf)-len(f) : len(buf) : len(buf)]
+	}
+	select {
+	case r.in <- inbound{id: p.id, frames: owned}:
+	case <-r.closing:
+	}
 }
 
 // register gives p its identity (announced, or generated for anonymous
