@@ -112,10 +112,12 @@ func (d *decoder) message() (Message, error) {
 // typeName reads the message type, returning the package constant (no
 // allocation) for the known ones.
 func (d *decoder) typeName() (string, error) {
-	b, err := d.stringBytes()
+	b, err := d.strRaw()
 	if err != nil {
 		return "", err
 	}
+	// Bytes equal to a constant are valid UTF-8: only the others need the
+	// check.
 	switch string(b) {
 	case TypeClientReady:
 		return TypeClientReady, nil
@@ -148,7 +150,7 @@ func (d *decoder) typeName() (string, error) {
 	case TypeUpdateUserClass:
 		return TypeUpdateUserClass, nil
 	}
-	return d.internBytes(b), nil
+	return d.internValid(b)
 }
 
 // ---- low-level reading ----
@@ -259,19 +261,6 @@ func (d *decoder) strRawSlow() ([]byte, error) {
 	return d.rawBytes()
 }
 
-// stringBytes is strRaw for a value that must be valid UTF-8: Python's
-// unpacker (raw=False) rejects anything else.
-func (d *decoder) stringBytes() ([]byte, error) {
-	b, err := d.strRaw()
-	if err != nil {
-		return nil, err
-	}
-	if !utf8.Valid(b) {
-		return nil, malformed("string is not valid UTF-8")
-	}
-	return b, nil
-}
-
 // rawBytes reads a str or bin header whose code the caller has checked and
 // returns the body as a slice of the payload.
 func (d *decoder) rawBytes() ([]byte, error) {
@@ -327,22 +316,6 @@ func (d *decoder) stringOrNil() (s string, ok bool, err error) {
 	}
 	s, err = d.string()
 	return s, err == nil, err
-}
-
-// internBytes returns b, valid UTF-8, as an interned string.
-func (d *decoder) internBytes(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	if len(b) > maxInternLen {
-		return string(b)
-	}
-	if s, ok := d.intern[string(b)]; ok {
-		return s
-	}
-	s := string(b)
-	d.intern[s] = s
-	return s
 }
 
 // binary reads a bin (or str) and returns a copy of its bytes; nil for nil.

@@ -55,6 +55,7 @@ type statsMem struct {
 type entryMem struct {
 	rt, reqs, fails reuseMap[int64, int64]
 	exact           []byte
+	name            string // the name this entry had last time (see nameLike)
 }
 
 // reuseMap is a map that is cleared and refilled. A map never shrinks, and

@@ -1,6 +1,11 @@
 package protocol
 
-import "strconv"
+import (
+	"encoding/binary"
+	"strconv"
+
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
+)
 
 // The stats decoder is the master's hot path (one report per worker every
 // 3 s, thousands of workers), so it walks the map keys itself instead of
@@ -125,12 +130,16 @@ func (d *decoder) statsEntry(s *StatsEntry, em *entryMem) error {
 		switch string(k) {
 		case "name":
 			seen |= 1
-			s.Name, _, err = d.stringOrNil()
+			if em != nil {
+				s.Name, err = d.nameLike(&em.name)
+			} else {
+				s.Name, _, err = d.stringOrNil()
+			}
 		case "method":
 			seen |= 2
 			var m string
 			var ok bool
-			if m, ok, err = d.stringOrNil(); ok {
+			if m, ok, err = d.method(); ok {
 				s.Method = d.methodPtr(m)
 			}
 		case "start_time":
@@ -182,6 +191,61 @@ func (d *decoder) statsEntry(s *StatsEntry, em *entryMem) error {
 	return nil
 }
 
+// nameLike is stringOrNil (nil reads as "") for an entry name, given the
+// name the same entry of the previous report held: a worker reports the same
+// names in the same order every time, so comparing with it mostly saves the
+// intern lookup. prev is updated.
+func (d *decoder) nameLike(prev *string) (string, error) {
+	if p := d.off; p < len(d.buf) && d.buf[p] == msgpcode.Nil {
+		d.off = p + 1
+		return "", nil
+	}
+	b, err := d.strRaw()
+	if err != nil {
+		return "", err
+	}
+	if string(b) == *prev { // *prev is valid UTF-8
+		return *prev, nil
+	}
+	s, err := d.internValid(b)
+	if err == nil {
+		*prev = s
+	}
+	return s, err
+}
+
+// method is stringOrNil returning constants for the common HTTP methods.
+func (d *decoder) method() (s string, ok bool, err error) {
+	if p := d.off; p < len(d.buf) && d.buf[p] == msgpcode.Nil {
+		d.off = p + 1
+		return "", false, nil
+	}
+	b, err := d.strRaw()
+	if err != nil {
+		return "", false, err
+	}
+	switch string(b) {
+	case "GET":
+		return "GET", true, nil
+	case "POST":
+		return "POST", true, nil
+	case "PUT":
+		return "PUT", true, nil
+	case "DELETE":
+		return "DELETE", true, nil
+	case "PATCH":
+		return "PATCH", true, nil
+	case "HEAD":
+		return "HEAD", true, nil
+	case "OPTIONS":
+		return "OPTIONS", true, nil
+	case "":
+		return "", true, nil
+	}
+	s, err = d.internValid(b)
+	return s, err == nil, err
+}
+
 // methodPtr returns a pointer to m from a per-message arena, so the methods
 // of a report cost one allocation together rather than one each.
 func (d *decoder) methodPtr(m string) *string {
@@ -208,7 +272,26 @@ func (d *decoder) intIntMap(reuse *reuseMap[int64, int64]) (map[int64]int64, err
 	} else {
 		m = make(map[int64]int64, n)
 	}
+	buf, p := d.buf, d.off
 	for i := 0; i < n; i++ {
+		// Fast paths: key and value are both positive fixints (most
+		// response-time buckets), or non-negative ints up to uint32 (the
+		// per-second maps' timestamps).
+		if p+1 < len(buf) {
+			if c0, c1 := buf[p], buf[p+1]; c0|c1 <= msgpcode.PosFixedNumHigh {
+				m[int64(c0)] = int64(c1)
+				p += 2
+				continue
+			}
+		}
+		if k, q := uintAt(buf, p); q != 0 {
+			if v, r := uintAt(buf, q); r != 0 {
+				m[k] = v
+				p = r
+				continue
+			}
+		}
+		d.off = p
 		k, err := d.int64()
 		if err != nil {
 			return nil, at(err, "[key "+strconv.Itoa(i)+"]")
@@ -218,8 +301,36 @@ func (d *decoder) intIntMap(reuse *reuseMap[int64, int64]) (map[int64]int64, err
 			return nil, at(err, "["+strconv.FormatInt(k, 10)+"]")
 		}
 		m[k] = v
+		p = d.off
 	}
+	d.off = p
 	return m, nil
+}
+
+// uintAt decodes the positive fixint, uint8, uint16 or uint32 at buf[p:]
+// (the stats maps' keys and values); next is the offset after it, or 0 when
+// buf[p:] holds anything else or is too short.
+func uintAt(buf []byte, p int) (v int64, next int) {
+	if p >= len(buf) {
+		return 0, 0
+	}
+	switch c := buf[p]; {
+	case c <= msgpcode.PosFixedNumHigh:
+		return int64(c), p + 1
+	case c == msgpcode.Uint8:
+		if p+2 <= len(buf) {
+			return int64(buf[p+1]), p + 2
+		}
+	case c == msgpcode.Uint16:
+		if p+3 <= len(buf) {
+			return int64(binary.BigEndian.Uint16(buf[p+1:])), p + 3
+		}
+	case c == msgpcode.Uint32:
+		if p+5 <= len(buf) {
+			return int64(binary.BigEndian.Uint32(buf[p+1:])), p + 5
+		}
+	}
+	return 0, 0
 }
 
 // statsErrors decodes the errors map: key → {name, method, error,
