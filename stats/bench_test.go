@@ -371,3 +371,26 @@ func BenchmarkMergeManyWorkers(b *testing.B) {
 	}
 	m.stop(b)
 }
+
+// BenchmarkExactAddEncoded merges an encoded exact histogram of 10 and of
+// 1,000 lognormal samples (2–100 ms) into a master-side histogram.
+func BenchmarkExactAddEncoded(b *testing.B) {
+	for _, n := range []int{10, 1000} {
+		b.Run(fmt.Sprintf("samples=%d", n), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(5, 5))
+			var src exactHist
+			for range n {
+				src.record(uint64(math.Exp(rng.NormFloat64()*0.8+2.5) * 1e3))
+			}
+			enc := src.appendEncoded(nil)
+			var h exactHist
+			b.ReportAllocs()
+			b.SetBytes(int64(len(enc)))
+			for b.Loop() {
+				if err := h.addEncoded(enc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

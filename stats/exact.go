@@ -200,12 +200,6 @@ type exactView struct {
 	body            []byte // the (delta, count) pairs
 }
 
-// exactBin is one bucket of an encoded histogram, decoded.
-type exactBin struct {
-	idx uint32
-	n   uint64
-}
-
 // nextUvarint reads the uvarint at b[i:]: its value and the offset after it,
 // or a negative offset if b[i:] does not start with a valid uvarint.
 func nextUvarint(b []byte, i int) (uint64, int) {
@@ -226,39 +220,34 @@ func slowUvarint(b []byte, i int) (uint64, int) {
 	return v, i + n
 }
 
-var errBadVarint = fmt.Errorf("%w: bad varint", ErrMalformedExact)
+var (
+	errBadVarint  = fmt.Errorf("%w: bad varint", ErrMalformedExact)
+	errIndexRange = fmt.Errorf("%w: bucket index out of range", ErrMalformedExact)
+)
 
 // parseExact validates an encoded histogram completely.
 func parseExact(b []byte) (exactView, error) {
-	v, _, err := scanExact(b, nil, false)
-	return v, err
-}
-
-// scanExact validates an encoded histogram completely and, with collect
-// set, appends its buckets to bins (also on error: the caller discards
-// them then).
-func scanExact(b []byte, bins []exactBin, collect bool) (exactView, []exactBin, error) {
 	var v exactView
 	if len(b) == 0 {
-		return v, bins, fmt.Errorf("%w: empty", ErrMalformedExact)
+		return v, fmt.Errorf("%w: empty", ErrMalformedExact)
 	}
 	if b[0] != exactVersion {
-		return v, bins, fmt.Errorf("%w: unknown version %d", ErrMalformedExact, b[0])
+		return v, fmt.Errorf("%w: unknown version %d", ErrMalformedExact, b[0])
 	}
 	b = b[1:]
 	if len(b) == 0 {
-		return v, bins, nil
+		return v, nil
 	}
 	var span uint64
 	i := 0
 	if v.min, i = nextUvarint(b, i); i < 0 {
-		return v, bins, errBadVarint
+		return v, errBadVarint
 	}
 	if span, i = nextUvarint(b, i); i < 0 {
-		return v, bins, errBadVarint
+		return v, errBadVarint
 	}
 	if span > math.MaxUint64-v.min {
-		return v, bins, fmt.Errorf("%w: maximum overflows", ErrMalformedExact)
+		return v, fmt.Errorf("%w: maximum overflows", ErrMalformedExact)
 	}
 	v.max = v.min + span
 	b = b[i:]
@@ -266,44 +255,41 @@ func scanExact(b []byte, bins []exactBin, collect bool) (exactView, []exactBin, 
 	first := -1
 	idx := -1
 	for i = 0; i < len(b); {
-		// nextUvarint by hand: the one-byte case inlined (the call
-		// is too costly for the inliner).
 		var d, n uint64
-		if c := b[i]; c < 0x80 {
-			d, i = uint64(c), i+1
-		} else if d, i = slowUvarint(b, i); i < 0 {
-			return v, bins, errBadVarint
-		}
-		if i < len(b) && b[i] < 0x80 {
-			n, i = uint64(b[i]), i+1
-		} else if n, i = slowUvarint(b, i); i < 0 {
-			return v, bins, errBadVarint
+		if i+1 < len(b) && (b[i]|b[i+1]) < 0x80 {
+			// Both one-byte varints, the common case, inlined.
+			d, n = uint64(b[i]), uint64(b[i+1])
+			i += 2
+		} else {
+			if d, i = slowUvarint(b, i); i < 0 {
+				return v, errBadVarint
+			}
+			if n, i = slowUvarint(b, i); i < 0 {
+				return v, errBadVarint
+			}
 		}
 		if d >= exactNumBucket || idx+1+int(d) >= exactNumBucket {
-			return v, bins, fmt.Errorf("%w: bucket index out of range", ErrMalformedExact)
+			return v, fmt.Errorf("%w: bucket index out of range", ErrMalformedExact)
 		}
 		idx += 1 + int(d)
 		if n == 0 {
-			return v, bins, fmt.Errorf("%w: zero count", ErrMalformedExact)
+			return v, fmt.Errorf("%w: zero count", ErrMalformedExact)
 		}
 		if n > math.MaxUint64-v.count {
-			return v, bins, fmt.Errorf("%w: count overflows", ErrMalformedExact)
+			return v, fmt.Errorf("%w: count overflows", ErrMalformedExact)
 		}
 		v.count += n
 		if first < 0 {
 			first = idx
 		}
-		if collect {
-			bins = append(bins, exactBin{uint32(idx), n})
-		}
 	}
 	if first < 0 {
-		return v, bins, fmt.Errorf("%w: minimum without buckets", ErrMalformedExact)
+		return v, fmt.Errorf("%w: minimum without buckets", ErrMalformedExact)
 	}
 	if exactIndex(v.min) != first || exactIndex(v.max) != idx {
-		return v, bins, fmt.Errorf("%w: minimum or maximum outside the buckets", ErrMalformedExact)
+		return v, fmt.Errorf("%w: minimum or maximum outside the buckets", ErrMalformedExact)
 	}
-	return v, bins, nil
+	return v, nil
 }
 
 // each calls f for every bucket of a validated view, in ascending order.
@@ -326,34 +312,83 @@ func (v exactView) each(f func(idx int, n uint64) bool) {
 }
 
 // addEncoded validates b and adds it to h; h is unchanged on error. It
-// decodes b once, into *scratch (grown as needed and kept for the next
-// call; nil: a temporary buffer).
-func (h *exactHist) addEncoded(b []byte, scratch *[]exactBin) error {
-	var tmp []exactBin
-	if scratch == nil {
-		scratch = &tmp
+// decodes b in one pass, adding every bucket to h as soon as it is
+// validated; on error the buckets added so far are subtracted again (the
+// chunks allocated for them stay, empty).
+func (h *exactHist) addEncoded(b []byte) error {
+	if len(b) == 0 {
+		return fmt.Errorf("%w: empty", ErrMalformedExact)
 	}
-	v, bins, err := scanExact(b, (*scratch)[:0], true)
-	*scratch = bins
-	if err != nil {
-		return err
+	if b[0] != exactVersion {
+		return fmt.Errorf("%w: unknown version %d", ErrMalformedExact, b[0])
 	}
-	if v.count == 0 {
+	b = b[1:]
+	if len(b) == 0 {
 		return nil
 	}
-	h.addBins(bins)
-	h.mergeMinMax(v.count, v.min, v.max)
-	return nil
-}
-
-// addBins adds validated buckets in ascending order, looking up each chunk
-// once per run of buckets in it.
-func (h *exactHist) addBins(bins []exactBin) {
+	lo, i := nextUvarint(b, 0)
+	if i < 0 {
+		return errBadVarint
+	}
+	var span uint64
+	if span, i = nextUvarint(b, i); i < 0 {
+		return errBadVarint
+	}
+	if span > math.MaxUint64-lo {
+		return fmt.Errorf("%w: maximum overflows", ErrMalformedExact)
+	}
+	hi := lo + span
+	b = b[i:]
+	if len(b) == 0 {
+		return fmt.Errorf("%w: minimum without buckets", ErrMalformedExact)
+	}
+	first := exactIndex(lo)
+	var count uint64
+	idx := -1
 	c := -1
 	var ch *[exactSubCount]uint64
 	var nz *[exactSubCount / 64]uint64
-	for _, bn := range bins {
-		if cc := int(bn.idx >> exactSubBits); cc != c {
+	var err error
+	done := 0
+	for i = 0; i < len(b); {
+		var d, n uint64
+		if i+1 < len(b) && (b[i]|b[i+1]) < 0x80 {
+			// Two one-byte varints, the common case, inlined.
+			d, n = uint64(b[i]), uint64(b[i+1])
+			i += 2
+		} else {
+			if d, i = slowUvarint(b, i); i < 0 {
+				err = errBadVarint
+				break
+			}
+			if n, i = slowUvarint(b, i); i < 0 {
+				err = errBadVarint
+				break
+			}
+			if d >= exactNumBucket {
+				err = errIndexRange
+				break
+			}
+		}
+		// d < exactNumBucket here: no overflow.
+		if idx += 1 + int(d); idx >= exactNumBucket {
+			err = errIndexRange
+			break
+		}
+		if n-1 >= math.MaxUint64-count { // n == 0 or count + n overflows
+			if n == 0 {
+				err = fmt.Errorf("%w: zero count", ErrMalformedExact)
+			} else {
+				err = fmt.Errorf("%w: count overflows", ErrMalformedExact)
+			}
+			break
+		}
+		if count == 0 && idx != first {
+			err = fmt.Errorf("%w: minimum or maximum outside the buckets", ErrMalformedExact)
+			break
+		}
+		count += n
+		if cc := idx >> exactSubBits; cc != c {
 			c = cc
 			ch = h.chunks[c]
 			if ch == nil {
@@ -362,9 +397,37 @@ func (h *exactHist) addBins(bins []exactBin) {
 			}
 			nz = &h.nz[c]
 		}
-		i := bn.idx & (exactSubCount - 1)
-		ch[i] += bn.n
-		nz[i>>6] |= 1 << (i & 63)
+		j := idx & (exactSubCount - 1)
+		ch[j] += n
+		nz[j>>6] |= 1 << (j & 63)
+		done = i
+	}
+	if err == nil && exactIndex(hi) != idx {
+		err = fmt.Errorf("%w: minimum or maximum outside the buckets", ErrMalformedExact)
+	}
+	if err != nil {
+		h.subtract(b[:done])
+		return err
+	}
+	h.mergeMinMax(count, lo, hi)
+	return nil
+}
+
+// subtract takes the buckets of a valid body out of h again, unmarking a
+// bucket back at zero: this restores h exactly, since a bucket is marked
+// if and only if its count is non-zero (counts never reach 2^64).
+func (h *exactHist) subtract(b []byte) {
+	idx := -1
+	for i := 0; i < len(b); {
+		var d, n uint64
+		d, i = nextUvarint(b, i)
+		n, i = nextUvarint(b, i)
+		idx += 1 + int(d)
+		c, j := idx>>exactSubBits, idx&(exactSubCount-1)
+		h.chunks[c][j] -= n
+		if h.chunks[c][j] == 0 {
+			h.nz[c][j>>6] &^= 1 << (j & 63)
+		}
 	}
 }
 

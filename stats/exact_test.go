@@ -110,10 +110,10 @@ func TestExactMergeAndEncoding(t *testing.T) {
 		}
 	}
 	var m exactHist
-	if err := m.addEncoded(a.appendEncoded(nil), nil); err != nil {
+	if err := m.addEncoded(a.appendEncoded(nil)); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.addEncoded(b.appendEncoded(nil), nil); err != nil {
+	if err := m.addEncoded(b.appendEncoded(nil)); err != nil {
 		t.Fatal(err)
 	}
 	var m2 exactHist
@@ -131,7 +131,7 @@ func TestExactMergeAndEncoding(t *testing.T) {
 	if enc := empty.appendEncoded(nil); !bytes.Equal(enc, []byte{exactVersion}) {
 		t.Errorf("empty encoding = %x", enc)
 	}
-	if err := m.addEncoded([]byte{exactVersion}, nil); err != nil {
+	if err := m.addEncoded([]byte{exactVersion}); err != nil {
 		t.Errorf("adding an empty histogram: %v", err)
 	}
 }
@@ -162,7 +162,7 @@ func TestDecodeExactMalformed(t *testing.T) {
 		var m exactHist
 		m.record(7)
 		before := m.appendEncoded(nil)
-		if m.addEncoded(b, nil) == nil || !bytes.Equal(m.appendEncoded(nil), before) {
+		if m.addEncoded(b) == nil || !bytes.Equal(m.appendEncoded(nil), before) {
 			t.Errorf("addEncoded(%s) changed the histogram or succeeded", name)
 		}
 	}
@@ -183,8 +183,46 @@ func FuzzDecodeExact(f *testing.F) {
 		f.Add(h.appendEncoded(nil))
 	}
 	f.Add([]byte{1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0, 0xff, 0x1d, 1})
+	// Malformed after some valid buckets (undone by addEncoded).
+	f.Add([]byte{1, 10, 0, 10, 1, 5, 2, 0x80})
+	f.Add([]byte{1, 10, 100, 10, 1, 5, 2})
+	f.Add([]byte{1, 10, 0, 10, 1, 5, 0})
+	var pre exactHist // what addEncoded adds to
+	for _, us := range []uint64{3, 3, 900, 12000, 5e6} {
+		pre.record(us)
+	}
+	preEnc := pre.appendEncoded(nil)
 	f.Fuzz(func(t *testing.T, b []byte) {
+		// addEncoded (one pass, undone on error) must agree with
+		// DecodeExact (validation first) on validity, leave the target
+		// unchanged on error and otherwise add exactly the buckets that
+		// DecodeExact sees.
+		var got exactHist
+		if err := got.addEncoded(preEnc); err != nil {
+			t.Fatal(err)
+		}
+		addErr := got.addEncoded(b)
 		dec, err := DecodeExact(b)
+		if (err == nil) != (addErr == nil) {
+			t.Fatalf("DecodeExact error %v, addEncoded error %v", err, addErr)
+		}
+		if addErr != nil && !errors.Is(addErr, ErrMalformedExact) {
+			t.Fatalf("addEncoded error %v does not wrap ErrMalformedExact", addErr)
+		}
+		want := pre.appendEncoded(nil)
+		if err == nil && dec.Count() > 0 {
+			var ref exactHist
+			ref.merge(&pre)
+			dec.v.each(func(idx int, n uint64) bool {
+				ref.addN(idx, n)
+				return true
+			})
+			ref.mergeMinMax(dec.v.count, dec.v.min, dec.v.max)
+			want = ref.appendEncoded(nil)
+		}
+		if g := got.appendEncoded(nil); !bytes.Equal(g, want) {
+			t.Fatalf("addEncoded gave %x, want %x", g, want)
+		}
 		if err != nil {
 			if !errors.Is(err, ErrMalformedExact) {
 				t.Fatalf("error %v does not wrap ErrMalformedExact", err)
@@ -192,7 +230,7 @@ func FuzzDecodeExact(f *testing.F) {
 			return
 		}
 		var h exactHist
-		if err := h.addEncoded(b, nil); err != nil {
+		if err := h.addEncoded(b); err != nil {
 			t.Fatalf("DecodeExact accepted what addEncoded rejects: %v", err)
 		}
 		re := h.appendEncoded(nil)

@@ -35,7 +35,6 @@ type Stats struct {
 		excOrder       []*mexc
 		malformedExact int64
 		scratch        []bucket
-		exactBins      []exactBin
 		snapScratch    snapScratch
 	}
 }
@@ -178,7 +177,7 @@ func (e *mentry) extendLocked(s *Stats, o *protocol.StatsEntry) {
 	}
 	switch {
 	case o.Exact != nil:
-		if err := e.exact.addEncoded(o.Exact, &s.mu.exactBins); err != nil {
+		if err := e.exact.addEncoded(o.Exact); err != nil {
 			e.exactComplete = false
 			s.mu.malformedExact++
 		}
