@@ -342,11 +342,9 @@ func (d *decoder) binary() ([]byte, error) {
 // truncated toward zero as Python's int() does. nil, NaN, ±Inf and values out
 // of the int64 range are errors.
 func (d *decoder) int64() (int64, error) {
-	if p := d.off; p < len(d.buf) {
-		if c := d.buf[p]; c <= msgpcode.PosFixedNumHigh {
-			d.off = p + 1
-			return int64(c), nil
-		}
+	if v, q := uintAt(d.buf, d.off); q != 0 {
+		d.off = q
+		return v, nil
 	}
 	return d.int64Slow()
 }

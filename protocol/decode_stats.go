@@ -117,15 +117,23 @@ func (d *decoder) statsEntry(s *StatsEntry, em *entryMem) error {
 	}
 	var seen uint8
 	for i := 0; i < n; i++ {
-		k, ok, err := d.key()
-		if err != nil {
-			return at(err, "[key "+strconv.Itoa(i)+"]")
-		}
-		if !ok {
-			if err := d.skip(MaxDepth - 3); err != nil {
-				return at(err, "["+strconv.Itoa(i)+"]")
+		// d.key, with its fixstr fast path inlined.
+		var k []byte
+		if p := d.off; p < len(d.buf) && d.buf[p]&0xe0 == msgpcode.FixedStrLow && p+1+int(d.buf[p]&msgpcode.FixedStrMask) <= len(d.buf) {
+			e := p + 1 + int(d.buf[p]&msgpcode.FixedStrMask)
+			k, d.off = d.buf[p+1:e:e], e
+		} else {
+			var ok bool
+			k, ok, err = d.keySlow()
+			if err != nil {
+				return at(err, "[key "+strconv.Itoa(i)+"]")
 			}
-			continue
+			if !ok {
+				if err := d.skip(MaxDepth - 3); err != nil {
+					return at(err, "["+strconv.Itoa(i)+"]")
+				}
+				continue
+			}
 		}
 		switch string(k) {
 		case "name":
