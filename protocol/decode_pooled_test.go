@@ -253,3 +253,17 @@ func reportCPU(b *testing.B, c0 time.Duration) {
 		b.ReportMetric(float64(processCPU()-c0)/float64(b.N), "cpu-ns/op")
 	}
 }
+
+// BenchmarkDecodePooledHeartbeat is BenchmarkDecodeHeartbeat through
+// DecodePooled, as the master receives it.
+func BenchmarkDecodePooledHeartbeat(b *testing.B) {
+	payload, _ := Encode(Message{Type: TypeHeartbeat, Data: &Heartbeat{State: "running", CPUUsage: 12.5, MemoryUsage: 56696832},
+		NodeID: "worker-host_0123456789abcdef0123456789abcdef"})
+	b.SetBytes(int64(len(payload)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DecodePooled(payload); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
