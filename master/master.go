@@ -51,9 +51,9 @@
 //     on a ramp up after a ramp down; cicada skips full classes (see
 //     package dispatch).
 //
-// Concurrency: one goroutine (the loop) owns all master state; the receive
-// goroutine decodes messages and hands them over, and the control methods
-// run closures on the loop. See LOCKS.md.
+// Concurrency: one goroutine (the loop) owns all master state; the Router's
+// goroutine decodes messages and hands them over in batches, and the
+// control methods run closures on the loop. See LOCKS.md.
 package master
 
 import (
@@ -90,7 +90,7 @@ const (
 	StateMissing = "missing"
 )
 
-// inbound is one received message, decoded by the receive goroutine.
+// inbound is one received message, decoded on the Router's goroutine (see inbox).
 type inbound struct {
 	id  string
 	msg protocol.Message
@@ -109,7 +109,7 @@ type Master struct {
 	stats   *stats.Stats
 	csv     *csvFiles
 
-	inbox    chan inbound
+	inbox    *inbox
 	calls    chan func()
 	quitReq  chan struct{}
 	quitOnce sync.Once
@@ -137,13 +137,18 @@ func New(opts Options) (*Master, error) {
 		mainLog:  opts.Logger.With("logger", "locust.main"),
 		rootLog:  opts.Logger.With("logger", "root"),
 		stats:    stats.New(opts.Now),
-		inbox:    make(chan inbound, 1024),
+		inbox:    newInbox(),
 		calls:    make(chan func()),
 		quitReq:  make(chan struct{}),
 		loopDone: make(chan struct{}),
 	}
 	m.st.init(&m.opts)
-	r, err := zmtp.Listen(opts.endpoint(), opts.Transport)
+	topts := opts.Transport
+	topts.Handler = m.inbox
+	if topts.PollInterval == 0 {
+		topts.PollInterval = DefaultPollInterval
+	}
+	r, err := zmtp.Listen(opts.endpoint(), topts)
 	if err != nil {
 		port := strconv.Itoa(max(opts.BindPort, 0))
 		if opts.BindHost != "*" {
@@ -183,6 +188,7 @@ func (m *Master) Close() error {
 		m.csv.close()
 		m.connCSV.close()
 	}
+	m.inbox.close()
 	return m.router.Close()
 }
 
@@ -196,10 +202,6 @@ func (m *Master) Run(ctx context.Context) (exitCode int, err error) {
 	if !m.phase.CompareAndSwap(0, 1) {
 		return 1, ErrClosed
 	}
-	rctx, cancelRecv := context.WithCancel(context.Background())
-	defer cancelRecv()
-	m.goroutine("recv", func() { m.receive(rctx) })
-
 	outCtx, stopOutput := context.WithCancel(context.Background())
 	printing := !m.opts.OnlySummary && (m.opts.Headless || m.opts.PrintStats)
 	if printing {
@@ -217,7 +219,7 @@ func (m *Master) Run(ctx context.Context) (exitCode int, err error) {
 	// The loop is done: no more state changes. Stop the outputs, then the
 	// transport (Close lingers to flush the quit messages).
 	stopOutput()
-	cancelRecv()
+	m.inbox.close()
 	closeErr := m.router.Close()
 	m.wg.Wait()
 	m.phase.Store(2)
@@ -261,32 +263,6 @@ func (m *Master) goroutine(name string, f func()) {
 		defer m.wg.Done()
 		pprof.Do(context.Background(), pprof.Labels("master", name), func(context.Context) { f() })
 	}()
-}
-
-// receive decodes messages off the ROUTER and hands them to the loop.
-func (m *Master) receive(ctx context.Context) {
-	for {
-		id, frames, err := m.router.Recv(ctx)
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, zmtp.ErrClosed) {
-				return
-			}
-			m.log.Debug("receive: " + err.Error())
-			continue
-		}
-		in := inbound{id: id}
-		if len(frames) == 0 {
-			in.err = fmt.Errorf("%w: empty message", protocol.ErrMalformed)
-		} else {
-			// Pooled: handle releases a stats report once merged.
-			in.msg, in.err = protocol.DecodePooled(frames[0])
-		}
-		select {
-		case m.inbox <- in:
-		case <-ctx.Done():
-			return
-		}
-	}
 }
 
 // call runs f on the loop and waits for it. It returns false, without
@@ -457,10 +433,19 @@ func (m *Master) loop(ctx context.Context) {
 	events := m.router.Events()
 	ctxDone := ctx.Done()
 	quitReq := m.quitReq
+	var batch []inbound
 	for !st.done {
 		select {
-		case in := <-m.inbox:
-			m.safely("message", func() { m.handle(in) })
+		case <-m.inbox.ready:
+			batch = m.inbox.take(batch)
+			for i := range batch {
+				if st.done {
+					batch[i].release()
+					continue
+				}
+				m.handleSafely(&batch[i])
+			}
+			clear(batch)
 		case f := <-m.calls:
 			m.safely("call", f)
 		case <-tick.C:
@@ -506,6 +491,17 @@ func (m *Master) safely(what string, f func()) {
 		}
 	}()
 	f()
+}
+
+// handleSafely is safely for one message, without a closure per message.
+func (m *Master) handleSafely(in *inbound) {
+	defer func() {
+		if r := recover(); r != nil {
+			m.st.result.internalError = true
+			m.log.Error(fmt.Sprintf("Unhandled error in the master (message): %v", r))
+		}
+	}()
+	m.handle(*in)
 }
 
 func (m *Master) transportEvent(ev zmtp.Event) {

@@ -24,6 +24,12 @@ const (
 	// DefaultHeartbeatEchoInterval: workers quit after 60 s without a
 	// master heartbeat; one every 5 s leaves a wide margin.
 	DefaultHeartbeatEchoInterval = 5 * time.Second
+	// DefaultPollInterval is the master's zmtp.Options.PollInterval when
+	// Options.Transport leaves it zero: the workers' messages are read in
+	// rounds at most every 2 ms, so that thousands of workers cost the
+	// master one wake-up per round, not one per message. Locust's messages
+	// (heartbeats every second, reports every 3 s) do not notice 2 ms.
+	DefaultPollInterval = 2 * time.Millisecond
 	DefaultDeadTicks             = 60
 	DefaultReportWait            = time.Second
 	DefaultStatsInterval         = 2 * time.Second

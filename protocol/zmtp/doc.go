@@ -88,9 +88,9 @@
 //
 // Every Router peer has its own send queue, and a Dealer has one: a
 // mutex-guarded FIFO of encoded messages bounded by Options.SendQueue
-// messages and Options.SendQueueBytes bytes, drained by one writer goroutine
-// per connection that writes batches (at most 1024 messages or about 1 MiB)
-// with writev. Send encodes the message into a pooled buffer (so the caller
+// messages and Options.SendQueueBytes bytes, drained in batches (at most
+// 1024 messages or about 1 MiB): by one writer goroutine per connection
+// with writev, or, for a Router on Linux, by Send itself and the poller. Send encodes the message into a pooled buffer (so the caller
 // keeps its frames), appends it and returns: it never blocks, and beyond the
 // bounds it returns ErrQueueFull. Each batch write has
 // Options.WriteTimeout; a peer that does not drain its socket for that long
@@ -106,7 +106,25 @@
 //
 // Received messages go through a small bounded queue to Recv; when the
 // application does not call Recv, connections stop being read and TCP flow
-// control pushes back on the peers.
+// control pushes back on the peers. A Router with Options.Handler instead
+// hands each message to the Handler as it is read, in place, and calls
+// FlushMessages after each batch.
+//
+// # Serving many peers (Linux)
+//
+// On Linux a Router serves its established connections without goroutines
+// of their own: after the handshake (still one goroutine per connection, so
+// that slow handshakes never delay others) the socket leaves Go's network
+// poller and joins the Router's epoll set. One poller goroutine reads every
+// ready peer once per round into a shared 64 KiB buffer (so a flooding peer
+// cannot starve the others), parses the frames in place, and keeps only an
+// incomplete message's bytes per connection. Send writes on the caller's
+// goroutine when the socket takes the bytes, and the poller finishes writes
+// that would block (EPOLLOUT); WriteTimeout applies as before. With
+// Options.PollInterval, rounds start at most once per interval, so a master
+// with thousands of workers wakes a few hundred times a second whatever the
+// message rate. Elsewhere, and for connections that are not sockets, a reader
+// and a writer goroutine serve each connection, with the same behaviour.
 //
 // # Reconnection
 //
