@@ -141,3 +141,42 @@ func TestSecCounts(t *testing.T) {
 		t.Errorf("dropping ring lost second 130: %d", r)
 	}
 }
+
+// TestSecCountsAddMap checks that addMap (seconds looked up from the last
+// request down, else ranged over) adds exactly what adding every pair does,
+// zero counts included, whatever the map's seconds.
+func TestSecCountsAddMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 11))
+	const hi = 1_000_000
+	for trial := range 3000 {
+		var got, want secCounts
+		for range rng.IntN(20) {
+			sec, n := hi-40+rng.Int64N(46), rng.Int64N(3)
+			got.add(sec, n, n%2)
+			want.add(sec, n, n%2)
+		}
+		// Seconds less than secRingSize apart: the reference result does
+		// not depend on the (random) order of ranging over the map.
+		m := map[int64]int64{}
+		for range rng.IntN(12) {
+			m[hi-12+rng.Int64N(15)] = rng.Int64N(4)
+		}
+		last := float64(hi) + rng.Float64()
+		var lp *float64
+		if trial%7 != 0 {
+			lp = &last
+		}
+		fails := trial%2 == 0
+		got.addMap(m, lp, fails)
+		for sec, n := range m {
+			if fails {
+				want.add(sec, 0, n)
+			} else {
+				want.add(sec, n, 0)
+			}
+		}
+		if got.ring != want.ring {
+			t.Fatalf("trial %d: addMap(%v, last %v, fails %v) = %v; want %v", trial, m, lp != nil, fails, got.ring, want.ring)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package stats
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -348,3 +349,38 @@ func TestExactCompleteTracking(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestMergeEntryHints: Merge finds entries through the order of the last
+// report (mentry.nextHint) and the map; neither a changed order, the same
+// name under two methods nor a Clear may send a report entry to the wrong
+// master entry.
+func TestMergeEntryHints(t *testing.T) {
+	clk := newFakeClock(100)
+	s := New(clk.now)
+	entry := func(method, name string, n int64) protocol.StatsEntry {
+		return protocol.StatsEntry{Name: name, Method: &method, StartTime: 100, NumRequests: n}
+	}
+	report := func(es ...protocol.StatsEntry) *protocol.StatsReport {
+		return &protocol.StatsReport{Stats: es, Total: protocol.StatsEntry{Name: "Aggregated", StartTime: 100}}
+	}
+	counts := func() map[string]int64 {
+		out := map[string]int64{}
+		for _, e := range s.Snapshot().Entries {
+			out[e.Method+" "+e.Name] = e.NumRequests
+		}
+		return out
+	}
+	s.Merge(report(entry("GET", "/a", 1), entry("POST", "/a", 10), entry("GET", "/b", 100)))
+	s.Merge(report(entry("GET", "/b", 100), entry("GET", "/a", 1), entry("POST", "/a", 10)))
+	s.Merge(report(entry("POST", "/a", 10), entry("GET", "/a", 1), entry("GET", "/c", 1000)))
+	s.Merge(report(entry("POST", "/a", 10), entry("GET", "/a", 1), entry("GET", "/b", 100)))
+	want := map[string]int64{"GET /a": 4, "POST /a": 40, "GET /b": 300, "GET /c": 1000}
+	if got := counts(); !maps.Equal(got, want) {
+		t.Fatalf("entries %v; want %v", got, want)
+	}
+	s.Clear()
+	s.Merge(report(entry("POST", "/a", 10), entry("GET", "/a", 1)))
+	if got, want := counts(), map[string]int64{"GET /a": 1, "POST /a": 10}; !maps.Equal(got, want) {
+		t.Fatalf("after Clear: entries %v; want %v", got, want)
+	}
+}

@@ -27,14 +27,18 @@ type Stats struct {
 
 	mu struct {
 		sync.Mutex
-		entries        map[entryKey]*mentry
-		total          *mentry
+		entries map[entryKey]*mentry
+		total   *mentry
+		// firstHint is the first entry of the last report merged (see
+		// mentry.nextHint).
+		firstHint      *mentry
 		errors         map[string]*merr
 		errOrder       []*merr
 		exceptions     map[string]*mexc
 		excOrder       []*mexc
 		malformedExact int64
 		scratch        []bucket
+		fresh          []*merr // Merge's new errors, reused
 		snapScratch    snapScratch
 	}
 }
@@ -58,13 +62,17 @@ type mentry struct {
 	cache         []cached // insertion order, at most cacheSize
 	exact         exactHist
 	exactComplete bool
+	// nextHint is the entry that followed this one in the last report
+	// merged that had it: workers list their entries in a stable order,
+	// so Merge tries it before looking the next entry up in the map.
+	nextHint *mentry
 }
 
 // cached is one of Locust's response_times_cache values, its buckets packed
 // (packBuckets) to keep the 20 copies per entry small.
 type cached struct {
 	sec         int64
-	packed      []byte // immutable once stored
+	packed      []byte // reused by cacheLocked; copied out by findCache
 	numRequests int64
 }
 
@@ -127,21 +135,26 @@ func (e *mentry) resetLocked(s *Stats, now float64) {
 // OrderedDict semantics: an existing second keeps its place, the oldest of
 // more than cacheSize is dropped.
 // Precondition: s.mu is held.
+//
+// The packed bytes of a replaced or dropped snapshot are reused (Snapshot
+// copies them out under the lock), so that a full cache caches without
+// allocating.
 func (e *mentry) cacheLocked(s *Stats, t int64) {
 	s.mu.scratch = e.rt.appendBuckets(s.mu.scratch[:0])
-	c := cached{sec: t, packed: packBuckets(nil, s.mu.scratch), numRequests: e.numRequests}
 	for i := range e.cache {
-		if e.cache[i].sec == t {
-			e.cache[i] = c
+		if c := &e.cache[i]; c.sec == t {
+			c.packed = packBuckets(c.packed[:0], s.mu.scratch)
+			c.numRequests = e.numRequests
 			return
 		}
 	}
-	e.cache = append(e.cache, c)
-	if len(e.cache) > cacheSize {
+	var buf []byte
+	if len(e.cache) == cacheSize {
+		buf = e.cache[0].packed[:0]
 		copy(e.cache, e.cache[1:])
-		e.cache[len(e.cache)-1] = cached{}
-		e.cache = e.cache[:cacheSize]
+		e.cache = e.cache[:cacheSize-1]
 	}
+	e.cache = append(e.cache, cached{sec: t, packed: packBuckets(buf, s.mu.scratch), numRequests: e.numRequests})
 }
 
 // extendLocked is Locust's StatsEntry.extend.
@@ -169,12 +182,8 @@ func (e *mentry) extendLocked(s *Stats, o *protocol.StatsEntry) {
 	for k, n := range o.ResponseTimes {
 		e.rt.add(k, n)
 	}
-	for k, n := range o.NumReqsPerSec {
-		e.secs.add(k, n, 0)
-	}
-	for k, n := range o.NumFailPerSec {
-		e.secs.add(k, 0, n)
-	}
+	e.secs.addMap(o.NumReqsPerSec, o.LastRequestTimestamp, false)
+	e.secs.addMap(o.NumFailPerSec, o.LastRequestTimestamp, true)
 	switch {
 	case o.Exact != nil:
 		if err := e.exact.addEncoded(o.Exact); err != nil {
@@ -212,21 +221,26 @@ func (s *Stats) Merge(r *protocol.StatsReport) {
 	now := pyTime(s.now())
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	hint := &s.mu.firstHint
 	for i := range r.Stats {
 		st := &r.Stats[i]
 		var method string
 		if st.Method != nil {
 			method = *st.Method
 		}
-		k := entryKey{method, st.Name}
-		e := s.mu.entries[k]
-		if e == nil {
-			e = s.newEntryLocked(st.Name, method, now)
-			s.mu.entries[k] = e
+		e := *hint
+		if e == nil || e.name != st.Name || e.method != method {
+			k := entryKey{method, st.Name}
+			if e = s.mu.entries[k]; e == nil {
+				e = s.newEntryLocked(st.Name, method, now)
+				s.mu.entries[k] = e
+			}
+			*hint = e
 		}
 		e.extendLocked(s, st)
+		hint = &e.nextHint
 	}
-	var fresh []*merr
+	fresh := s.mu.fresh[:0]
 	for key, er := range r.Errors {
 		if me := s.mu.errors[key]; me != nil {
 			me.occurrences += er.Occurrences
@@ -252,18 +266,24 @@ func (s *Stats) Merge(r *protocol.StatsReport) {
 		return cmp.Compare(a.key, b.key)
 	})
 	s.mu.errOrder = append(s.mu.errOrder, fresh...)
+	clear(fresh)
+	s.mu.fresh = fresh[:0]
 	s.mu.total.extendLocked(s, &r.Total)
 }
 
 // minSeen combines two optional times: the smaller, or with larger set the
-// larger. It returns a fresh pointer so that reports are not retained.
+// larger. a is the master's own (updated in place); b is the report's,
+// copied into a fresh pointer when a is nil so that reports are not
+// retained.
 func minSeen(a, b *float64, larger bool) *float64 {
 	switch {
 	case b == nil:
 		return a
-	case a == nil || (!larger && *b < *a) || (larger && *b > *a):
+	case a == nil:
 		v := *b
 		return &v
+	case (!larger && *b < *a) || (larger && *b > *a):
+		*a = *b
 	}
 	return a
 }
@@ -294,6 +314,7 @@ func (s *Stats) Clear() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.mu.entries = map[entryKey]*mentry{}
+	s.mu.firstHint = nil
 	s.mu.total = s.newEntryLocked("Aggregated", "", now)
 	s.mu.errors = map[string]*merr{}
 	s.mu.errOrder = nil
