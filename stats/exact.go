@@ -347,7 +347,7 @@ func (h *exactHist) addEncoded(b []byte) error {
 	idx := -1
 	c := -1
 	var ch *[exactSubCount]uint64
-	var nz *[exactSubCount / 64]uint64
+	var nz [exactSubCount / 64]uint64 // chunk c's marks, kept in registers
 	var err error
 	done := 0
 	for i = 0; i < len(b); {
@@ -389,18 +389,24 @@ func (h *exactHist) addEncoded(b []byte) error {
 		}
 		count += n
 		if cc := idx >> exactSubBits; cc != c {
+			if c >= 0 {
+				h.nz[c] = nz
+			}
 			c = cc
 			ch = h.chunks[c]
 			if ch == nil {
 				ch = new([exactSubCount]uint64)
 				h.chunks[c] = ch
 			}
-			nz = &h.nz[c]
+			nz = h.nz[c]
 		}
 		j := idx & (exactSubCount - 1)
 		ch[j] += n
 		nz[j>>6] |= 1 << (j & 63)
 		done = i
+	}
+	if c >= 0 {
+		h.nz[c] = nz
 	}
 	if err == nil && exactIndex(hi) != idx {
 		err = fmt.Errorf("%w: minimum or maximum outside the buckets", ErrMalformedExact)
