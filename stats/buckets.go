@@ -228,35 +228,50 @@ const secProbes = 8
 // with any other second is ranged over instead. Either way every pair is
 // added once.
 func (s *secCounts) addMap(m map[int64]int64, last *float64, fails bool) {
-	if len(m) == 0 {
+	switch {
+	case len(m) == 0:
 		return
-	}
-	if last != nil && len(m) <= secProbes {
-		var got [secProbes]int64
-		var hit uint8 // bit k: second hi-k is in m
+	case last == nil || len(m) > secProbes:
+	case len(m) == 1: // a report within one second
 		hi := int64(*last)
-		found := 0
-		for k := 0; k < secProbes && found < len(m); k++ {
-			if n, ok := m[hi-int64(k)]; ok {
-				got[k] = n
-				hit |= 1 << k
-				found++
-			}
+		if n, ok := m[hi]; ok {
+			s.addOne(hi, n, fails)
+			return
 		}
-		if found == len(m) {
-			// The probed seconds are fewer than secRingSize apart, so
-			// the order of adding them does not matter.
-			for k := range secProbes {
-				if hit&(1<<k) != 0 {
-					s.addOne(hi-int64(k), got[k], fails)
-				}
-			}
+	default:
+		if s.addProbed(m, int64(*last), fails) {
 			return
 		}
 	}
 	for sec, n := range m {
 		s.addOne(sec, n, fails)
 	}
+}
+
+// addProbed is addMap's lookup of the seconds up to hi; it adds nothing and
+// returns false unless they hold all of m.
+func (s *secCounts) addProbed(m map[int64]int64, hi int64, fails bool) bool {
+	var got [secProbes]int64
+	var hit uint8 // bit k: second hi-k is in m
+	found := 0
+	for k := 0; k < secProbes && found < len(m); k++ {
+		if n, ok := m[hi-int64(k)]; ok {
+			got[k] = n
+			hit |= 1 << k
+			found++
+		}
+	}
+	if found < len(m) {
+		return false
+	}
+	// The probed seconds are fewer than secRingSize apart, so the order of
+	// adding them does not matter.
+	for k := range secProbes {
+		if hit&(1<<k) != 0 {
+			s.addOne(hi-int64(k), got[k], fails)
+		}
+	}
+	return true
 }
 
 func (s *secCounts) addOne(sec, n int64, fails bool) {

@@ -347,30 +347,37 @@ func (h *exactHist) addEncoded(b []byte) error {
 	idx := -1
 	c := -1
 	var ch *[exactSubCount]uint64
-	var nz [exactSubCount / 64]uint64 // chunk c's marks, kept in registers
+	var nz0, nz1 uint64                       // chunk c's non-zero marks, kept in registers
+	var _ = [1]struct{}{}[exactSubCount/64-2] // that is, nz[c][0] and [1]
 	var err error
 	done := 0
 	for i = 0; i < len(b); {
+		// Varints inlined for the common cases: a delta of one or two
+		// bytes (< 2^14), a count of one byte.
 		var d, n uint64
-		if i+1 < len(b) && (b[i]|b[i+1]) < 0x80 {
-			// Two one-byte varints, the common case, inlined.
-			d, n = uint64(b[i]), uint64(b[i+1])
-			i += 2
+		if c0 := b[i]; c0 < 0x80 {
+			d, i = uint64(c0), i+1
+		} else if i+1 < len(b) && b[i+1] < 0x80 {
+			d, i = uint64(c0&0x7f)|uint64(b[i+1])<<7, i+2
 		} else {
 			if d, i = slowUvarint(b, i); i < 0 {
 				err = errBadVarint
 				break
 			}
-			if n, i = slowUvarint(b, i); i < 0 {
-				err = errBadVarint
-				break
-			}
 			if d >= exactNumBucket {
+				// Before the count is read, unlike DecodeExact; either
+				// way b is malformed.
 				err = errIndexRange
 				break
 			}
 		}
-		// d < exactNumBucket here: no overflow.
+		if i < len(b) && b[i] < 0x80 {
+			n, i = uint64(b[i]), i+1
+		} else if n, i = slowUvarint(b, i); i < 0 {
+			err = errBadVarint
+			break
+		}
+		// d < 2^14 or < exactNumBucket here: no overflow.
 		if idx += 1 + int(d); idx >= exactNumBucket {
 			err = errIndexRange
 			break
@@ -390,7 +397,7 @@ func (h *exactHist) addEncoded(b []byte) error {
 		count += n
 		if cc := idx >> exactSubBits; cc != c {
 			if c >= 0 {
-				h.nz[c] = nz
+				h.nz[c][0], h.nz[c][1] = nz0, nz1
 			}
 			c = cc
 			ch = h.chunks[c]
@@ -398,15 +405,18 @@ func (h *exactHist) addEncoded(b []byte) error {
 				ch = new([exactSubCount]uint64)
 				h.chunks[c] = ch
 			}
-			nz = h.nz[c]
+			nz0, nz1 = h.nz[c][0], h.nz[c][1]
 		}
 		j := idx & (exactSubCount - 1)
 		ch[j] += n
-		nz[j>>6] |= 1 << (j & 63)
+		// Mark j in nz0 (j < 64) or nz1, without a branch.
+		bit, hi := uint64(1)<<(j&63), -uint64(j>>6)
+		nz0 |= bit &^ hi
+		nz1 |= bit & hi
 		done = i
 	}
 	if c >= 0 {
-		h.nz[c] = nz
+		h.nz[c][0], h.nz[c][1] = nz0, nz1
 	}
 	if err == nil && exactIndex(hi) != idx {
 		err = fmt.Errorf("%w: minimum or maximum outside the buckets", ErrMalformedExact)
