@@ -23,7 +23,8 @@ type connState struct {
 	rate    float64                // connects per second between the last two heartbeats
 	prevAt  time.Time
 	prevCon int64
-	peak    int64 // the most established connections seen
+	peak    int64  // the most established connections seen
+	name    string // its row name in the connections table
 }
 
 // noteConns records the counters of a heartbeat. Precondition: loop.
@@ -44,7 +45,14 @@ func (m *Master) noteConns(nd *node, c *protocol.ConnCounters) {
 	if st.conn.rows == nil {
 		st.conn.rows = make(map[string]connRow)
 	}
-	st.conn.rows[nd.id] = connRow{name: fmt.Sprintf("%d %s", m.index(nd.id), shortID(nd.id)), c: *c, rate: cs.rate, peak: cs.peak}
+	if cs.name == "" {
+		cs.name = strconv.Itoa(m.index(nd.id)) + " " + shortID(nd.id)
+	}
+	if _, ok := st.conn.rows[nd.id]; !ok {
+		st.conn.order = append(st.conn.order, nd.id)
+		st.conn.unsorted = true
+	}
+	st.conn.rows[nd.id] = connRow{name: cs.name, c: *c, rate: cs.rate, peak: cs.peak}
 }
 
 // WorkerWarning is a self-diagnosis warning a cicada worker sent
@@ -103,6 +111,8 @@ type connLoopState struct {
 	asked    map[string]bool // workers asked, not answered
 	roundDue time.Time
 	rows     map[string]connRow // the last counters of every worker that sent them, gone ones included
+	order    []string           // the keys of rows by worker index…
+	unsorted bool               // … once sorted
 
 	ix loopIndex // not about connections: see loopIndex
 }
@@ -237,11 +247,12 @@ func (m *Master) publishConns() {
 	st := &m.st
 	v := &connView{warnings: append([]WorkerWarning(nil), st.conn.warnings...), round: st.conn.round}
 	v.round.Errors = copyCounts(st.conn.round.Errors)
-	ids := make([]string, 0, len(st.conn.rows))
-	for id := range st.conn.rows {
-		ids = append(ids, id)
+	ids := st.conn.order
+	if st.conn.unsorted { // only when workers were added: not every tick
+		sort.Slice(ids, func(i, j int) bool { return m.index(ids[i]) < m.index(ids[j]) })
+		st.conn.unsorted = false
 	}
-	sort.Slice(ids, func(i, j int) bool { return m.index(ids[i]) < m.index(ids[j]) })
+	v.rows = make([]connRow, 0, len(ids))
 	for _, id := range ids {
 		r := st.conn.rows[id]
 		if nd := st.nodes[id]; nd == nil || !active(nd.state) {

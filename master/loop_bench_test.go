@@ -44,6 +44,9 @@ func msgFrom(id, typ string, data any) inbound {
 // heartbeat tick (liveness) over all workers.
 func BenchmarkLoop10k(b *testing.B) {
 	const n = 10000
+	hook := testHookLoopEvent // the tests' recount would dominate
+	testHookLoopEvent = nil
+	b.Cleanup(func() { testHookLoopEvent = hook })
 	b.Run("heartbeat", func(b *testing.B) {
 		m := loopMaster(b, n, Options{})
 		hbs := make([]inbound, n)
@@ -59,6 +62,22 @@ func BenchmarkLoop10k(b *testing.B) {
 			m.handle(hbs[i%n])
 		}
 	})
+	b.Run("heartbeat-conns", func(b *testing.B) {
+		m := loopMaster(b, n, Options{})
+		hbs := make([]inbound, n)
+		for i := range hbs {
+			hbs[i] = msgFrom(workerID(i), protocol.TypeHeartbeat, &protocol.Heartbeat{State: StateReady, CPUUsage: 1, MemoryUsage: 1 << 20,
+				Connections: &protocol.ConnCounters{Open: 100, Established: 100, Connects: 100}})
+		}
+		for _, hb := range hbs {
+			m.handle(hb)
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			m.handle(hbs[i%n])
+		}
+	})
 	b.Run("state-change", func(b *testing.B) {
 		m := loopMaster(b, n, Options{})
 		m.st.state = StateRunning // check_stopped does its work
@@ -66,6 +85,9 @@ func BenchmarkLoop10k(b *testing.B) {
 		hbs := make([]inbound, 2*n)
 		for i := range hbs {
 			hbs[i] = msgFrom(workerID(i%n), protocol.TypeHeartbeat, &protocol.Heartbeat{State: states[i/n], CPUUsage: 1, MemoryUsage: 1 << 20})
+		}
+		for _, hb := range hbs {
+			m.handle(hb)
 		}
 		b.ReportAllocs()
 		b.ResetTimer()
@@ -80,5 +102,67 @@ func BenchmarkLoop10k(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			m.liveness()
 		}
+	})
+	b.Run("liveness-tick-conns", func(b *testing.B) {
+		m := loopMaster(b, n, Options{HeartbeatLiveness: 1 << 30})
+		for i := 0; i < n; i++ {
+			m.handle(msgFrom(workerID(i), protocol.TypeHeartbeat, &protocol.Heartbeat{State: StateReady, CPUUsage: 1, MemoryUsage: 1 << 20,
+				Connections: &protocol.ConnCounters{Open: 100, Established: 100, Connects: 100}}))
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			m.liveness()
+		}
+	})
+	// One re-dispatch of 10,000 users over 10,000 workers: what Locust
+	// does for every worker that joins, heals or leaves while a test runs.
+	b.Run("redispatch", func(b *testing.B) {
+		m := loopMaster(b, n, Options{UserClasses: []UserClass{{Name: "A"}}})
+		if err := m.start(n, 1e9); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			m.redispatch()
+		}
+	})
+	// 100 of 10,000 workers heal in one burst while a test of 10,000 users
+	// runs (one op = the whole burst, re-dispatches included).
+	b.Run("heal-burst-100", func(b *testing.B) {
+		b.ReportAllocs()
+		redispatches := 0
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			m := loopMaster(b, n, Options{UserClasses: []UserClass{{Name: "A"}}})
+			st := &m.st
+			for j := 0; j < n; j += 100 {
+				st.setNodeState(st.nodes[workerID(j)], StateMissing)
+			}
+			if err := m.start(n, 1e9); err != nil {
+				b.Fatal(err)
+			}
+			st.state = StateRunning
+			hbs := make([]inbound, 0, n/100)
+			for j := 0; j < n; j += 100 {
+				hbs = append(hbs, msgFrom(workerID(j), protocol.TypeHeartbeat, &protocol.Heartbeat{State: StateRunning}))
+			}
+			before := st.ix().count
+			b.StartTimer()
+			for _, hb := range hbs {
+				m.handle(hb)
+			}
+			for st.ix().pending {
+				<-st.rampC
+				st.rampC = nil
+				m.advanceRamp()
+			}
+			b.StopTimer()
+			redispatches += st.ix().count - before
+			m.Close()
+			b.StartTimer()
+		}
+		b.ReportMetric(float64(redispatches)/float64(b.N), "redispatches/op")
 	})
 }
