@@ -342,91 +342,140 @@ func (h *exactHist) addEncoded(b []byte) error {
 	if len(b) == 0 {
 		return fmt.Errorf("%w: minimum without buckets", ErrMalformedExact)
 	}
+	a := exactAdder{h: h, b: b, idx: -1, c: -1}
 	first := exactIndex(lo)
-	var count uint64
-	idx := -1
-	c := -1
-	var ch *[exactSubCount]uint64
-	var nz0, nz1 uint64                       // chunk c's non-zero marks, kept in registers
-	var _ = [1]struct{}{}[exactSubCount/64-2] // that is, nz[c][0] and [1]
 	var err error
-	done := 0
-	for i = 0; i < len(b); {
-		// Varints inlined for the common cases: a delta of one or two
-		// bytes (< 2^14), a count of one byte.
-		var d, n uint64
-		if c0 := b[i]; c0 < 0x80 {
-			d, i = uint64(c0), i+1
-		} else if i+1 < len(b) && b[i+1] < 0x80 {
-			d, i = uint64(c0&0x7f)|uint64(b[i+1])<<7, i+2
-		} else {
-			if d, i = slowUvarint(b, i); i < 0 {
-				err = errBadVarint
-				break
-			}
-			if d >= exactNumBucket {
-				// Before the count is read, unlike DecodeExact; either
-				// way b is malformed.
-				err = errIndexRange
-				break
-			}
-		}
-		if i < len(b) && b[i] < 0x80 {
-			n, i = uint64(b[i]), i+1
-		} else if n, i = slowUvarint(b, i); i < 0 {
-			err = errBadVarint
+	for {
+		a.fast(first)
+		if a.i >= len(b) {
 			break
 		}
-		// d < 2^14 or < exactNumBucket here: no overflow.
-		if idx += 1 + int(d); idx >= exactNumBucket {
-			err = errIndexRange
+		if err = a.step(first); err != nil {
 			break
 		}
-		if n-1 >= math.MaxUint64-count { // n == 0 or count + n overflows
-			if n == 0 {
-				err = fmt.Errorf("%w: zero count", ErrMalformedExact)
-			} else {
-				err = fmt.Errorf("%w: count overflows", ErrMalformedExact)
-			}
-			break
-		}
-		if count == 0 && idx != first {
-			err = fmt.Errorf("%w: minimum or maximum outside the buckets", ErrMalformedExact)
-			break
-		}
-		count += n
-		if cc := idx >> exactSubBits; cc != c {
-			if c >= 0 {
-				h.nz[c][0], h.nz[c][1] = nz0, nz1
-			}
-			c = cc
-			ch = h.chunks[c]
-			if ch == nil {
-				ch = new([exactSubCount]uint64)
-				h.chunks[c] = ch
-			}
-			nz0, nz1 = h.nz[c][0], h.nz[c][1]
-		}
-		j := idx & (exactSubCount - 1)
-		ch[j] += n
-		// Mark j in nz0 (j < 64) or nz1, without a branch.
-		bit, hi := uint64(1)<<(j&63), -uint64(j>>6)
-		nz0 |= bit &^ hi
-		nz1 |= bit & hi
-		done = i
 	}
-	if c >= 0 {
-		h.nz[c][0], h.nz[c][1] = nz0, nz1
+	if a.c >= 0 {
+		h.nz[a.c][0], h.nz[a.c][1] = a.nz0, a.nz1
 	}
-	if err == nil && exactIndex(hi) != idx {
+	if err == nil && exactIndex(hi) != a.idx {
 		err = fmt.Errorf("%w: minimum or maximum outside the buckets", ErrMalformedExact)
 	}
 	if err != nil {
-		h.subtract(b[:done])
+		h.subtract(b[:a.i])
 		return err
 	}
-	h.mergeMinMax(count, lo, hi)
+	h.mergeMinMax(a.count, lo, hi)
 	return nil
+}
+
+// exactAdder is the state of addEncoded's pass over the buckets: b[:i] has
+// been added, the last bucket being idx, count samples in all. Chunk c's
+// counts are ch and its non-zero marks nz0 and nz1, which are written back
+// to h when the pass leaves the chunk.
+type exactAdder struct {
+	h        *exactHist
+	b        []byte
+	i, idx   int
+	count    uint64
+	c        int
+	ch       *[exactSubCount]uint64
+	nz0, nz1 uint64
+}
+
+// That is, a chunk's marks are nz[c][0] and nz[c][1].
+var _ = [1]struct{}{}[exactSubCount/64-2]
+
+// step decodes, validates and adds one bucket, whatever its encoding; the
+// first bucket must be first.
+func (a *exactAdder) step(first int) error {
+	d, i := nextUvarint(a.b, a.i)
+	if i < 0 {
+		return errBadVarint
+	}
+	n, i := nextUvarint(a.b, i)
+	if i < 0 {
+		return errBadVarint
+	}
+	if d >= exactNumBucket || a.idx+1+int(d) >= exactNumBucket {
+		return fmt.Errorf("%w: bucket index out of range", ErrMalformedExact)
+	}
+	idx := a.idx + 1 + int(d)
+	if n == 0 {
+		return fmt.Errorf("%w: zero count", ErrMalformedExact)
+	}
+	if n > math.MaxUint64-a.count {
+		return fmt.Errorf("%w: count overflows", ErrMalformedExact)
+	}
+	if a.count == 0 && idx != first {
+		return fmt.Errorf("%w: minimum or maximum outside the buckets", ErrMalformedExact)
+	}
+	if cc := idx >> exactSubBits; cc != a.c {
+		if a.c >= 0 {
+			a.h.nz[a.c][0], a.h.nz[a.c][1] = a.nz0, a.nz1
+		}
+		a.c = cc
+		a.ch = a.h.chunks[cc]
+		if a.ch == nil {
+			a.ch = new([exactSubCount]uint64)
+			a.h.chunks[cc] = a.ch
+		}
+		a.nz0, a.nz1 = a.h.nz[cc][0], a.h.nz[cc][1]
+	}
+	j := idx & (exactSubCount - 1)
+	a.ch[j] += n
+	bit, upper := uint64(1)<<(j&63), -uint64(j>>6)
+	a.nz0 |= bit &^ upper
+	a.nz1 |= bit & upper
+	a.idx, a.count, a.i = idx, a.count+n, i
+	return nil
+}
+
+// fast adds buckets while they are the common kind: delta of one or two
+// bytes, count of one byte, valid (the first bucket being first), in an
+// allocated chunk. It makes no calls, so that the loop's state stays in
+// registers; step handles the bucket it stops at.
+func (a *exactAdder) fast(first int) {
+	h, b := a.h, a.b
+	i, idx, count := a.i, a.idx, a.count
+	c, ch, nz0, nz1 := a.c, a.ch, a.nz0, a.nz1
+	for i+1 < len(b) {
+		var d uint64
+		k := i
+		if c0 := b[k]; c0 < 0x80 {
+			d, k = uint64(c0), k+1
+		} else if c1 := b[k+1]; c1 < 0x80 {
+			d, k = uint64(c0&0x7f)|uint64(c1)<<7, k+2
+		} else {
+			break
+		}
+		if k >= len(b) || b[k] >= 0x80 || b[k] == 0 {
+			break
+		}
+		n := uint64(b[k])
+		next := idx + 1 + int(d) // d < 2^14: no overflow
+		if next >= exactNumBucket || n > math.MaxUint64-count || (count == 0 && next != first) {
+			break
+		}
+		if cc := next >> exactSubBits; cc != c {
+			nch := h.chunks[cc]
+			if nch == nil {
+				break
+			}
+			if c >= 0 {
+				h.nz[c][0], h.nz[c][1] = nz0, nz1
+			}
+			c, ch = cc, nch
+			nz0, nz1 = h.nz[c][0], h.nz[c][1]
+		}
+		j := next & (exactSubCount - 1)
+		ch[j] += n
+		bit, upper := uint64(1)<<(j&63), -uint64(j>>6)
+		nz0 |= bit &^ upper
+		nz1 |= bit & upper
+		i, idx, count = k+1, next, count+n
+	}
+	a.i, a.idx, a.count = i, idx, count
+	a.c, a.ch, a.nz0, a.nz1 = c, ch, nz0, nz1
 }
 
 // subtract takes the buckets of a valid body out of h again, unmarking a
