@@ -179,8 +179,13 @@ func (e *mentry) extendLocked(s *Stats, o *protocol.StatsEntry) {
 		e.minRT, e.hasMin = *o.MinResponseTime, true
 	}
 	e.contentLength += o.TotalContentLength
+	ch0 := e.rt.chunks[0] // keys below 100 ms, inlined; nil: rt.add allocates
 	for k, n := range o.ResponseTimes {
-		e.rt.add(k, n)
+		if uint64(k) < 100 && ch0 != nil {
+			ch0[k] += n
+		} else {
+			e.rt.add(k, n)
+		}
 	}
 	e.secs.addMap(o.NumReqsPerSec, o.LastRequestTimestamp, false)
 	e.secs.addMap(o.NumFailPerSec, o.LastRequestTimestamp, true)
