@@ -59,6 +59,7 @@ func fireRamp(m *Master) {
 func TestIndexRandomEvents(t *testing.T) {
 	classNames := []string{"A", "B", "C"}
 	states := []string{StateReady, StateSpawning, StateRunning, StateMissing, "stopped", "cleanup"}
+	var quits, dones, redispatches, missing int
 	for seed := uint64(1); seed <= 40; seed++ {
 		r := rand.New(rand.NewPCG(seed, 7))
 		m := loopMaster(t, 0, Options{
@@ -113,7 +114,7 @@ func TestIndexRandomEvents(t *testing.T) {
 			case k < 95:
 				what = "stop"
 				m.stopTest(r.IntN(2) == 0)
-			case k < 96:
+			case k < 96 && step > 250: // mostly a running master, then its exit
 				what = "master quit"
 				m.beginQuit()
 			default:
@@ -133,12 +134,24 @@ func TestIndexRandomEvents(t *testing.T) {
 			if got := st.reportedClasses(); !reflect.DeepEqual(got, classes) {
 				t.Fatalf("seed %d step %d (%s): reportedClasses %v, recount %v", seed, step, what, got, classes)
 			}
+			missing += st.countState(StateMissing)
 			if st.quitting && !st.done {
 				if m.finalAllIn() {
 					t.Fatalf("seed %d step %d (%s): every final report is in but the master still waits", seed, step, what)
 				}
 			}
 		}
+		if st.quitting {
+			quits++
+		}
+		if st.done {
+			dones++
+		}
+		redispatches += st.ix().count
+	}
+	t.Logf("%d runs quit, %d ended; %d re-dispatches; %d missing nodes seen", quits, dones, redispatches, missing)
+	if quits == 0 || dones == 0 || redispatches == 0 || missing == 0 {
+		t.Error("the random events do not reach every path")
 	}
 }
 
@@ -254,4 +267,31 @@ func TestCoalescedRedispatch(t *testing.T) {
 		t.Errorf("%d re-dispatches for a burst of %d heals; want at most 3", count, n/2)
 	}
 	t.Logf("re-dispatches: %d coalesced, %d one per heal", count, locustCount)
+}
+
+// TestLoopEventAllocs locks in that a heartbeat, with or without a state
+// change, allocates nothing on the loop, and a heartbeat tick only its
+// small per-tick slices.
+func TestLoopEventAllocs(t *testing.T) {
+	hook := testHookLoopEvent
+	testHookLoopEvent = nil
+	t.Cleanup(func() { testHookLoopEvent = hook })
+	const n = 1000
+	m := loopMaster(t, n, Options{HeartbeatLiveness: 1 << 30})
+	m.st.state = StateRunning
+	states := [2]string{StateSpawning, StateRunning}
+	hbs := make([]inbound, 2*n)
+	for i := range hbs {
+		hbs[i] = msgFrom(workerID(i%n), protocol.TypeHeartbeat, &protocol.Heartbeat{State: states[i/n], CPUUsage: 1, MemoryUsage: 1})
+	}
+	for _, hb := range hbs {
+		m.handle(hb) // the first echoes
+	}
+	i := 0
+	if a := testing.AllocsPerRun(2*n, func() { m.handle(hbs[i%(2*n)]); i++ }); a != 0 {
+		t.Errorf("%v allocations per heartbeat; want 0", a)
+	}
+	if a := testing.AllocsPerRun(20, m.liveness); a > 3 {
+		t.Errorf("%v allocations per heartbeat tick; want at most 3", a)
+	}
 }
