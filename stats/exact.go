@@ -342,102 +342,76 @@ func (h *exactHist) addEncoded(b []byte) error {
 	if len(b) == 0 {
 		return fmt.Errorf("%w: minimum without buckets", ErrMalformedExact)
 	}
-	a := exactAdder{h: h, b: b, idx: -1, c: -1}
+	// b[:i] has been added, the last bucket being idx, count samples in
+	// all.
 	first := exactIndex(lo)
+	i, idx, count := 0, -1, uint64(0)
 	var err error
 	for {
-		a.fast(first)
-		if a.i >= len(b) {
+		i, idx, count = h.addFast(b, i, idx, count, first)
+		if i >= len(b) {
 			break
 		}
-		if err = a.step(first); err != nil {
+		if i, idx, count, err = h.addStep(b, i, idx, count, first); err != nil {
 			break
 		}
 	}
-	if a.c >= 0 {
-		h.nz[a.c][0], h.nz[a.c][1] = a.nz0, a.nz1
-	}
-	if err == nil && exactIndex(hi) != a.idx {
+	if err == nil && exactIndex(hi) != idx {
 		err = fmt.Errorf("%w: minimum or maximum outside the buckets", ErrMalformedExact)
 	}
 	if err != nil {
-		h.subtract(b[:a.i])
+		h.subtract(b[:i])
 		return err
 	}
-	h.mergeMinMax(a.count, lo, hi)
+	h.mergeMinMax(count, lo, hi)
 	return nil
 }
 
-// exactAdder is the state of addEncoded's pass over the buckets: b[:i] has
-// been added, the last bucket being idx, count samples in all. Chunk c's
-// counts are ch and its non-zero marks nz0 and nz1, which are written back
-// to h when the pass leaves the chunk.
-type exactAdder struct {
-	h        *exactHist
-	b        []byte
-	i, idx   int
-	count    uint64
-	c        int
-	ch       *[exactSubCount]uint64
-	nz0, nz1 uint64
-}
-
-// That is, a chunk's marks are nz[c][0] and nz[c][1].
+// That is, a chunk's non-zero marks are nz[c][0] and nz[c][1].
 var _ = [1]struct{}{}[exactSubCount/64-2]
 
-// step decodes, validates and adds one bucket, whatever its encoding; the
-// first bucket must be first.
-func (a *exactAdder) step(first int) error {
-	d, i := nextUvarint(a.b, a.i)
-	if i < 0 {
-		return errBadVarint
+// addStep decodes, validates and adds the bucket at b[i:], whatever its
+// encoding, after bucket idx and count samples (the first bucket must be
+// first); it returns the new state, or the old one and an error.
+func (h *exactHist) addStep(b []byte, i, idx int, count uint64, first int) (int, int, uint64, error) {
+	d, k := nextUvarint(b, i)
+	if k < 0 {
+		return i, idx, count, errBadVarint
 	}
-	n, i := nextUvarint(a.b, i)
-	if i < 0 {
-		return errBadVarint
+	n, k := nextUvarint(b, k)
+	if k < 0 {
+		return i, idx, count, errBadVarint
 	}
-	if d >= exactNumBucket || a.idx+1+int(d) >= exactNumBucket {
-		return fmt.Errorf("%w: bucket index out of range", ErrMalformedExact)
+	if d >= exactNumBucket || idx+1+int(d) >= exactNumBucket {
+		return i, idx, count, fmt.Errorf("%w: bucket index out of range", ErrMalformedExact)
 	}
-	idx := a.idx + 1 + int(d)
+	next := idx + 1 + int(d)
 	if n == 0 {
-		return fmt.Errorf("%w: zero count", ErrMalformedExact)
+		return i, idx, count, fmt.Errorf("%w: zero count", ErrMalformedExact)
 	}
-	if n > math.MaxUint64-a.count {
-		return fmt.Errorf("%w: count overflows", ErrMalformedExact)
+	if n > math.MaxUint64-count {
+		return i, idx, count, fmt.Errorf("%w: count overflows", ErrMalformedExact)
 	}
-	if a.count == 0 && idx != first {
-		return fmt.Errorf("%w: minimum or maximum outside the buckets", ErrMalformedExact)
+	if count == 0 && next != first {
+		return i, idx, count, fmt.Errorf("%w: minimum or maximum outside the buckets", ErrMalformedExact)
 	}
-	if cc := idx >> exactSubBits; cc != a.c {
-		if a.c >= 0 {
-			a.h.nz[a.c][0], a.h.nz[a.c][1] = a.nz0, a.nz1
-		}
-		a.c = cc
-		a.ch = a.h.chunks[cc]
-		if a.ch == nil {
-			a.ch = new([exactSubCount]uint64)
-			a.h.chunks[cc] = a.ch
-		}
-		a.nz0, a.nz1 = a.h.nz[cc][0], a.h.nz[cc][1]
+	c, j := next>>exactSubBits, next&(exactSubCount-1)
+	if h.chunks[c] == nil {
+		h.chunks[c] = new([exactSubCount]uint64)
 	}
-	j := idx & (exactSubCount - 1)
-	a.ch[j] += n
-	bit, upper := uint64(1)<<(j&63), -uint64(j>>6)
-	a.nz0 |= bit &^ upper
-	a.nz1 |= bit & upper
-	a.idx, a.count, a.i = idx, a.count+n, i
-	return nil
+	h.chunks[c][j] += n
+	h.nz[c][j>>6] |= 1 << (j & 63)
+	return k, next, count + n, nil
 }
 
-// fast adds buckets while they are the common kind: delta of one or two
-// bytes, count of one byte, valid (the first bucket being first), in an
-// allocated chunk. It makes no calls, so that the loop's state stays in
-// registers; step handles the bucket it stops at.
-func (a *exactAdder) fast(first int) {
-	h, b := a.h, a.b
-	i, idx, count := a.i, a.idx, a.count
-	c, ch, nz0, nz1 := a.c, a.ch, a.nz0, a.nz1
+// addFast is addStep for as many buckets as are of the common kind: delta
+// of one or two bytes, count of one byte, valid, in an allocated chunk. It
+// makes no calls, so that the loop's state stays in registers (the current
+// chunk's non-zero marks too), and stops at the first other bucket.
+func (h *exactHist) addFast(b []byte, i, idx int, count uint64, first int) (int, int, uint64) {
+	c := -1
+	var ch *[exactSubCount]uint64
+	var nz0, nz1 uint64
 	for i+1 < len(b) {
 		var d uint64
 		k := i
@@ -474,8 +448,10 @@ func (a *exactAdder) fast(first int) {
 		nz1 |= bit & upper
 		i, idx, count = k+1, next, count+n
 	}
-	a.i, a.idx, a.count = i, idx, count
-	a.c, a.ch, a.nz0, a.nz1 = c, ch, nz0, nz1
+	if c >= 0 {
+		h.nz[c][0], h.nz[c][1] = nz0, nz1
+	}
+	return i, idx, count
 }
 
 // subtract takes the buckets of a valid body out of h again, unmarking a
