@@ -223,9 +223,10 @@ func (s *Stats) Merge(r *protocol.StatsReport) {
 	if r == nil {
 		return
 	}
-	now := pyTime(s.now())
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var now float64 // a new entry's start time, read when first needed
+	haveNow := false
 	hint := &s.mu.firstHint
 	for i := range r.Stats {
 		st := &r.Stats[i]
@@ -237,6 +238,9 @@ func (s *Stats) Merge(r *protocol.StatsReport) {
 		if e == nil || e.name != st.Name || e.method != method {
 			k := entryKey{method, st.Name}
 			if e = s.mu.entries[k]; e == nil {
+				if !haveNow {
+					now, haveNow = pyTime(s.now()), true
+				}
 				e = s.newEntryLocked(st.Name, method, now)
 				s.mu.entries[k] = e
 			}
