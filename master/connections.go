@@ -113,8 +113,6 @@ type connLoopState struct {
 	rows     map[string]connRow // the last counters of every worker that sent them, gone ones included
 	order    []string           // the keys of rows by worker index…
 	unsorted bool               // … once sorted
-
-	ix loopIndex // not about connections: see loopIndex
 }
 
 // cicadaMessage handles cicada's own worker messages. Precondition: loop.

@@ -37,6 +37,13 @@
 //     once (a rebalance) instead of ramping the remaining workers down to
 //     zero and back up as 2.12.1's fresh dispatcher does; the final split is
 //     the same. Missing workers are not given users (HEAD's fix).
+//   - Re-dispatches are coalesced: workers joining, healing, quitting or
+//     going missing in a burst ask for one re-dispatch, which runs at the
+//     end of the message or tick that asked, and then at most once per
+//     quarter of Options.HeartbeatInterval. Locust re-dispatches once per
+//     worker; each re-dispatch splits the users over the current workers,
+//     so the final split is the same, with fewer intermediate spawn
+//     messages (and "Sending spawn jobs" lines) on the way.
 //   - A new Start replaces a ramp still in progress (2.12.1 runs them
 //     concurrently), and a worker joining while the master waits for
 //     reports after a ramp is given users at once.
@@ -400,6 +407,7 @@ type loopState struct {
 	cpuWarned  bool
 	usersDirty bool
 	conn       connLoopState // connections, warnings, second round
+	index      loopIndex     // per-state node counts, kept as nodes change
 	result     runResult
 	done       bool
 }

@@ -93,7 +93,7 @@ type loopIndex struct {
 }
 
 // ix returns the loop's incremental bookkeeping. Precondition: loop.
-func (s *loopState) ix() *loopIndex { return &s.conn.ix }
+func (s *loopState) ix() *loopIndex { return &s.index }
 
 // count adds sign × nd to the index (nd's state, and its classes when
 // active).
