@@ -83,9 +83,7 @@ type classSum struct {
 }
 
 // loopIndex is the loop's incremental bookkeeping: the node index, the
-// coalesced re-dispatch and the final-report wait. It belongs in loopState;
-// it lives in connLoopState (connections.go) only until master.go can
-// carry it (see ix).
+// coalesced re-dispatch and the final-report wait (loopState.index).
 type loopIndex struct {
 	nodes nodeIndex
 	redisp
