@@ -326,19 +326,20 @@ func (h *exactHist) addEncoded(b []byte) error {
 	if len(b) == 0 {
 		return nil
 	}
-	lo, i := nextUvarint(b, 0)
-	if i < 0 {
+	lo, k := binary.Uvarint(b) // inlined, unlike nextUvarint
+	if k <= 0 {
 		return errBadVarint
 	}
-	var span uint64
-	if span, i = nextUvarint(b, i); i < 0 {
+	b = b[k:]
+	span, k := binary.Uvarint(b)
+	if k <= 0 {
 		return errBadVarint
 	}
 	if span > math.MaxUint64-lo {
 		return fmt.Errorf("%w: maximum overflows", ErrMalformedExact)
 	}
 	hi := lo + span
-	b = b[i:]
+	b = b[k:]
 	if len(b) == 0 {
 		return fmt.Errorf("%w: minimum without buckets", ErrMalformedExact)
 	}
