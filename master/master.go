@@ -15,7 +15,7 @@
 //   - Heartbeats are echoed (Locust ≥ 2.19 behaviour) only to workers that
 //     understand them: version -1 (cicada, boomer), versions ≥ 2.19 and
 //     unparsable non-empty versions, and adopted workers; and at most once
-//     per Options.HeartbeatEchoInterval (5 s) per worker instead of for
+//     per Options.HeartbeatEchoInterval (10 s) per worker instead of for
 //     every heartbeat: workers only check that one arrived within 60 s,
 //     and the writes were the master's largest cost with many workers. Not to "" (the
 //     Debian 2.12.1 package) nor to versions below 2.19, which would log

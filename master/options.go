@@ -22,21 +22,23 @@ const (
 	DefaultHeartbeatInterval = time.Second
 	DefaultHeartbeatLiveness = 3
 	// DefaultHeartbeatEchoInterval: workers quit after 60 s without a
-	// master heartbeat; one every 5 s leaves a wide margin.
-	DefaultHeartbeatEchoInterval = 5 * time.Second
+	// master heartbeat; one every 10 s leaves a sixfold margin, and each
+	// echo is a write system call, a large part of the master's cost per
+	// worker.
+	DefaultHeartbeatEchoInterval = 10 * time.Second
 	// DefaultPollInterval is the master's zmtp.Options.PollInterval when
 	// Options.Transport leaves it zero: the workers' messages are read in
 	// rounds at most every 2 ms, so that thousands of workers cost the
 	// master one wake-up per round, not one per message. Locust's messages
 	// (heartbeats every second, reports every 3 s) do not notice 2 ms.
-	DefaultPollInterval = 2 * time.Millisecond
-	DefaultDeadTicks             = 60
-	DefaultReportWait            = time.Second
-	DefaultStatsInterval         = 2 * time.Second
-	DefaultCSVInterval           = time.Second
-	DefaultWaitLogInterval       = time.Second
-	DefaultShapeTick             = time.Second
-	DefaultStopWait              = 60 * time.Second
+	DefaultPollInterval    = 2 * time.Millisecond
+	DefaultDeadTicks       = 60
+	DefaultReportWait      = time.Second
+	DefaultStatsInterval   = 2 * time.Second
+	DefaultCSVInterval     = time.Second
+	DefaultWaitLogInterval = time.Second
+	DefaultShapeTick       = time.Second
+	DefaultStopWait        = 60 * time.Second
 	// DefaultFinalReportGrace is how long after a stats report received
 	// after quit the master still waits for the worker's quit message
 	// (which follows the final report) before taking that report as final.
