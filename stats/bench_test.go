@@ -305,7 +305,7 @@ func BenchmarkDecodePooledMergeWorker20(b *testing.B) {
 // one per simulated worker, each in its own memory: per-worker sample
 // values, and names in a per-worker order (a worker lists its entries in
 // the order it first recorded them).
-func manyWorkerReports(b *testing.B, n int) []*protocol.StatsReport {
+func manyWorkerReports(b testing.TB, n int) []*protocol.StatsReport {
 	b.Helper()
 	const variants = 64
 	payloads := make([][]byte, variants)

@@ -384,3 +384,25 @@ func TestMergeEntryHints(t *testing.T) {
 		t.Fatalf("after Clear: entries %v; want %v", got, want)
 	}
 }
+
+// TestMergeAllocs: once the master knows a worker's entries and errors and
+// the per-second caches are full, merging its reports allocates nothing,
+// even as the seconds advance.
+func TestMergeAllocs(t *testing.T) {
+	clk := newFakeClock(1e9)
+	rep := manyWorkerReports(t, 1)[0]
+	s := New(clk.now)
+	sec := 1e9
+	merge := func() {
+		sec += 0.5
+		clk.set(sec)
+		redateReport(rep, sec)
+		s.Merge(rep)
+	}
+	for range 2 * (cacheSize + 1) {
+		merge()
+	}
+	if n := testing.AllocsPerRun(200, merge); n != 0 {
+		t.Errorf("Merge: %v allocs per report; want 0", n)
+	}
+}
