@@ -187,8 +187,12 @@ func (e *mentry) extendLocked(s *Stats, o *protocol.StatsEntry) {
 			e.rt.add(k, n)
 		}
 	}
-	e.secs.addMap(o.NumReqsPerSec, o.LastRequestTimestamp, false)
-	e.secs.addMap(o.NumFailPerSec, o.LastRequestTimestamp, true)
+	if len(o.NumReqsPerSec) > 0 {
+		e.secs.addMap(o.NumReqsPerSec, o.LastRequestTimestamp, false)
+	}
+	if len(o.NumFailPerSec) > 0 {
+		e.secs.addMap(o.NumFailPerSec, o.LastRequestTimestamp, true)
+	}
 	switch {
 	case o.Exact != nil:
 		if err := e.exact.addEncoded(o.Exact); err != nil {
