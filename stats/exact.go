@@ -269,7 +269,7 @@ func parseExact(b []byte) (exactView, error) {
 			}
 		}
 		if d >= exactNumBucket || idx+1+int(d) >= exactNumBucket {
-			return v, fmt.Errorf("%w: bucket index out of range", ErrMalformedExact)
+			return v, errIndexRange
 		}
 		idx += 1 + int(d)
 		if n == 0 {
@@ -384,7 +384,7 @@ func (h *exactHist) addStep(b []byte, i, idx int, count uint64, first int) (int,
 		return i, idx, count, errBadVarint
 	}
 	if d >= exactNumBucket || idx+1+int(d) >= exactNumBucket {
-		return i, idx, count, fmt.Errorf("%w: bucket index out of range", ErrMalformedExact)
+		return i, idx, count, errIndexRange
 	}
 	next := idx + 1 + int(d)
 	if n == 0 {
@@ -456,8 +456,8 @@ func (h *exactHist) addFast(b []byte, i, idx int, count uint64, first int) (int,
 }
 
 // subtract takes the buckets of a valid body out of h again, unmarking a
-// bucket back at zero: this restores h exactly, since a bucket is marked
-// if and only if its count is non-zero (counts never reach 2^64).
+// bucket back at zero. This restores h exactly: a bucket is marked if and
+// only if its count is non-zero, short of a count wrapping around 2^64.
 func (h *exactHist) subtract(b []byte) {
 	idx := -1
 	for i := 0; i < len(b); {

@@ -133,12 +133,10 @@ func (e *mentry) resetLocked(s *Stats, now float64) {
 
 // cacheLocked stores a copy of the buckets under second t, keeping Locust's
 // OrderedDict semantics: an existing second keeps its place, the oldest of
-// more than cacheSize is dropped.
+// more than cacheSize is dropped. The packed bytes of a replaced or dropped
+// snapshot are reused (Snapshot copies them out under the lock), so that a
+// full cache takes new snapshots without allocating.
 // Precondition: s.mu is held.
-//
-// The packed bytes of a replaced or dropped snapshot are reused (Snapshot
-// copies them out under the lock), so that a full cache caches without
-// allocating.
 func (e *mentry) cacheLocked(s *Stats, t int64) {
 	s.mu.scratch = e.rt.appendBuckets(s.mu.scratch[:0])
 	for i := range e.cache {
