@@ -51,6 +51,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -150,19 +151,42 @@ const (
 	pcDownExit
 )
 
+// activeUser is one placed user: a row of the split and a class index.
 type activeUser struct {
-	worker string
-	class  string
+	row   int32
+	class int32
 }
 
 // Dispatcher computes dispatch steps. It is not safe for concurrent use: the
 // master drives it from one goroutine.
+//
+// The split is dense: users[r*len(classes)+c] is the number of users of
+// class c on worker rows[r], where rows is the dispatch order the split was
+// computed over (at New or the last rebalance). AddWorker and RemoveWorker
+// only update the worker set and mark the split stale; the first call that
+// needs the split (Next, NewDispatch, Users) recomputes it once, which
+// gives what recomputing at every call would: a rebalance depends only on
+// the worker set, the classes and the user count, none of which changes
+// between the calls.
 type Dispatcher struct {
 	classes []UserClass // sorted by name
-	workers []string    // dispatch order
+	names   []string    // classes[i].Name
 
-	users   Mapping // the current split
-	initial Mapping // the split when NewDispatch was called
+	// The workers. Their dispatch order is Python's: AddWorker sorts the
+	// whole list, RemoveWorker deletes from it in place, so the order
+	// depends on the history; computed when needed from the order at the
+	// last sort (see workerOrder).
+	members    map[string]struct{}
+	order      []string // never written in place
+	orderStale bool     // a worker was added since order was computed: sort
+	orderHoles bool     // a worker was removed since order was computed: filter
+	// removed since the last AddWorker, while orderStale: that AddWorker
+	// sorted them with the others.
+	unsorted []string
+	stale    bool // members changed since the split was computed: a rebalance is due
+
+	rows  []string // the worker order the split is over; never written in place
+	users []int64  // the current split, len(rows)*len(classes)
 
 	target  int64
 	current int64
@@ -201,54 +225,92 @@ func New(workers []string, classes []UserClass) (*Dispatcher, error) {
 	}
 	sort.Slice(cs, func(i, j int) bool { return cs[i].Name < cs[j].Name })
 	d := &Dispatcher{classes: cs, tryFix: true}
-	d.workers = sortWorkers(dedupe(workers))
-	d.users = d.zeroMapping()
-	d.initial = d.users.Clone()
+	d.names = make([]string, len(cs))
+	for i, c := range cs {
+		d.names[i] = c.Name
+	}
+	d.members = make(map[string]struct{}, len(workers))
+	for _, id := range workers {
+		d.members[id] = struct{}{}
+	}
+	d.orderStale = true
+	d.rows = d.workerOrder()
+	d.users = make([]int64, len(d.rows)*len(cs))
 	d.gen = newUserGen(d)
-	d.cycle = workerCycle{list: d.workers}
+	d.cycle = workerCycle{n: len(d.rows)}
 	return d, nil
 }
 
-func dedupe(ids []string) []string {
-	out := make([]string, 0, len(ids))
-	seen := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		if !seen[id] {
-			seen[id] = true
-			out = append(out, id)
+// workerOrder returns the dispatch order of the workers, as the calls since
+// it was last computed would have left it: the last AddWorker sorted the
+// workers it saw, and each later RemoveWorker dropped one from that order.
+func (d *Dispatcher) workerOrder() []string {
+	if d.orderStale {
+		ids := make([]string, 0, len(d.members)+len(d.unsorted))
+		for id := range d.members {
+			ids = append(ids, id)
 		}
+		d.order = sortWorkers(append(ids, d.unsorted...))
+		d.orderHoles = len(d.unsorted) > 0
+		d.unsorted = d.unsorted[:0]
+		d.orderStale = false
+	}
+	if d.orderHoles {
+		ids := make([]string, 0, len(d.members))
+		for _, id := range d.order {
+			if _, ok := d.members[id]; ok {
+				ids = append(ids, id)
+			}
+		}
+		d.order = ids
+		d.orderHoles = false
+	}
+	return d.order
+}
+
+// sortWorkers sorts ids in place into dispatch order and returns them: by
+// (index within host, id), where the host is the id up to its first "_"
+// and the index is the id's rank among its host's ids.
+func sortWorkers(ids []string) []string {
+	slices.Sort(ids)
+	// Rank within host; then a stable counting sort by rank keeps id order
+	// within a rank.
+	rank := make([]int32, len(ids))
+	perHost := make(map[string]int32)
+	var maxRank int32
+	for i, id := range ids {
+		host, _, _ := strings.Cut(id, "_")
+		r := perHost[host]
+		perHost[host] = r + 1
+		rank[i] = r
+		maxRank = max(maxRank, r)
+	}
+	if len(perHost) <= 1 {
+		return ids
+	}
+	start := make([]int, maxRank+2)
+	for _, r := range rank {
+		start[r+1]++
+	}
+	for r := 1; r < len(start); r++ {
+		start[r] += start[r-1]
+	}
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[start[rank[i]]] = id
+		start[rank[i]]++
 	}
 	return out
 }
 
-// sortWorkers returns ids in dispatch order: sorted by id, then stably by
-// (index within host, id), where the host is the id up to its first "_".
-func sortWorkers(ids []string) []string {
-	byID := append([]string(nil), ids...)
-	sort.Strings(byID)
-	index := make(map[string]int, len(byID))
-	perHost := make(map[string]int)
-	for _, id := range byID {
-		host, _, _ := strings.Cut(id, "_")
-		index[id] = perHost[host]
-		perHost[host]++
-	}
-	sort.SliceStable(byID, func(i, j int) bool {
-		a, b := byID[i], byID[j]
-		if index[a] != index[b] {
-			return index[a] < index[b]
-		}
-		return a < b
-	})
-	return byID
-}
-
-func (d *Dispatcher) zeroMapping() Mapping {
-	m := make(Mapping, len(d.workers))
-	for _, w := range d.workers {
-		cs := make(map[string]int64, len(d.classes))
-		for _, c := range d.classes {
-			cs[c.Name] = 0
+// mapping returns the current split as a Mapping.
+func (d *Dispatcher) mapping() Mapping {
+	nc := len(d.names)
+	m := make(Mapping, len(d.rows))
+	for r, w := range d.rows {
+		cs := make(map[string]int64, nc)
+		for c, name := range d.names {
+			cs[name] = d.users[r*nc+c]
 		}
 		m[w] = cs
 	}
@@ -256,10 +318,13 @@ func (d *Dispatcher) zeroMapping() Mapping {
 }
 
 // Workers returns the worker ids in dispatch order.
-func (d *Dispatcher) Workers() []string { return append([]string(nil), d.workers...) }
+func (d *Dispatcher) Workers() []string { return slices.Clone(d.workerOrder()) }
 
 // Users returns a copy of the current split.
-func (d *Dispatcher) Users() Mapping { return d.users.Clone() }
+func (d *Dispatcher) Users() Mapping {
+	d.settle()
+	return d.mapping()
+}
 
 // UserCount returns the number of users in the current split.
 func (d *Dispatcher) UserCount() int64 { return d.current }
@@ -280,12 +345,15 @@ func (d *Dispatcher) NewDispatch(target int64, rate float64) error {
 	if !(rate > 0) || math.IsInf(rate, 0) {
 		return fmt.Errorf("%w: %v", ErrBadRate, rate)
 	}
+	d.settle()
 	d.target = target
 	d.perStep = int64(math.Max(1, math.Floor(rate)))
 	d.wait = time.Duration(float64(d.perStep) / rate * float64(time.Second))
-	d.initial = d.users
-	d.users = d.users.Clone()
-	d.current = d.users.Total()
+	var n int64
+	for _, u := range d.users {
+		n += u
+	}
+	d.current = n
 	d.pc = pcStart
 	d.pending = 0
 	return nil
@@ -294,6 +362,7 @@ func (d *Dispatcher) NewDispatch(target int64, rate float64) error {
 // Next returns the next step of the current dispatch, or false when the
 // dispatch is complete.
 func (d *Dispatcher) Next() (Step, bool) {
+	d.settle()
 	for {
 		switch d.pc {
 		case pcIdle:
@@ -315,7 +384,10 @@ func (d *Dispatcher) Next() (Step, bool) {
 		case pcCheckEqual:
 			if d.current == d.target {
 				d.pc = pcIdle
-				return Step{Users: d.initial.Clone()}, true
+				// Python yields the split NewDispatch started from; nothing
+				// can have changed it (a worker change takes pcStart's
+				// rebalance branch instead).
+				return Step{Users: d.mapping()}, true
 			}
 			d.pc = pcUp
 		case pcUp:
@@ -373,7 +445,7 @@ func (d *Dispatcher) exitStep() {
 
 func (d *Dispatcher) pacedStep() Step {
 	d.pending = 0
-	return Step{Users: d.users.Clone()}
+	return Step{Users: d.mapping()}
 }
 
 // Wait advances the dispatch to the point where the next step would be
@@ -417,13 +489,14 @@ func (d *Dispatcher) Wait() time.Duration {
 }
 
 func (d *Dispatcher) rebalanceStep() Step {
-	return Step{Users: d.users.Clone(), Rebalance: true}
+	return Step{Users: d.mapping(), Rebalance: true}
 }
 
 func (d *Dispatcher) addUsers() {
 	goal := min(d.current+d.perStep, d.target)
+	nc := len(d.names)
 	for {
-		if len(d.workers) == 0 {
+		if len(d.members) == 0 {
 			d.noUsers = true
 			return
 		}
@@ -432,10 +505,10 @@ func (d *Dispatcher) addUsers() {
 			d.noUsers = true
 			return
 		}
-		w := d.cycle.next()
-		d.users[w][class]++
+		r := d.cycle.next()
+		d.users[r*nc+class]++
 		d.current++
-		d.active = append(d.active, activeUser{w, class})
+		d.active = append(d.active, activeUser{int32(r), int32(class)})
 		if d.current >= goal {
 			return
 		}
@@ -444,10 +517,11 @@ func (d *Dispatcher) addUsers() {
 
 func (d *Dispatcher) removeUsers() {
 	goal := max(d.current-d.perStep, d.target)
+	nc := len(d.names)
 	for len(d.active) > 0 {
 		u := d.active[len(d.active)-1]
 		d.active = d.active[:len(d.active)-1]
-		d.users[u.worker][u.class]--
+		d.users[int(u.row)*nc+int(u.class)]--
 		d.current--
 		d.tryFix = true
 		if d.current == 0 || d.current <= goal {
@@ -457,93 +531,123 @@ func (d *Dispatcher) removeUsers() {
 }
 
 // AddWorker adds a worker and schedules a rebalance: the next step re-sends
-// the split recomputed from zero over the new worker list.
+// the split recomputed from zero over the new worker list. It only records
+// the change; the split is recomputed once, when next needed.
 func (d *Dispatcher) AddWorker(id string) {
-	ws := d.workers
-	if !contains(ws, id) {
-		ws = append(append([]string(nil), ws...), id)
-	}
-	d.workers = sortWorkers(ws)
-	d.prepareRebalance()
+	d.members[id] = struct{}{}
+	d.orderStale = true // a duplicate re-sorts too
+	d.unsorted = d.unsorted[:0]
+	d.stale = true
+	d.rebal = true
 }
 
 // RemoveWorker removes a worker and schedules a rebalance. Removing the last
 // worker only forgets it (as Python does): the split is left unchanged until
 // a worker is added.
 func (d *Dispatcher) RemoveWorker(id string) {
-	ws := make([]string, 0, len(d.workers))
-	for _, w := range d.workers {
-		if w != id {
-			ws = append(ws, w)
-		}
-	}
-	d.workers = ws
-	if len(ws) == 0 {
+	_, ok := d.members[id]
+	if len(d.members) == 0 || (ok && len(d.members) == 1) {
+		d.settle() // the split over the workers before this call stays
+		d.forget(id, ok)
 		return
 	}
-	d.prepareRebalance()
+	d.forget(id, ok)
+	d.stale = true
+	d.rebal = true
 }
 
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
+// forget removes a worker from the set, if present, and from the order.
+func (d *Dispatcher) forget(id string, present bool) {
+	if !present {
+		return
 	}
-	return false
+	delete(d.members, id)
+	if d.orderStale {
+		d.unsorted = append(d.unsorted, id)
+	} else {
+		d.orderHoles = true
+	}
+}
+
+// settle recomputes the split if the workers changed since it was last
+// computed.
+func (d *Dispatcher) settle() {
+	if d.stale {
+		d.stale = false
+		d.prepareRebalance()
+	}
 }
 
 // prepareRebalance redistributes the current user count from zero over the
-// current workers with fresh generators, as Python's _prepare_rebalance.
+// current workers with fresh generators, as Python's _prepare_rebalance
+// (which also flags the rebalance step: AddWorker and RemoveWorker do).
 func (d *Dispatcher) prepareRebalance() {
-	d.users = d.zeroMapping() // the fresh generator counts fixed users here: zeros
+	d.rows = d.workerOrder()
+	nc := len(d.names)
+	dist := d.users[:0]
+	if cap(dist) < len(d.rows)*nc {
+		dist = make([]int64, len(d.rows)*nc)
+	} else {
+		dist = dist[:len(d.rows)*nc]
+		clear(dist)
+	}
+	d.users = nil // the fresh generator counts fixed users here: zeros
 	d.tryFix = true
 	gen := newUserGen(d)
-	cyc := workerCycle{list: d.workers}
-	dist := d.zeroMapping()
-	var active []activeUser
-	for n := int64(0); n < d.current; n++ {
+	cyc := workerCycle{n: len(d.rows)}
+	active := d.active[:0]
+	if int64(cap(active)) < d.current {
+		active = make([]activeUser, 0, d.current)
+	}
+	for n := int64(0); n < d.current && cyc.n > 0; n++ {
 		class, ok := gen.next()
 		if !ok {
 			break
 		}
-		w := cyc.next()
-		dist[w][class]++
-		active = append(active, activeUser{w, class})
+		r := cyc.next()
+		dist[r*nc+class]++
+		active = append(active, activeUser{int32(r), int32(class)})
 	}
 	d.users = dist
 	d.active = active
 	d.gen = gen
 	d.cycle = cyc
-	d.rebal = true
 }
 
-// workerCycle is itertools.cycle over a snapshot of the worker order.
+// workerCycle is itertools.cycle over the rows of the split.
 type workerCycle struct {
-	list []string
-	pos  int
+	n   int
+	pos int
 }
 
-func (c *workerCycle) next() string {
-	w := c.list[c.pos%len(c.list)]
-	c.pos = (c.pos + 1) % len(c.list)
-	return w
+func (c *workerCycle) next() int {
+	r := c.pos
+	c.pos++
+	if c.pos == c.n {
+		c.pos = 0
+	}
+	return r
 }
 
 // classCycle repeats one precomputed period of a smooth weighted
 // round-robin. An empty cycle yields nothing (Python's cycle([None])).
 type classCycle struct {
-	seq []string
-	pos int
+	seq  []string // the picked names, for tests
+	pick []int    // the picked items' indices
+	pos  int
 }
 
-func (c *classCycle) next() (string, bool) {
-	if len(c.seq) == 0 {
-		return "", false
+// next returns the index of the next picked item.
+func (c *classCycle) next() (int, bool) {
+	if len(c.pick) == 0 {
+		return 0, false
 	}
-	s := c.seq[c.pos]
-	c.pos = (c.pos + 1) % len(c.seq)
-	return s, true
+	i := c.pick[c.pos]
+	c.pos++
+	if c.pos == len(c.pick) {
+		c.pos = 0
+	}
+	return i, true
 }
 
 type weighted struct {
@@ -568,12 +672,13 @@ func newClassCycle(items []weighted) classCycle {
 		norm[i] = int64(math.RoundToEven(2 * float64(it.w) / float64(minV)))
 		total += norm[i]
 	}
-	seq := make([]string, 0, total)
+	c := classCycle{seq: make([]string, 0, total), pick: make([]int, 0, total)}
 	if len(items) == 1 {
 		for range total {
-			seq = append(seq, items[0].name)
+			c.seq = append(c.seq, items[0].name)
+			c.pick = append(c.pick, 0)
 		}
-		return classCycle{seq: seq}
+		return c
 	}
 	cur := make([]int64, len(items))
 	for range total {
@@ -585,64 +690,84 @@ func newClassCycle(items []weighted) classCycle {
 			}
 		}
 		cur[best] -= total
-		seq = append(seq, items[best].name)
+		c.seq = append(c.seq, items[best].name)
+		c.pick = append(c.pick, best)
 	}
-	return classCycle{seq: seq}
+	return c
 }
 
 // userGen is Python's _user_gen generator turned into a resumable state
 // machine. It reads and clears the dispatcher's tryFix flag and counts fixed
-// users in the dispatcher's current split, as the generator does.
+// users in the dispatcher's current split, as the generator does. Classes
+// are indices into the dispatcher's classes.
 type userGen struct {
-	d        *Dispatcher
-	fixed    []UserClass // fixed_count classes, sorted by name
-	fixedCyc classCycle
-	weighted classCycle
+	d          *Dispatcher
+	fixed      []int   // fixed_count classes, in name order
+	fixedCount []int64 // per class; 0 for weighted classes
+	fixedCyc   classCycle
+	weighted   classCycle
+	wClass     []int // weighted cycle item → class
 
 	inFixed  bool // suspended inside the fixed loop, after a yield
-	curFixed map[string]int64
-	spawned  map[string]bool
+	curFixed []int64
+	spawned  []bool
+	nSpawned int
 }
 
 func newUserGen(d *Dispatcher) *userGen {
-	g := &userGen{d: d}
+	g := &userGen{d: d, fixedCount: make([]int64, len(d.classes))}
 	var fx, wt []weighted
-	for _, c := range d.classes {
+	for i, c := range d.classes {
 		if c.FixedCount > 0 {
-			g.fixed = append(g.fixed, c)
+			g.fixed = append(g.fixed, i)
+			g.fixedCount[i] = int64(c.FixedCount)
 			fx = append(fx, weighted{c.Name, c.FixedCount})
 		} else {
+			g.wClass = append(g.wClass, i)
 			wt = append(wt, weighted{c.Name, c.Weight})
 		}
 	}
 	g.fixedCyc = newClassCycle(fx)
 	g.weighted = newClassCycle(wt)
+	g.curFixed = make([]int64, len(d.classes))
+	g.spawned = make([]bool, len(d.classes))
 	return g
 }
 
 func (g *userGen) countFixed() {
-	g.curFixed = make(map[string]int64, len(g.fixed))
+	nc := len(g.d.classes)
+	users := g.d.users
+	clear(g.spawned)
+	g.nSpawned = 0
 	for _, c := range g.fixed {
 		var n int64
-		for _, cs := range g.d.users {
-			n += cs[c.Name]
+		for i := c; i < len(users); i += nc {
+			n += users[i]
 		}
-		g.curFixed[c.Name] = n
-	}
-	g.spawned = make(map[string]bool, len(g.fixed))
-	// 2.12.1 only marks a class done when an increment makes it reach its
-	// count, so a class that is already full when the counts are re-read
-	// (ramp up after a ramp down) makes its loop spin forever. Mark full
-	// classes done up front: identical output whenever 2.12.1 terminates.
-	for _, c := range g.fixed {
-		if g.curFixed[c.Name] >= int64(c.FixedCount) {
-			g.spawned[c.Name] = true
+		g.curFixed[c] = n
+		// 2.12.1 only marks a class done when an increment makes it reach
+		// its count, so a class that is already full when the counts are
+		// re-read (ramp up after a ramp down) makes its loop spin forever.
+		// Mark full classes done up front: identical output whenever 2.12.1
+		// terminates.
+		if n >= g.fixedCount[c] {
+			g.spawned[c] = true
+			g.nSpawned++
 		}
 	}
 }
 
-// next returns the next class name, or false for Python's None.
-func (g *userGen) next() (string, bool) {
+// weightedNext returns the next weighted class, or false for Python's None.
+func (g *userGen) weightedNext() (int, bool) {
+	i, ok := g.weighted.next()
+	if !ok {
+		return 0, false
+	}
+	return g.wClass[i], true
+}
+
+// next returns the next class, or false for Python's None.
+func (g *userGen) next() (int, bool) {
 	if g.inFixed {
 		// Resumed right after a yield inside the fixed loop.
 		g.inFixed = false
@@ -654,31 +779,23 @@ func (g *userGen) next() (string, bool) {
 		g.d.tryFix = false
 		g.countFixed()
 	} else {
-		return g.weighted.next()
+		return g.weightedNext()
 	}
-	for len(g.spawned) != len(g.fixed) {
-		name, ok := g.fixedCyc.next()
+	for g.nSpawned != len(g.fixed) {
+		i, ok := g.fixedCyc.next()
 		if !ok {
 			break
 		}
-		fc := g.fixedCount(name)
-		if g.curFixed[name] < fc {
-			g.curFixed[name]++
-			if g.curFixed[name] == fc {
-				g.spawned[name] = true
+		c := g.fixed[i]
+		if g.curFixed[c] < g.fixedCount[c] {
+			g.curFixed[c]++
+			if g.curFixed[c] == g.fixedCount[c] {
+				g.spawned[c] = true
+				g.nSpawned++
 			}
 			g.inFixed = true
-			return name, true
+			return c, true
 		}
 	}
-	return g.weighted.next()
-}
-
-func (g *userGen) fixedCount(name string) int64 {
-	for _, c := range g.fixed {
-		if c.Name == name {
-			return int64(c.FixedCount)
-		}
-	}
-	return 0
+	return g.weightedNext()
 }

@@ -474,10 +474,10 @@ func (g *eUserGen) next() (string, bool) {
 		g.d.tryFix = false
 		g.countFixed()
 	} else {
-		return g.weighted.next()
+		return nextName(&g.weighted)
 	}
 	for len(g.spawned) != len(g.fixed) {
-		name, ok := g.fixedCyc.next()
+		name, ok := nextName(&g.fixedCyc)
 		if !ok {
 			break
 		}
@@ -491,7 +491,7 @@ func (g *eUserGen) next() (string, bool) {
 			return name, true
 		}
 	}
-	return g.weighted.next()
+	return nextName(&g.weighted)
 }
 
 func (g *eUserGen) fixedCount(name string) int64 {
@@ -501,4 +501,14 @@ func (g *eUserGen) fixedCount(name string) int64 {
 		}
 	}
 	return 0
+}
+
+// nextName returns the name classCycle.next picks.
+func nextName(c *classCycle) (string, bool) {
+	if len(c.pick) == 0 {
+		return "", false
+	}
+	s := c.seq[c.pos]
+	c.next()
+	return s, true
 }

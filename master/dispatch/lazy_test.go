@@ -113,6 +113,7 @@ func TestBurstMatchesEager(t *testing.T) {
 		}
 		p := newPair(t, fmt.Sprintf("case %d", i), workers, classes)
 		live := append([]string(nil), workers...)
+		var gone []string
 		for range 3 + rng.IntN(10) {
 			switch r := rng.IntN(10); {
 			case r < 4:
@@ -121,11 +122,18 @@ func TestBurstMatchesEager(t *testing.T) {
 				}
 			case r < 8: // a burst
 				for range 1 + rng.IntN(30) {
-					switch rng.IntN(6) {
+					switch rng.IntN(7) {
 					case 0, 1:
 						id := newID()
 						live = append(live, id)
 						p.add(id)
+					case 6: // heal
+						if len(gone) > 0 {
+							k := rng.IntN(len(gone))
+							live = append(live, gone[k])
+							p.add(gone[k])
+							gone = append(gone[:k], gone[k+1:]...)
+						}
 					case 2:
 						if len(live) > 0 {
 							p.add(live[rng.IntN(len(live))]) // duplicate
@@ -136,6 +144,7 @@ func TestBurstMatchesEager(t *testing.T) {
 						if len(live) > 0 {
 							k := rng.IntN(len(live))
 							p.remove(live[k])
+							gone = append(gone, live[k])
 							live = append(live[:k], live[k+1:]...)
 						}
 					}
