@@ -17,7 +17,15 @@
 //   - A ramp goes in steps of max(1, floor(rate)) users, rate/steps apart;
 //     a ramp down removes the most recently added users first (LIFO).
 //   - Adding or removing a worker recomputes the whole split from zero for
-//     the current user count and yields it at once (a rebalance).
+//     the current user count and yields it at once (a rebalance). The
+//     worker order follows Python's list: re-sorted on every add, and a
+//     removal deletes in place.
+//
+// AddWorker and RemoveWorker cost O(1): they record the change, and the
+// next call that needs the split (Next, NewDispatch, Users) recomputes it
+// once, which yields what recomputing at every call would. The worker
+// order is then brought up to date by merging the ids added since the last
+// sort into the previous one.
 //
 // The Dispatcher never sleeps: Wait tells the caller how long to pause
 // before asking for the next step, so pacing is the caller's job and tests
@@ -183,7 +191,9 @@ type Dispatcher struct {
 	// removed since the last AddWorker, while orderStale: that AddWorker
 	// sorted them with the others.
 	unsorted []string
-	stale    bool // members changed since the split was computed: a rebalance is due
+	byID     []string // the ids order was last sorted over, by id; never written in place
+	added    []string // ids added (absent before) since order was last sorted
+	stale    bool     // members changed since the split was computed: a rebalance is due
 
 	rows  []string // the worker order the split is over; never written in place
 	users []int64  // the current split, len(rows)*len(classes)
@@ -233,6 +243,7 @@ func New(workers []string, classes []UserClass) (*Dispatcher, error) {
 	for _, id := range workers {
 		d.members[id] = struct{}{}
 	}
+	d.added = append([]string(nil), workers...)
 	d.orderStale = true
 	d.rows = d.workerOrder()
 	d.users = make([]int64, len(d.rows)*len(cs))
@@ -246,11 +257,9 @@ func New(workers []string, classes []UserClass) (*Dispatcher, error) {
 // workers it saw, and each later RemoveWorker dropped one from that order.
 func (d *Dispatcher) workerOrder() []string {
 	if d.orderStale {
-		ids := make([]string, 0, len(d.members)+len(d.unsorted))
-		for id := range d.members {
-			ids = append(ids, id)
-		}
-		d.order = sortWorkers(append(ids, d.unsorted...))
+		d.byID = d.sortedIDs()
+		d.added = d.added[:0]
+		d.order = hostOrder(d.byID)
 		d.orderHoles = len(d.unsorted) > 0
 		d.unsorted = d.unsorted[:0]
 		d.orderStale = false
@@ -268,11 +277,64 @@ func (d *Dispatcher) workerOrder() []string {
 	return d.order
 }
 
+// sortedIDs returns, sorted, the ids the last AddWorker saw: the workers
+// and those removed since (unsorted). It merges the ids added since the
+// last sort, sorted, into the ids sorted then, so that a sort after K
+// joins compares O(n + K log K) ids rather than O(n log n).
+func (d *Dispatcher) sortedIDs() []string {
+	var gone map[string]struct{}
+	if len(d.unsorted) > 0 {
+		gone = make(map[string]struct{}, len(d.unsorted))
+		for _, id := range d.unsorted {
+			gone[id] = struct{}{}
+		}
+	}
+	in := func(id string) bool {
+		if _, ok := d.members[id]; ok {
+			return true
+		}
+		_, ok := gone[id]
+		return ok
+	}
+	// An id can be in added more than once (added, removed, added), and
+	// also in byID (removed after the last sort, then added again).
+	fresh := make([]string, 0, len(d.added))
+	for _, id := range d.added {
+		if in(id) {
+			fresh = append(fresh, id)
+		}
+	}
+	slices.Sort(fresh)
+	fresh = slices.Compact(fresh)
+	out := make([]string, 0, len(d.members)+len(d.unsorted))
+	i := 0
+	for _, id := range d.byID {
+		if !in(id) {
+			continue
+		}
+		for i < len(fresh) && fresh[i] < id {
+			out = append(out, fresh[i])
+			i++
+		}
+		if i < len(fresh) && fresh[i] == id {
+			i++
+		}
+		out = append(out, id)
+	}
+	return append(out, fresh[i:]...)
+}
+
 // sortWorkers sorts ids in place into dispatch order and returns them: by
 // (index within host, id), where the host is the id up to its first "_"
 // and the index is the id's rank among its host's ids.
 func sortWorkers(ids []string) []string {
 	slices.Sort(ids)
+	return hostOrder(ids)
+}
+
+// hostOrder returns ids, sorted by id, in dispatch order. It may return
+// ids itself.
+func hostOrder(ids []string) []string {
 	// Rank within host; then a stable counting sort by rank keeps id order
 	// within a rank.
 	rank := make([]int32, len(ids))
@@ -495,6 +557,9 @@ func (d *Dispatcher) rebalanceStep() Step {
 func (d *Dispatcher) addUsers() {
 	goal := min(d.current+d.perStep, d.target)
 	nc := len(d.names)
+	if goal > d.current {
+		d.active = slices.Grow(d.active, int(goal-d.current))
+	}
 	for {
 		if len(d.members) == 0 {
 			d.noUsers = true
@@ -534,9 +599,15 @@ func (d *Dispatcher) removeUsers() {
 // the split recomputed from zero over the new worker list. It only records
 // the change; the split is recomputed once, when next needed.
 func (d *Dispatcher) AddWorker(id string) {
-	d.members[id] = struct{}{}
+	if _, ok := d.members[id]; !ok {
+		d.members[id] = struct{}{}
+		d.added = append(d.added, id)
+	}
 	d.orderStale = true // a duplicate re-sorts too
 	d.unsorted = d.unsorted[:0]
+	if len(d.added) > 2*len(d.members)+64 {
+		d.workerOrder() // bound added under churn without dispatch
+	}
 	d.stale = true
 	d.rebal = true
 }

@@ -202,3 +202,56 @@ func TestLargeBurstMatchesEager(t *testing.T) {
 	}
 	p.state()
 }
+
+// TestChurnMatchesEager: long join/leave churn with no dispatch in between
+// (a master between tests) keeps the bookkeeping bounded and the order
+// right.
+func TestChurnMatchesEager(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	pool := benchWorkers(30)
+	p := newPair(t, "churn", pool[:5], benchClasses)
+	p.dispatch(40, 1000)
+	for p.next() {
+	}
+	for i := range 3000 {
+		id := pool[rng.IntN(len(pool))]
+		if rng.IntN(2) == 0 {
+			p.add(id)
+		} else {
+			p.remove(id)
+		}
+		if n := len(p.d.added) + len(p.d.unsorted); n > 2*len(p.d.members)+2*64+len(pool) {
+			t.Fatalf("op %d: %d ids pending for %d workers", i, n, len(p.d.members))
+		}
+		if i%500 == 499 {
+			p.state()
+		}
+	}
+	p.dispatch(70, 1000)
+	for p.next() {
+	}
+	p.state()
+}
+
+// TestAddWorkerCheap locks in that a worker joining or leaving does no work
+// proportional to the number of workers: no allocation on average.
+func TestAddWorkerCheap(t *testing.T) {
+	ws := benchWorkers(2000)
+	d, err := New(ws, benchClasses)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.NewDispatch(2000, 2000); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, d)
+	i := 0
+	allocs := testing.AllocsPerRun(1000, func() {
+		d.RemoveWorker(ws[i%len(ws)])
+		d.AddWorker(ws[i%len(ws)])
+		i++
+	})
+	if allocs > 0.1 {
+		t.Errorf("RemoveWorker+AddWorker: %v allocs per call; want 0", allocs)
+	}
+}
