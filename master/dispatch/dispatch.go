@@ -21,7 +21,7 @@
 //     worker order follows Python's list: re-sorted on every add, and a
 //     removal deletes in place.
 //
-// AddWorker and RemoveWorker cost O(1): they record the change, and the
+// AddWorker and RemoveWorker cost amortised O(1): they record the change; the
 // next call that needs the split (Next, NewDispatch, Users) recomputes it
 // once, which yields what recomputing at every call would. The worker
 // order is then brought up to date by merging the ids added since the last
@@ -174,7 +174,7 @@ type activeUser struct {
 // only update the worker set and mark the split stale; the first call that
 // needs the split (Next, NewDispatch, Users) recomputes it once, which
 // gives what recomputing at every call would: a rebalance depends only on
-// the worker set, the classes and the user count, none of which changes
+// the worker order, the classes and the user count, none of which changes
 // between the calls.
 type Dispatcher struct {
 	classes []UserClass // sorted by name
