@@ -290,6 +290,9 @@ func measure(target string, n int, window, warmup time.Duration, names int, locu
 	res.acked = sim.acked.Load()
 	res.running = sim.running.Load()
 	logText, _ := os.ReadFile(logPath)
+	if profileDir != "" {
+		_ = os.WriteFile(filepath.Join(profileDir, fmt.Sprintf("%s-%d.log", target, n)), logText, 0o644)
+	}
 	if c := bytes.Count(logText, []byte("setting state to missing")); c > 0 {
 		res.notes += fmt.Sprintf("%d missing-worker events; ", c)
 	}
