@@ -23,11 +23,12 @@ func (w *appendWriter) WriteByte(c byte) error      { w.b = append(w.b, c); retu
 // appendWriter never fails, the msgpack.Encoder methods below cannot return
 // errors, and the helpers drop them.
 type encoder struct {
-	enc  *msgpack.Encoder
-	w    appendWriter
-	kvs  []kv     // scratch for sorting integer maps
-	strs []string // scratch stack for sorting string map keys
-	tmp  []byte   // scratch output buffer for Encode
+	enc    *msgpack.Encoder
+	w      appendWriter
+	kvs    []kv     // scratch for sorting integer maps
+	counts []Count  // scratch for sorting stats map pairs
+	strs   []string // scratch stack for sorting string map keys
+	tmp    []byte   // scratch output buffer for Encode
 }
 
 var encoderPool = sync.Pool{New: func() any {
@@ -158,6 +159,25 @@ func (e *encoder) intIntMap(m map[int64]int64) {
 	for _, p := range e.kvs {
 		e.int(p.k)
 		e.int(p.v)
+	}
+}
+
+// statsMap writes a stats map given as pairs (when not empty) or as a map,
+// ascending either way. Pairs that are not strictly ascending are written as
+// the map holding them would be (of equal keys the last one wins).
+func (e *encoder) statsMap(pairs []Count, m map[int64]int64) {
+	if len(pairs) == 0 {
+		e.intIntMap(m)
+		return
+	}
+	if !CountsSorted(pairs) {
+		e.counts = canonCounts(append(e.counts[:0], pairs...))
+		pairs = e.counts
+	}
+	e.mapLen(len(pairs))
+	for _, p := range pairs {
+		e.int(p.Key)
+		e.int(p.N)
 	}
 }
 
@@ -437,11 +457,11 @@ func (e *encoder) statsEntry(s *StatsEntry) {
 	e.key("total_content_length")
 	e.int(s.TotalContentLength)
 	e.key("response_times")
-	e.intIntMap(s.ResponseTimes)
+	e.statsMap(s.ResponseTimeCounts, s.ResponseTimes)
 	e.key("num_reqs_per_sec")
-	e.intIntMap(s.NumReqsPerSec)
+	e.statsMap(s.NumReqsPerSecCounts, s.NumReqsPerSec)
 	e.key("num_fail_per_sec")
-	e.intIntMap(s.NumFailPerSec)
+	e.statsMap(s.NumFailPerSecCounts, s.NumFailPerSec)
 	if s.Exact != nil {
 		e.key(KeyCicadaLatency)
 		e.bin(s.Exact)

@@ -180,6 +180,15 @@ type StatsReport struct {
 // truncated to int64; they are always encoded as msgpack integers, in
 // ascending order, because Locust sorts them.
 //
+// Each of the three stats maps has a second form, key/count pairs in
+// strictly ascending key order (ResponseTimeCounts for ResponseTimes, and so
+// on): DecodePooled fills the pairs and leaves the maps nil, so that a master
+// decodes and merges reports without map operations. Non-empty pairs take
+// the place of their map, which is then ignored; Encode writes either form
+// as the same msgpack map, and package stats merges either. Use
+// ResponseTimesMap, NumReqsPerSecMap and NumFailPerSecMap to read a map
+// whichever form holds it.
+//
 // Exact is cicada's extension, sent under the key "cicada_latency" that
 // Python masters ignore: the exact latency histogram of the same samples in
 // the encoding of package stats. It is nil for Python workers.
@@ -199,6 +208,10 @@ type StatsEntry struct {
 	NumReqsPerSec        map[int64]int64
 	NumFailPerSec        map[int64]int64
 	Exact                []byte
+
+	ResponseTimeCounts  []Count // ResponseTimes as pairs (see above)
+	NumReqsPerSecCounts []Count // NumReqsPerSec as pairs
+	NumFailPerSecCounts []Count // NumFailPerSec as pairs
 }
 
 // StatsError is one row of a report's errors map. FirstSeen and LastSeen are
