@@ -1,9 +1,12 @@
 package stats
 
 import (
+	"cmp"
 	"encoding/binary"
 	"slices"
 	"time"
+
+	"github.com/cicada-load/cicada/protocol"
 )
 
 // BucketKey returns the response-time bucket Locust 2.12.1 files a sample of
@@ -224,10 +227,12 @@ const secProbes = 8
 // addMap adds a worker's num_reqs_per_sec (or, with fails set,
 // num_fail_per_sec). Its seconds are nearly always among the few up to the
 // report's last request (last, nil if none), so those are looked up first
-// (a few ns each, where starting a map iteration costs some 30 ns); a map
-// with any other second is ranged over instead. Either way every pair is
-// added once.
-func (s *secCounts) addMap(m map[int64]int64, last *float64, fails bool) {
+// (a few ns each, where starting a map iteration costs some 30 ns); any
+// other map is added in ascending order of seconds (sorted in *scratch), as
+// addCounts adds DecodePooled's pairs, so that the result never depends on
+// the map's iteration order (it can when counts of zero, or counts that sum
+// to zero, meet in one ring slot). Either way every pair is added once.
+func (s *secCounts) addMap(m map[int64]int64, last *float64, fails bool, scratch *[]protocol.Count) {
 	switch {
 	case len(m) == 0:
 		return
@@ -243,8 +248,19 @@ func (s *secCounts) addMap(m map[int64]int64, last *float64, fails bool) {
 			return
 		}
 	}
+	c := (*scratch)[:0]
 	for sec, n := range m {
-		s.addOne(sec, n, fails)
+		c = append(c, protocol.Count{Key: sec, N: n})
+	}
+	slices.SortFunc(c, func(a, b protocol.Count) int { return cmp.Compare(a.Key, b.Key) })
+	s.addCounts(c, fails)
+	*scratch = c[:0]
+}
+
+// addCounts adds pairs in their order (DecodePooled's: ascending seconds).
+func (s *secCounts) addCounts(pairs []protocol.Count, fails bool) {
+	for _, p := range pairs {
+		s.addOne(p.Key, p.N, fails)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/cicada-load/cicada/protocol"
 )
 
 func TestBucketKey(t *testing.T) {
@@ -148,6 +150,7 @@ func TestSecCounts(t *testing.T) {
 func TestSecCountsAddMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 11))
 	const hi = 1_000_000
+	var scratch []protocol.Count
 	for trial := range 3000 {
 		var got, want secCounts
 		for range rng.IntN(20) {
@@ -167,7 +170,7 @@ func TestSecCountsAddMap(t *testing.T) {
 			lp = &last
 		}
 		fails := trial%2 == 0
-		got.addMap(m, lp, fails)
+		got.addMap(m, lp, fails, &scratch)
 		for sec, n := range m {
 			if fails {
 				want.add(sec, 0, n)
@@ -177,6 +180,35 @@ func TestSecCountsAddMap(t *testing.T) {
 		}
 		if got.ring != want.ring {
 			t.Fatalf("trial %d: addMap(%v, last %v, fails %v) = %v; want %v", trial, m, lp != nil, fails, got.ring, want.ring)
+		}
+	}
+}
+
+// TestSecCountsAddMapOrder: addMap adds any map as addCounts adds its pairs
+// in ascending order, also where the order matters (zero counts, seconds
+// that meet in one ring slot), so that a report merges the same way whether
+// it was decoded into maps or into pairs, and the same way every time.
+func TestSecCountsAddMapOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 12))
+	const hi = 1_000_000
+	var scratch []protocol.Count
+	for trial := range 3000 {
+		var got, want secCounts
+		for range rng.IntN(20) {
+			sec, n := hi-60+rng.Int64N(66), rng.Int64N(3)
+			got.add(sec, n, n%2)
+			want.add(sec, n, n%2)
+		}
+		m := map[int64]int64{}
+		for range rng.IntN(20) {
+			m[hi-60+rng.Int64N(64)] = rng.Int64N(3) - 1
+		}
+		last := float64(hi) + rng.Float64()
+		fails := trial%2 == 0
+		got.addMap(m, &last, fails, &scratch)
+		want.addCounts(protocol.Counts(m), fails)
+		if got.ring != want.ring {
+			t.Fatalf("trial %d: addMap(%v, fails %v) = %v; want %v", trial, m, fails, got.ring, want.ring)
 		}
 	}
 }

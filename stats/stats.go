@@ -38,7 +38,8 @@ type Stats struct {
 		excOrder       []*mexc
 		malformedExact int64
 		scratch        []bucket
-		fresh          []*merr // Merge's new errors, reused
+		counts         []protocol.Count // secCounts.addMap's scratch
+		fresh          []*merr          // Merge's new errors, reused
 		snapScratch    snapScratch
 	}
 }
@@ -178,19 +179,25 @@ func (e *mentry) extendLocked(s *Stats, o *protocol.StatsEntry) {
 	}
 	e.contentLength += o.TotalContentLength
 	ch0 := e.rt.chunks[0] // keys below 100 ms, inlined; nil: rt.add allocates
-	for k, n := range o.ResponseTimes {
-		if uint64(k) < 100 && ch0 != nil {
-			ch0[k] += n
-		} else {
-			e.rt.add(k, n)
+	if rt := o.ResponseTimeCounts; len(rt) > 0 && protocol.CountsSorted(rt) {
+		for _, p := range rt {
+			if uint64(p.Key) < 100 && ch0 != nil {
+				ch0[p.Key] += p.N
+			} else {
+				e.rt.add(p.Key, p.N)
+			}
+		}
+	} else {
+		for k, n := range mapOf(rt, o.ResponseTimes) {
+			if uint64(k) < 100 && ch0 != nil {
+				ch0[k] += n
+			} else {
+				e.rt.add(k, n)
+			}
 		}
 	}
-	if len(o.NumReqsPerSec) > 0 {
-		e.secs.addMap(o.NumReqsPerSec, o.LastRequestTimestamp, false)
-	}
-	if len(o.NumFailPerSec) > 0 {
-		e.secs.addMap(o.NumFailPerSec, o.LastRequestTimestamp, true)
-	}
+	e.addSecs(s, o.NumReqsPerSecCounts, o.NumReqsPerSec, o.LastRequestTimestamp, false)
+	e.addSecs(s, o.NumFailPerSecCounts, o.NumFailPerSec, o.LastRequestTimestamp, true)
 	switch {
 	case o.Exact != nil:
 		if err := e.exact.addEncoded(o.Exact); err != nil {
@@ -210,6 +217,28 @@ func (e *mentry) extendLocked(s *Stats, o *protocol.StatsEntry) {
 			e.cacheLocked(s, last)
 		}
 	}
+}
+
+// addSecs adds a report's num_reqs_per_sec (or, with fails set,
+// num_fail_per_sec), given as pairs (when not empty) or as a map.
+// Precondition: s.mu is held.
+func (e *mentry) addSecs(s *Stats, pairs []protocol.Count, m map[int64]int64, last *float64, fails bool) {
+	switch {
+	case len(pairs) > 0 && protocol.CountsSorted(pairs):
+		e.secs.addCounts(pairs, fails)
+	case len(pairs) > 0: // built by hand, out of order: as the map holding them
+		e.secs.addMap(protocol.CountMap(pairs), last, fails, &s.mu.counts)
+	case len(m) > 0:
+		e.secs.addMap(m, last, fails, &s.mu.counts)
+	}
+}
+
+// mapOf is the map that pairs (if not empty) or m hold.
+func mapOf(pairs []protocol.Count, m map[int64]int64) map[int64]int64 {
+	if len(pairs) > 0 {
+		return protocol.CountMap(pairs)
+	}
+	return m
 }
 
 // Merge adds a worker's report (Locust's worker_report handler): every entry
