@@ -7,11 +7,18 @@ import (
 
 // DecodePooled is Decode for a receive loop that hands every stats report
 // back with (*StatsReport).Release once it is done with it, as a master
-// does after merging: the report, its entries, maps, pointer fields and
-// Exact bytes then come from memory that earlier released reports used, so
-// that a steady stream of reports decodes without allocating. Every other
-// message type decodes exactly as with Decode, and the decoded values are
-// equal to Decode's.
+// does after merging: the report, its entries, maps, pairs, pointer fields
+// and Exact bytes then come from memory that earlier released reports used,
+// so that a steady stream of reports decodes without allocating. Every
+// other message type decodes exactly as with Decode.
+//
+// A stats report decodes to Decode's values but for one change of form:
+// each entry's three stats maps come as pairs (ResponseTimeCounts,
+// NumReqsPerSecCounts, NumFailPerSecCounts: strictly ascending keys, nil
+// for an empty map) and the maps themselves (ResponseTimes, ...) are nil.
+// The pairs hold exactly what Decode's maps hold, repeated keys and float
+// keys included; CountMap and StatsEntry.ResponseTimesMap (and its
+// siblings) turn them back into maps, and Encode writes both forms alike.
 //
 // A report that is never released is simply garbage collected. DecodePooled
 // is safe for concurrent use, and Release may run on another goroutine.
@@ -53,7 +60,7 @@ type statsMem struct {
 
 // entryMem is the reusable memory of one StatsEntry.
 type entryMem struct {
-	rt, reqs, fails reuseMap[int64, int64]
+	rt, reqs, fails []Count // the stats maps' pairs
 	exact           []byte
 	name            string // the name this entry had last time (see nameLike)
 }

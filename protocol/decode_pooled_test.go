@@ -5,19 +5,47 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// unpooled returns m with the pool link of a stats report removed, so that
-// it compares equal to Decode's result.
-func unpooled(m Message) Message {
-	if r, ok := m.Data.(*StatsReport); ok && r != nil {
-		c := *r
-		c.mem = nil
-		m.Data = &c
+// unpooled returns a message from DecodePooled in the form Decode gives: the
+// pool link of a stats report removed and its stats maps' pairs turned into
+// maps. It fails t unless every entry is in DecodePooled's form: maps nil,
+// pairs nil or non-empty with strictly ascending keys.
+func unpooled(t testing.TB, m Message) Message {
+	t.Helper()
+	r, ok := m.Data.(*StatsReport)
+	if !ok || r == nil {
+		return m
 	}
+	c := *r
+	c.mem = nil
+	c.Stats = slices.Clone(r.Stats)
+	for i := range len(c.Stats) + 1 {
+		e := &c.Total
+		if i < len(c.Stats) {
+			e = &c.Stats[i]
+		}
+		for _, f := range []struct {
+			name  string
+			pairs *[]Count
+			m     *map[int64]int64
+		}{
+			{"response_times", &e.ResponseTimeCounts, &e.ResponseTimes},
+			{"num_reqs_per_sec", &e.NumReqsPerSecCounts, &e.NumReqsPerSec},
+			{"num_fail_per_sec", &e.NumFailPerSecCounts, &e.NumFailPerSec},
+		} {
+			p := *f.pairs
+			if *f.m != nil || (p != nil && len(p) == 0) || !CountsSorted(p) {
+				t.Fatalf("DecodePooled entry %q %s: map %v, pairs %v; want no map and nil or strictly ascending pairs", e.Name, f.name, *f.m, p)
+			}
+			*f.m, *f.pairs = CountMap(p), nil
+		}
+	}
+	m.Data = &c
 	return m
 }
 
@@ -66,7 +94,7 @@ func TestDecodePooledEqualsDecode(t *testing.T) {
 			if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) {
 				t.Fatalf("payload %d: DecodePooled error %v; Decode error %v", i, err, wantErr)
 			}
-			if err == nil && !deepEqual(unpooled(got), want) {
+			if err == nil && !deepEqual(unpooled(t, got), want) {
 				t.Fatalf("payload %d after %x:\nDecodePooled = %s\nDecode       = %s", i, prev[:min(len(prev), 16)], dump(got.Data), dump(want.Data))
 			}
 		}
@@ -100,10 +128,10 @@ func TestDecodePooledReuses(t *testing.T) {
 		t.Errorf("DecodePooled did not reuse the released report")
 	}
 	want, _ := Decode(small)
-	if !deepEqual(unpooled(m2), want) {
+	if !deepEqual(unpooled(t, m2), want) {
 		t.Errorf("DecodePooled after reuse = %s; want %s", dump(m2.Data), dump(want.Data))
 	}
-	if r2.Stats[0].ResponseTimes != nil || r2.Errors != nil || r2.UserClassesCount != nil || r2.Total.Exact != nil {
+	if r2.Stats[0].ResponseTimeCounts != nil || r2.Errors != nil || r2.UserClassesCount != nil || r2.Total.Exact != nil {
 		t.Errorf("stale values show through: %s", dump(r2))
 	}
 	// Reports not from DecodePooled ignore Release.
@@ -212,7 +240,7 @@ func FuzzDecodePooled(f *testing.F) {
 		if (err == nil) != (wantErr == nil) {
 			t.Fatalf("DecodePooled error %v; Decode error %v", err, wantErr)
 		}
-		if err == nil && !deepEqual(unpooled(got), want) {
+		if err == nil && !deepEqual(unpooled(t, got), want) {
 			t.Fatalf("DecodePooled = %s; Decode = %s", dump(got.Data), dump(want.Data))
 		}
 	})

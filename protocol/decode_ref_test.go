@@ -18,7 +18,7 @@ func checkAgainstReference(t testing.TB, prev, payload []byte) {
 		name string
 		m    Message
 		err  error
-	}{{"Decode", got, err}, {"DecodePooled", unpooled(pooled), pooledErr}} {
+	}{{"Decode", got, err}, {"DecodePooled", unpooled(t, pooled), pooledErr}} {
 		if (c.err == nil) != (wantErr == nil) || (c.err != nil && c.err.Error() != wantErr.Error()) {
 			t.Fatalf("payload %x:\n%s error: %v\nreference error: %v", payload, c.name, c.err, wantErr)
 		}

@@ -170,11 +170,23 @@ func (d *decoder) statsEntry(s *StatsEntry, em *entryMem) error {
 		case "total_content_length":
 			s.TotalContentLength, err = d.int64()
 		case "response_times":
-			s.ResponseTimes, err = d.intIntMap(em.rtMap())
+			if em != nil {
+				s.ResponseTimeCounts, err = d.countsInto(&em.rt)
+			} else {
+				s.ResponseTimes, err = d.intIntMap()
+			}
 		case "num_reqs_per_sec":
-			s.NumReqsPerSec, err = d.intIntMap(em.reqsMap())
+			if em != nil {
+				s.NumReqsPerSecCounts, err = d.countsInto(&em.reqs)
+			} else {
+				s.NumReqsPerSec, err = d.intIntMap()
+			}
 		case "num_fail_per_sec":
-			s.NumFailPerSec, err = d.intIntMap(em.failsMap())
+			if em != nil {
+				s.NumFailPerSecCounts, err = d.countsInto(&em.fails)
+			} else {
+				s.NumFailPerSec, err = d.intIntMap()
+			}
 		case KeyCicadaLatency:
 			if em != nil {
 				s.Exact, err = d.binaryInto(&em.exact)
@@ -267,52 +279,115 @@ func (d *decoder) methodPtr(m string) *string {
 // intIntMap decodes a stats map (response_times, num_reqs_per_sec,
 // num_fail_per_sec). Keys may be any int width or a float (Locust 2.12.1
 // sends 140.0), truncated toward zero; duplicate keys keep the last value,
-// as a Python dict does. An empty map decodes to nil. A non-nil reuse lends
-// its map.
-func (d *decoder) intIntMap(reuse *reuseMap[int64, int64]) (map[int64]int64, error) {
+// as a Python dict does. An empty map decodes to nil.
+func (d *decoder) intIntMap() (map[int64]int64, error) {
 	n, err := d.mapLen()
 	if err != nil || n == 0 {
 		return nil, err
 	}
-	var m map[int64]int64
-	if reuse != nil {
-		m = reuse.get(n)
-	} else {
-		m = make(map[int64]int64, n)
-	}
-	buf, p := d.buf, d.off
+	m := make(map[int64]int64, n)
 	for i := 0; i < n; i++ {
-		// Fast paths: key and value are both positive fixints (most
-		// response-time buckets), or non-negative ints up to uint32 (the
-		// per-second maps' timestamps).
-		if p+1 < len(buf) {
-			if c0, c1 := buf[p], buf[p+1]; c0|c1 <= msgpcode.PosFixedNumHigh {
-				m[int64(c0)] = int64(c1)
-				p += 2
-				continue
-			}
-		}
-		if k, q := uintAt(buf, p); q != 0 {
-			if v, r := uintAt(buf, q); r != 0 {
-				m[k] = v
-				p = r
-				continue
-			}
-		}
-		d.off = p
-		k, err := d.int64()
+		k, v, err := d.intIntPair(i)
 		if err != nil {
-			return nil, at(err, "[key "+strconv.Itoa(i)+"]")
-		}
-		v, err := d.int64()
-		if err != nil {
-			return nil, at(err, "["+strconv.FormatInt(k, 10)+"]")
+			return nil, err
 		}
 		m[k] = v
-		p = d.off
+	}
+	return m, nil
+}
+
+// countsInto is intIntMap for DecodePooled: it decodes the map as pairs into
+// *reuse (replaced when too small or far too large) and returns them in
+// strictly ascending key order (canonCounts), which gives the same counts as
+// the map. cicada workers and Locust's per-second maps send ascending keys;
+// Locust's response_times come in first-seen order and are sorted here.
+func (d *decoder) countsInto(reuse *[]Count) ([]Count, error) {
+	n, err := d.mapLen()
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	buf := *reuse
+	if cap(buf) < n || cap(buf) > 4*n+1024 {
+		buf = make([]Count, n)
+		*reuse = buf
+	}
+	buf = buf[:n]
+	sorted := true
+	prev := int64(-1 << 63)
+	buf0, p := d.buf, d.off
+	for i := range buf {
+		var k, v int64
+		var q int
+		// intIntPair's fast paths, inlined.
+		if c0, c1, ok := fixPair(buf0, p); ok {
+			k, v = int64(c0), int64(c1)
+			p += 2
+		} else if k, v, q = uintPair(buf0, p); q != 0 {
+			p = q
+		} else {
+			d.off = p
+			if k, v, err = d.intIntPair(i); err != nil {
+				return nil, err
+			}
+			p = d.off
+		}
+		buf[i] = Count{k, v}
+		if k <= prev {
+			sorted = false
+		}
+		prev = k
 	}
 	d.off = p
-	return m, nil
+	if !sorted {
+		buf = canonCounts(buf)
+	}
+	return buf[:len(buf):len(buf)], nil
+}
+
+// fixPair returns the key and value at buf[p:] when both are positive
+// fixints (most response-time buckets).
+func fixPair(buf []byte, p int) (k, v byte, ok bool) {
+	if p+1 < len(buf) {
+		if c0, c1 := buf[p], buf[p+1]; c0|c1 <= msgpcode.PosFixedNumHigh {
+			return c0, c1, true
+		}
+	}
+	return 0, 0, false
+}
+
+// intIntPair decodes the i-th key and value of a stats map. Fast paths: key
+// and value are both positive fixints (most response-time buckets), or
+// non-negative ints up to uint32 (the per-second maps' timestamps).
+func (d *decoder) intIntPair(i int) (k, v int64, err error) {
+	buf, p := d.buf, d.off
+	if c0, c1, ok := fixPair(buf, p); ok {
+		d.off = p + 2
+		return int64(c0), int64(c1), nil
+	}
+	if k, v, q := uintPair(buf, p); q != 0 {
+		d.off = q
+		return k, v, nil
+	}
+	k, err = d.int64()
+	if err != nil {
+		return 0, 0, at(err, "[key "+strconv.Itoa(i)+"]")
+	}
+	v, err = d.int64()
+	if err != nil {
+		return 0, 0, at(err, "["+strconv.FormatInt(k, 10)+"]")
+	}
+	return k, v, nil
+}
+
+// uintPair decodes a key and a value that are both uintAt's; next is 0 when
+// either is not.
+func uintPair(buf []byte, p int) (k, v int64, next int) {
+	k, q := uintAt(buf, p)
+	if q == 0 {
+		return 0, 0, 0
+	}
+	v, next = uintAt(buf, q)
+	return k, v, next
 }
 
 // uintAt decodes the positive fixint, uint8, uint16 or uint32 at buf[p:]
@@ -419,27 +494,4 @@ func (d *decoder) statsError(se *StatsError) error {
 		}
 	}
 	return nil
-}
-
-// rtMap, reqsMap and failsMap return the entry's reusable maps, nil for a
-// nil em (a Decode without pooling).
-func (em *entryMem) rtMap() *reuseMap[int64, int64] {
-	if em == nil {
-		return nil
-	}
-	return &em.rt
-}
-
-func (em *entryMem) reqsMap() *reuseMap[int64, int64] {
-	if em == nil {
-		return nil
-	}
-	return &em.reqs
-}
-
-func (em *entryMem) failsMap() *reuseMap[int64, int64] {
-	if em == nil {
-		return nil
-	}
-	return &em.fails
 }

@@ -166,13 +166,16 @@ func TestGolden(t *testing.T) {
 			if err := json.Unmarshal(raw, &sc); err != nil {
 				t.Fatal(err)
 			}
-			got := replay(t, &sc)
+			got := replay(t, &sc, false)
 			golden := filepath.Join("testdata/golden", name)
 			if *update {
 				os.RemoveAll(golden)
 				runLocust(t, path, golden)
 			}
 			compareFiles(t, "committed golden", got, readDir(t, golden))
+			// As a master merges: reports through the wire and DecodePooled
+			// (stats maps as pairs).
+			compareFiles(t, "committed golden (pooled)", replay(t, &sc, true), readDir(t, golden))
 			if !*update && pythonLocust(t) {
 				tmp := t.TempDir()
 				runLocust(t, path, tmp)
@@ -207,8 +210,10 @@ func marshalScenario(sc *scenario) ([]byte, error) {
 }
 
 // replay runs a scenario through package stats and returns the files
-// locust_golden.py writes for it.
-func replay(t *testing.T, sc *scenario) map[string]string {
+// locust_golden.py writes for it. With pooled set, every report goes to the
+// master as a cicada master receives it: encoded, then DecodePooled (the
+// stats maps as pairs), merged and released.
+func replay(t *testing.T, sc *scenario, pooled bool) map[string]string {
 	t.Helper()
 	clock := sc.Start
 	now := func() time.Time { return time.Unix(0, clock) }
@@ -253,7 +258,16 @@ func replay(t *testing.T, sc *scenario) map[string]string {
 			}
 			rep := workers[ev.W].Report(users, n)
 			reports.WriteString(reportJSON(t, ev.W, rep))
-			master.Merge(rep)
+			if !pooled {
+				master.Merge(rep)
+				break
+			}
+			payload, err := protocol.Encode(protocol.Message{Type: protocol.TypeStats, Data: rep, NodeID: ev.W})
+			must(t, err)
+			m, err := protocol.DecodePooled(payload)
+			must(t, err)
+			master.Merge(m.Data.(*protocol.StatsReport))
+			m.Data.(*protocol.StatsReport).Release()
 		case "exception":
 			master.AddException(ev.Msg, ev.TB, ev.Node)
 		case "master_clear":
