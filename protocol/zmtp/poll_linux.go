@@ -29,9 +29,13 @@ import (
 // rawConn.mu, under which the descriptor is closed, so a write never meets
 // a reused descriptor number.
 
-// pollReadSize is the shared read buffer: the most read from one peer per
-// poll round, so that one flooding peer cannot starve the others.
-const pollReadSize = 64 << 10
+// pollReadSize is the shared read buffer. pollReadBudget is about the
+// most read from one peer per poll round, so that one flooding peer cannot
+// starve the others.
+const (
+	pollReadSize   = 64 << 10
+	pollReadBudget = 256 << 10
+)
 
 // wakeKey is the epoll key of the poller's wake-up pipe.
 const wakeKey = 0
@@ -67,6 +71,7 @@ type rawConn struct {
 
 	// Poller goroutine only.
 	pend []byte // bytes of an incomplete message (pooled buffer)
+	need int    // bytes missing from the frame pend ends in, when known
 	dead bool   // finalized
 
 	mu struct {
@@ -351,44 +356,78 @@ func (pl *poller) read(raw *rawConn) bool {
 		return false
 	}
 	// Only this goroutine closes fd, so it stays valid without the lock.
-	var n int
-	var err error
-	for {
-		n, err = syscall.Read(fd, pl.buf)
-		if err != syscall.EINTR {
-			break
-		}
-	}
-	switch {
-	case err == syscall.EAGAIN:
-		return false
-	case err != nil:
-		raw.p.c.shutdown(&net.OpError{Op: "read", Net: "tcp", Addr: raw.p.c.remote, Err: os.NewSyscallError("read", err)})
-		pl.finalize(raw)
-		return false
-	case n == 0:
-		cause := io.EOF
+	delivered := false
+	for budget := pollReadBudget; budget > 0 && !raw.dead; {
+		// A partial message is completed in its own buffer, read into
+		// directly; anything else lands in the shared buffer.
+		target := pl.buf
 		if len(raw.pend) > 0 {
-			cause = io.ErrUnexpectedEOF
+			raw.growPend()
+			target = raw.pend[len(raw.pend):cap(raw.pend)]
 		}
-		raw.p.c.shutdown(cause)
-		pl.finalize(raw)
-		return false
+		var n int
+		var err error
+		for {
+			n, err = syscall.Read(fd, target)
+			if err != syscall.EINTR {
+				break
+			}
+		}
+		switch {
+		case err == syscall.EAGAIN:
+			return delivered
+		case err != nil:
+			raw.p.c.shutdown(&net.OpError{Op: "read", Net: "tcp", Addr: raw.p.c.remote, Err: os.NewSyscallError("read", err)})
+			pl.finalize(raw)
+			return delivered
+		case n == 0:
+			cause := io.EOF
+			if len(raw.pend) > 0 {
+				cause = io.ErrUnexpectedEOF
+			}
+			raw.p.c.shutdown(cause)
+			pl.finalize(raw)
+			return delivered
+		}
+		if len(raw.pend) > 0 {
+			data := raw.pend[:len(raw.pend)+n]
+			raw.pend = nil
+			delivered = pl.consume(raw, data, true) || delivered
+		} else {
+			delivered = pl.consume(raw, pl.buf[:n], false) || delivered
+		}
+		if n < len(target) {
+			break // drained for now
+		}
+		budget -= n
 	}
-	data := pl.buf[:n]
-	own := false
-	if len(raw.pend) > 0 {
-		data = append(raw.pend, data...)
-		raw.pend = nil
-		own = true
+	return delivered
+}
+
+// growPend makes room in raw.pend for the rest of the frame being read
+// (raw.need bytes, when its header has arrived): at once up to
+// maxBodyChunk, beyond that at most doubling, so that a peer announcing a
+// large frame gets memory only as its bytes arrive. Poller goroutine only.
+func (raw *rawConn) growPend() {
+	want := max(raw.need, 4<<10)
+	if want > maxBodyChunk {
+		want = max(maxBodyChunk, min(want, len(raw.pend)))
 	}
-	return pl.consume(raw, data, own)
+	if cap(raw.pend)-len(raw.pend) >= min(want, 4<<10) {
+		return
+	}
+	grown := append(getBuf(len(raw.pend)+want), raw.pend...)
+	putBuf(raw.pend)
+	raw.pend = grown
 }
 
 // consume delivers the complete messages at the start of data and keeps
 // the rest in raw.pend. own says data is raw's pooled buffer.
 func (pl *poller) consume(raw *rawConn, data []byte, own bool) bool {
-	used, delivered, err := pl.parse(raw, data)
+	used, delivered, donated, err := pl.parse(raw, data, own)
+	if donated {
+		return true // data now belongs to the receiver, and held one whole message
+	}
 	if err != nil {
 		if own {
 			putBuf(data)
@@ -417,8 +456,13 @@ func (pl *poller) consume(raw *rawConn, data []byte, own bool) bool {
 // parse delivers each complete message at the start of b, answers commands
 // between messages, and returns the bytes used. It checks each frame header
 // against the size limits before waiting for the body.
-func (pl *poller) parse(raw *rawConn, b []byte) (used int, delivered bool, err error) {
+//
+// When own is set and b holds exactly one message, the message's frames are
+// given to the receiver as they are (Recv keeps them): donated is then true
+// and b must not be reused.
+func (pl *poller) parse(raw *rawConn, b []byte, own bool) (used int, delivered, donated bool, err error) {
 	max := pl.r.opts.MaxFrameSize
+	raw.need = 0
 	for {
 		frames := pl.frames[:0]
 		pos := used
@@ -430,7 +474,7 @@ func (pl *poller) parse(raw *rawConn, b []byte) (used int, delivered bool, err e
 			}
 			flags := b[pos]
 			if flags&flagReserved != 0 {
-				return used, delivered, fmt.Errorf("%w: reserved frame flags set (0x%02x)", ErrProtocol, flags)
+				return used, delivered, false, fmt.Errorf("%w: reserved frame flags set (0x%02x)", ErrProtocol, flags)
 			}
 			var size uint64
 			hdr := 2
@@ -447,23 +491,24 @@ func (pl *poller) parse(raw *rawConn, b []byte) (used int, delivered bool, err e
 				size = uint64(b[pos+1])
 			}
 			if size > uint64(max-total) {
-				return used, delivered, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, size, max-total)
+				return used, delivered, false, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, size, max-total)
 			}
 			if uint64(len(b)-pos-hdr) < size {
+				raw.need = pos + hdr + int(size) - len(b)
 				break
 			}
 			body := b[pos+hdr : pos+hdr+int(size) : pos+hdr+int(size)]
 			pos += hdr + int(size)
 			if flags&flagCommand != 0 {
 				if len(frames) > 0 || flags&flagMore != 0 {
-					return used, delivered, fmt.Errorf("%w: command frame inside a multi-part message", ErrProtocol)
+					return used, delivered, false, fmt.Errorf("%w: command frame inside a multi-part message", ErrProtocol)
 				}
 				name, data, err := parseCommand(body)
 				if err != nil {
-					return used, delivered, err
+					return used, delivered, false, err
 				}
 				if err := raw.p.c.onCommand(name, data); err != nil {
-					return used, delivered, err
+					return used, delivered, false, err
 				}
 				if pong := raw.p.c.takePong(); pong != nil {
 					raw.sendCommand(pong)
@@ -472,7 +517,7 @@ func (pl *poller) parse(raw *rawConn, b []byte) (used int, delivered bool, err e
 				continue
 			}
 			if len(frames) >= MaxMessageFrames {
-				return used, delivered, fmt.Errorf("%w: more than %d frames in a message", ErrProtocol, MaxMessageFrames)
+				return used, delivered, false, fmt.Errorf("%w: more than %d frames in a message", ErrProtocol, MaxMessageFrames)
 			}
 			total += int64(size)
 			frames = append(frames, body)
@@ -481,10 +526,14 @@ func (pl *poller) parse(raw *rawConn, b []byte) (used int, delivered bool, err e
 		pl.frames = frames[:0]
 		if !complete {
 			clear(frames)
-			return used, delivered, nil
+			return used, delivered, false, nil
 		}
-		pl.r.deliver(raw.p, frames)
+		donate := own && used == 0 && pos == len(b)
+		pl.r.deliver(raw.p, frames, donate)
 		clear(frames)
+		if donate {
+			return pos, true, true, nil
+		}
 		delivered = true
 		used = pos
 	}

@@ -344,12 +344,21 @@ func (r *Router) serveConn(nc net.Conn) {
 	r.unregister(p)
 }
 
-// deliver hands a message read by the poller to the Handler, or copies it
-// for Recv (waiting while Recv's queue is full, which stops all reading:
-// TCP flow control then holds the peers back).
-func (r *Router) deliver(p *peer, frames [][]byte) {
+// deliver hands a message read by the poller to the Handler, or to Recv
+// (waiting while Recv's queue is full, which stops all reading: TCP flow
+// control then holds the peers back). Recv gets a copy, unless the poller
+// donates the buffer the frames are in.
+func (r *Router) deliver(p *peer, frames [][]byte, donate bool) {
 	if r.handler != nil {
 		r.handler.HandleMessage(p.id, frames)
+		return
+	}
+	if donate {
+		owned := append([][]byte(nil), frames...)
+		select {
+		case r.in <- inbound{id: p.id, frames: owned}:
+		case <-r.closing:
+		}
 		return
 	}
 	size := 0
