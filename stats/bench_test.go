@@ -243,10 +243,21 @@ func workerReport20(b *testing.B, clk *fakeClock) []byte {
 }
 
 // BenchmarkMergeWorker20 merges one decoded 20-name worker report (the
-// master's per-report cost at bench/master's load, decoding excluded).
+// master's per-report cost at bench/master's load, decoding excluded),
+// decoded as the master decodes it (DecodePooled: stats maps as pairs).
 func BenchmarkMergeWorker20(b *testing.B) {
+	benchMergeWorker20(b, protocol.DecodePooled)
+}
+
+// BenchmarkMergeWorker20Maps is BenchmarkMergeWorker20 for a report from
+// Decode (stats maps as maps).
+func BenchmarkMergeWorker20Maps(b *testing.B) {
+	benchMergeWorker20(b, protocol.Decode)
+}
+
+func benchMergeWorker20(b *testing.B, decode func([]byte) (protocol.Message, error)) {
 	clk := newFakeClock(1e9)
-	m, err := protocol.Decode(workerReport20(b, clk))
+	m, err := decode(workerReport20(b, clk))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -301,10 +312,11 @@ func BenchmarkDecodePooledMergeWorker20(b *testing.B) {
 	cm.stop(b)
 }
 
-// manyWorkerReports returns n decoded reports shaped like workerReport20's,
-// one per simulated worker, each in its own memory: per-worker sample
-// values, and names in a per-worker order (a worker lists its entries in
-// the order it first recorded them).
+// manyWorkerReports returns n reports shaped like workerReport20's, decoded
+// as the master decodes them (DecodePooled, never released), one per
+// simulated worker, each in its own memory: per-worker sample values, and
+// names in a per-worker order (a worker lists its entries in the order it
+// first recorded them).
 func manyWorkerReports(b testing.TB, n int) []*protocol.StatsReport {
 	b.Helper()
 	const variants = 64
@@ -332,7 +344,7 @@ func manyWorkerReports(b testing.TB, n int) []*protocol.StatsReport {
 	}
 	reps := make([]*protocol.StatsReport, n)
 	for i := range reps {
-		m, err := protocol.Decode(payloads[i%variants])
+		m, err := protocol.DecodePooled(payloads[i%variants])
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -392,6 +404,16 @@ func BenchmarkMergeManyWorkers(b *testing.B) {
 // in one second) to time t.
 func redateReport(r *protocol.StatsReport, t float64) {
 	sec := int64(t)
+	movePairs := func(c []protocol.Count) []protocol.Count {
+		var n int64
+		for _, p := range c {
+			n += p.N
+		}
+		if n == 0 {
+			return nil
+		}
+		return append(c[:0], protocol.Count{Key: sec, N: n})
+	}
 	move := func(m map[int64]int64) {
 		var n int64
 		for k, v := range m {
@@ -412,6 +434,8 @@ func redateReport(r *protocol.StatsReport, t float64) {
 		}
 		move(e.NumReqsPerSec)
 		move(e.NumFailPerSec)
+		e.NumReqsPerSecCounts = movePairs(e.NumReqsPerSecCounts)
+		e.NumFailPerSecCounts = movePairs(e.NumFailPerSecCounts)
 	}
 	for k, er := range r.Errors {
 		if er.FirstSeen != nil {
