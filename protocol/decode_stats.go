@@ -317,14 +317,19 @@ func (d *decoder) countsInto(reuse *[]Count) ([]Count, error) {
 	buf0, p := d.buf, d.off
 	for i := range buf {
 		var k, v int64
-		var q int
-		// intIntPair's fast paths, inlined.
-		if c0, c1, ok := fixPair(buf0, p); ok {
-			k, v = int64(c0), int64(c1)
-			p += 2
-		} else if k, v, q = uintPair(buf0, p); q != 0 {
-			p = q
-		} else {
+		// intIntPair's fast paths, inlined, with a positive fixint value
+		// (most counts) read in place.
+		ok := false
+		if c0, c1, fix := fixPair(buf0, p); fix {
+			k, v, p, ok = int64(c0), int64(c1), p+2, true
+		} else if kk, q := uintAt(buf0, p); q != 0 {
+			if q < len(buf0) && buf0[q] <= msgpcode.PosFixedNumHigh {
+				k, v, p, ok = kk, int64(buf0[q]), q+1, true
+			} else if vv, r := uintAt(buf0, q); r != 0 {
+				k, v, p, ok = kk, vv, r, true
+			}
+		}
+		if !ok {
 			d.off = p
 			if k, v, err = d.intIntPair(i); err != nil {
 				return nil, err
