@@ -245,7 +245,10 @@ func mapOf(pairs []protocol.Count, m map[int64]int64) map[int64]int64 {
 // is extended into the master's entry of the same name and method (created
 // on first sight), errors add up by key, and the report's total is extended
 // into the Aggregated entry, which therefore comes only from the workers'
-// totals. A nil method is taken as "".
+// totals. A nil method is taken as "". An entry's stats maps may come in
+// either form (protocol.StatsEntry): as pairs, as protocol.DecodePooled
+// gives them (added without map operations), or as maps, as Decode and the
+// Recorder give them; both give the same result.
 //
 // Errors new to the master are appended to the error report's order; the
 // wire map has no order, so new errors of one report are ordered by
