@@ -75,6 +75,7 @@ func main() {
 	cpuprofile := flag.String("cpuprofile", "", "role master: write a CPU profile here")
 	flag.StringVar(&profileDir, "profiledir", "", "driver: have the cicada master write CPU profiles into this directory")
 	flag.IntVar(&masterProcs, "master-procs", 0, "driver: run the cicada master with this GOMAXPROCS (0: Go's default, the number of cores)")
+	locustMax := flag.Int("locust-max", 3500, "measure Locust only up to this many workers (its master passes half a core near 3,000)")
 	flag.Parse()
 	if *role == "master" {
 		os.Exit(runCicadaMaster(*port, *n, *cpuprofile))
@@ -91,16 +92,51 @@ func main() {
 	fmt.Printf("# master CPU under N simulated workers (heartbeat 1/s, %d-name stats every 3 s, exact histograms %v), window %v, cicada master GOMAXPROCS %d (0 = default), load average %s\n",
 		*names, exact, *window, masterProcs, loadavg())
 	fmt.Printf("%-8s %-8s %10s %10s %9s %9s %8s %8s %8s %s\n", "master", "workers", "cpu_cores", "rss_MiB", "acked", "running", "drv_cpu", "msg/s", "us/msg", "notes")
+	curves := map[string][][2]float64{} // target → (workers, cores)
 	for _, c := range counts {
 		for _, tgt := range strings.Split(*targets, ",") {
+			if tgt == "locust" && c > *locustMax {
+				continue
+			}
 			res, err := measure(tgt, c, *window, *warmup, *names, *locustBin)
 			if err != nil {
 				fmt.Printf("%-8s %-8d error: %v\n", tgt, c, err)
 				continue
 			}
+			if res.running == int64(c) && !strings.Contains(res.notes, "missing") {
+				curves[tgt] = append(curves[tgt], [2]float64{float64(c), res.cores})
+			}
 			fmt.Printf("%-8s %-8d %10.3f %10.1f %9d %9d %8.2f %8.0f %8.1f %s\n", tgt, c, res.cores, res.rssMiB, res.acked, res.running, res.driverCores, res.msgRate, res.usPerMsg, res.notes)
 		}
 	}
+	for _, tgt := range strings.Split(*targets, ",") {
+		if pts := curves[tgt]; len(pts) > 0 {
+			fmt.Println(halfCore(tgt, pts))
+		}
+	}
+}
+
+// halfCore says how many workers the master handles within half a core:
+// interpolated between the two measured counts around 0.5 cores, or, when
+// every count stayed below, extrapolated from the largest one as if its
+// whole CPU grew in proportion to the workers (no fixed part), which
+// errs low.
+func halfCore(target string, pts [][2]float64) string {
+	for i := 1; i < len(pts); i++ {
+		a, b := pts[i-1], pts[i]
+		if a[1] <= 0.5 && b[1] >= 0.5 && b[1] > a[1] {
+			w := a[0] + (0.5-a[1])*(b[0]-a[0])/(b[1]-a[1])
+			return fmt.Sprintf("# %s: half a core at about %.0f workers (interpolated between %.0f and %.0f)", target, w, a[0], b[0])
+		}
+	}
+	last := pts[len(pts)-1]
+	if last[1] >= 0.5 {
+		w := last[0] * 0.5 / last[1]
+		return fmt.Sprintf("# %s: already %.3f cores at %.0f workers (half a core at about %.0f, in proportion)", target, last[1], last[0], w)
+	}
+	w := last[0] * 0.5 / last[1]
+	return fmt.Sprintf("# %s: %.3f cores at %.0f workers, the most measured (%.1f µcores per worker); half a core at about %.0f workers, extrapolated in proportion",
+		target, last[1], last[0], last[1]/last[0]*1e6, w)
 }
 
 func loadavg() string {
