@@ -74,7 +74,7 @@ func main() {
 	flag.BoolVar(&exact, "exact", true, "send cicada's exact latency histograms in the stats reports, as cicada workers do (Python workers do not)")
 	cpuprofile := flag.String("cpuprofile", "", "role master: write a CPU profile here")
 	flag.StringVar(&profileDir, "profiledir", "", "driver: have the cicada master write CPU profiles into this directory")
-	flag.IntVar(&masterProcs, "master-procs", 0, "driver: run the cicada master with this GOMAXPROCS (0: Go's default, the number of cores)")
+	flag.IntVar(&masterProcs, "master-procs", 1, "driver: run the cicada master with this GOMAXPROCS, 1 as `cicada --master` does (0: Go's default, the number of cores)")
 	locustMax := flag.Int("locust-max", 3500, "measure Locust only up to this many workers (its master passes half a core near 3,000)")
 	flag.Parse()
 	if *role == "master" {

@@ -20,7 +20,16 @@ import (
 	"github.com/cicada-load/cicada/worker"
 )
 
-func (a *app) runMaster(ctx context.Context) int     { return a.runCluster(ctx, true) }
+// runMaster runs a distributed master on one processor unless GOMAXPROCS
+// says otherwise: its work is one loop, as Locust's master is one Python
+// thread, and one processor spares it the scheduler's cross-thread
+// wake-ups, a fifth of its CPU with thousands of workers (bench/master).
+func (a *app) runMaster(ctx context.Context) int {
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
+	return a.runCluster(ctx, true)
+}
 func (a *app) runStandalone(ctx context.Context) int { return a.runCluster(ctx, false) }
 
 // runCluster runs a master (distributed) or a master with local workers

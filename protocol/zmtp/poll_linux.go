@@ -37,6 +37,10 @@ const (
 	pollReadBudget = 256 << 10
 )
 
+// pollQuietRounds is how many rounds in a row find nothing before a Router
+// with a PollInterval stops polling and blocks until data arrives.
+const pollQuietRounds = 100
+
 // wakeKey is the epoll key of the poller's wake-up pipe.
 const wakeKey = 0
 
@@ -210,6 +214,7 @@ func (pl *poller) run() {
 	}()
 	interval := pl.r.opts.PollInterval
 	h := pl.r.handler
+	quiet := 0 // consecutive rounds that found nothing
 	for {
 		start := time.Now()
 		pl.mu.Lock()
@@ -243,7 +248,22 @@ func (pl *poller) run() {
 		case pl.outPending.Load() > 0:
 			timeout = 100
 		}
+		// With an interval, poll: look once per interval without blocking,
+		// and block in epoll_wait only after a quiet spell. A thread
+		// blocked in a system call makes the runtime's monitor retake its
+		// processor and then poll every 20 µs for a while, a cost paid on
+		// every wake-up; waiting for the set in Go's own poller instead
+		// costs a wasted wake-up of that poller for every message.
+		polling := interval > 0 && quiet < pollQuietRounds
+		if polling {
+			timeout = 0
+		}
 		n, err := syscall.EpollWait(pl.epfd, pl.events, timeout)
+		if n > 0 {
+			quiet = 0
+		} else {
+			quiet++
+		}
 		if err != nil && err != syscall.EINTR {
 			pl.r.log.Error("zmtp: epoll_wait failed", "err", err)
 			time.Sleep(10 * time.Millisecond) // not expected; do not spin
@@ -274,7 +294,7 @@ func (pl *poller) run() {
 		if delivered && h != nil {
 			h.FlushMessages()
 		}
-		if interval > 0 && delivered {
+		if interval > 0 && (delivered || polling) {
 			if d := interval - time.Since(start); d > 0 {
 				time.Sleep(d) // a batching interval: messages wait here, in the kernel
 			}
