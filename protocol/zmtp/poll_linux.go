@@ -59,6 +59,7 @@ type poller struct {
 		nextK uint64
 	}
 	outPending atomic.Int64 // connections waiting for EPOLLOUT (write timeouts)
+	blocking   atomic.Bool  // in a blocking epoll_wait (tests)
 
 	// Poller goroutine only.
 	conns  map[uint64]*rawConn
@@ -258,7 +259,9 @@ func (pl *poller) run() {
 		if polling {
 			timeout = 0
 		}
+		pl.blocking.Store(timeout != 0)
 		n, err := syscall.EpollWait(pl.epfd, pl.events, timeout)
+		pl.blocking.Store(false)
 		if n > 0 {
 			quiet = 0
 		} else {
