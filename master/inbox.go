@@ -37,6 +37,7 @@ func (q *inbox) HandleMessage(id string, frames [][]byte) {
 		in.err = fmt.Errorf("%w: empty message", protocol.ErrMalformed)
 	} else {
 		in.msg, in.err = protocol.DecodePooled(frames[0])
+		in.foreignID = in.err == nil && in.msg.NodeID != id
 	}
 	q.mu.Lock()
 	for len(q.msgs) >= inboxLimit && !q.closed {

@@ -15,7 +15,7 @@
 //   - Heartbeats are echoed (Locust ≥ 2.19 behaviour) only to workers that
 //     understand them: version -1 (cicada, boomer), versions ≥ 2.19 and
 //     unparsable non-empty versions, and adopted workers; and at most once
-//     per Options.HeartbeatEchoInterval (10 s) per worker instead of for
+//     per Options.HeartbeatEchoInterval (20 s) per worker instead of for
 //     every heartbeat: workers only check that one arrived within 60 s,
 //     and the writes were the master's largest cost with many workers. Not to "" (the
 //     Debian 2.12.1 package) nor to versions below 2.19, which would log
@@ -99,9 +99,10 @@ const (
 
 // inbound is one received message, decoded on the Router's goroutine (see inbox).
 type inbound struct {
-	id  string
-	msg protocol.Message
-	err error
+	id        string
+	msg       protocol.Message
+	err       error
+	foreignID bool // msg.NodeID differs from id (compared while decoding, with both in cache)
 }
 
 // Master is a Locust master. Create it with New, then call Run once. The

@@ -332,7 +332,7 @@ func (m *Master) handleMessage(in inbound) (stateChange bool) {
 	}
 	msg := in.msg
 	id := in.id
-	if msg.NodeID != id {
+	if in.foreignID {
 		m.log.Debug(fmt.Sprintf("Message %s from %s carries node_id %q; using the connection's identity", msg.Type, id, msg.NodeID))
 	}
 	switch msg.Type {
