@@ -37,6 +37,10 @@ const (
 	pollReadBudget = 256 << 10
 )
 
+// pollEvents is the most events one epoll_wait returns (a variable for
+// tests).
+var pollEvents = 1024
+
 // pollQuietRounds is how many rounds in a row find nothing before a Router
 // with a PollInterval stops polling and blocks until data arrives.
 const pollQuietRounds = 100
@@ -114,7 +118,7 @@ func newPoller(r *Router) (*poller, error) {
 		r: r, epfd: epfd, wakeR: p[0], wakeW: p[1],
 		conns:  make(map[uint64]*rawConn),
 		buf:    make([]byte, pollReadSize),
-		events: make([]syscall.EpollEvent, 256),
+		events: make([]syscall.EpollEvent, pollEvents),
 	}
 	pl.mu.nextK = wakeKey + 1
 	return pl, nil
@@ -297,7 +301,10 @@ func (pl *poller) run() {
 		if delivered && h != nil {
 			h.FlushMessages()
 		}
-		if interval > 0 && (delivered || polling) {
+		// A full batch of events may leave more ready peers: read them
+		// now rather than an interval later, or a busy Router would fall
+		// behind for good once its peers outnumber a batch per interval.
+		if interval > 0 && (delivered || polling) && n < len(pl.events) {
 			if d := interval - time.Since(start); d > 0 {
 				time.Sleep(d) // a batching interval: messages wait here, in the kernel
 			}

@@ -5,6 +5,7 @@ package zmtp
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"net"
 	"slices"
 	"testing"
@@ -35,6 +36,41 @@ func TestPollerQuietThenBlocking(t *testing.T) {
 	got, _ := c.snapshot()
 	if len(got) != 3 || got[2] != `q|["c"]` {
 		t.Fatalf("got %q", got)
+	}
+}
+
+// When more peers are ready than one epoll_wait returns, the poller reads
+// the rest at once instead of an interval later.
+func TestPollerFullBatchReadsOnAtOnce(t *testing.T) {
+	defer func(n int) { pollEvents = n }(pollEvents)
+	pollEvents = 4
+	c := &collector{}
+	o := testOpts(nil)
+	o.Handler = c
+	const interval = time.Second
+	o.PollInterval = interval
+	r := newRouter(t, o)
+	const peers = 20
+	var ds []*Dealer
+	for i := range peers {
+		d := newDealer(t, endpointOf(r), fmt.Sprintf("p%d", i), testOpts(nil))
+		defer d.Close()
+		ds = append(ds, d)
+	}
+	waitFor(t, waitLong, "peers connected", func() bool { return len(r.Peers()) == peers })
+	for _, d := range ds {
+		if err := d.Send([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, waitLong, "first message", func() bool { got, _ := c.snapshot(); return len(got) > 0 })
+	first := time.Now()
+	// One interval after the round that read the first message, the next
+	// round reads every other message (five batches of four); reading one
+	// batch per interval would take four intervals.
+	waitFor(t, waitLong, "all messages", func() bool { got, _ := c.snapshot(); return len(got) == peers })
+	if took := time.Since(first); took > interval*3/2 {
+		t.Fatalf("the last message came %v after the first; want under %v", took, interval*3/2)
 	}
 }
 
