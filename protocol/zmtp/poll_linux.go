@@ -66,10 +66,11 @@ type poller struct {
 	blocking   atomic.Bool  // in a blocking epoll_wait (tests)
 
 	// Poller goroutine only.
-	conns  map[uint64]*rawConn
-	buf    []byte
-	frames [][]byte
-	events []syscall.EpollEvent
+	lastWriteCheck time.Time
+	conns          map[uint64]*rawConn
+	buf            []byte
+	frames         [][]byte
+	events         []syscall.EpollEvent
 }
 
 // rawConn is one established connection served by the poller.
@@ -295,8 +296,9 @@ func (pl *poller) run() {
 				delivered = pl.read(raw) || delivered
 			}
 		}
-		if pl.outPending.Load() > 0 {
-			pl.checkWriteTimeouts()
+		if pl.outPending.Load() > 0 && time.Since(pl.lastWriteCheck) >= 100*time.Millisecond {
+			pl.lastWriteCheck = time.Now()
+			pl.checkWriteTimeouts() // a scan of every connection: ten times a second at most
 		}
 		if delivered && h != nil {
 			h.FlushMessages()
