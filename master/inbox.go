@@ -41,6 +41,9 @@ func (q *inbox) HandleMessage(id string, frames [][]byte) {
 	}
 	q.mu.Lock()
 	for len(q.msgs) >= inboxLimit && !q.closed {
+		// The loop may not have been told yet (FlushMessages ends a
+		// round, and one round may bring more than the limit).
+		q.FlushMessages()
 		q.space.Wait()
 	}
 	if q.closed {

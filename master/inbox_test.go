@@ -82,3 +82,34 @@ func TestInboxMalformed(t *testing.T) {
 		t.Fatalf("want two decode errors, got %+v", batch)
 	}
 }
+
+// A round that brings more messages than the limit, before any
+// FlushMessages, still reaches the loop: the full inbox wakes it.
+func TestInboxOverfullRoundWakesLoop(t *testing.T) {
+	q := newInbox()
+	hb := heartbeatPayload(t)
+	const n = 3*inboxLimit + 5
+	done := make(chan struct{})
+	go func() {
+		for range n {
+			q.HandleMessage("w", [][]byte{hb})
+		}
+		close(done)
+	}()
+	got := 0
+	var batch []inbound
+	deadline := time.After(30 * time.Second)
+	for got < n {
+		select {
+		case <-q.ready:
+		case <-done:
+			// All handed over; take the rest without a wake-up.
+		case <-deadline:
+			t.Fatalf("took %d of %d messages; the producer is stuck", got, n)
+		}
+		batch = q.take(batch)
+		got += len(batch)
+		clear(batch)
+	}
+	<-done
+}
