@@ -58,9 +58,10 @@ type poller struct {
 
 	mu struct {
 		sync.Mutex
-		adds  []*rawConn
-		dead  []*rawConn
-		nextK uint64
+		adds   []*rawConn
+		dead   []*rawConn
+		nextK  uint64
+		exited bool // the pipe is closed
 	}
 	outPending atomic.Int64 // connections waiting for EPOLLOUT (write timeouts)
 	blocking   atomic.Bool  // in a blocking epoll_wait (tests)
@@ -137,8 +138,12 @@ func eventKey(ev *syscall.EpollEvent) uint64 {
 // wake makes a blocked epoll_wait return.
 func (pl *poller) wake() {
 	if pl.woken.CompareAndSwap(false, true) {
-		var b [1]byte
-		syscall.Write(pl.wakeW, b[:]) //nolint:errcheck // a full pipe already wakes
+		pl.mu.Lock()
+		if !pl.mu.exited {
+			var b [1]byte
+			syscall.Write(pl.wakeW, b[:]) //nolint:errcheck // a full pipe already wakes
+		}
+		pl.mu.Unlock()
 	}
 }
 
@@ -182,13 +187,17 @@ func (pl *poller) adopt(c *conn) (*rawConn, error) {
 	return raw, nil
 }
 
-// add hands an adopted connection to the poller; buffered holds bytes the
-// handshake reader had already taken off the socket.
-// Precondition: raw.p is set (before the peer was registered).
-func (pl *poller) add(raw *rawConn, buffered []byte) {
+// prepare readies raw for the peer p before p is registered: buffered
+// holds bytes the handshake reader had already taken off the socket.
+func (raw *rawConn) prepare(p *peer, buffered []byte) {
+	raw.p = p
 	if len(buffered) > 0 {
 		raw.pend = append(getBuf(len(buffered)), buffered...)
 	}
+}
+
+// add hands a prepared, registered connection to the poller.
+func (pl *poller) add(raw *rawConn) {
 	pl.mu.Lock()
 	pl.mu.adds = append(pl.mu.adds, raw)
 	pl.mu.Unlock()
@@ -214,9 +223,12 @@ func (pl *poller) kill(raw *rawConn) {
 // connection is gone.
 func (pl *poller) run() {
 	defer func() {
+		pl.mu.Lock()
+		pl.mu.exited = true
 		syscall.Close(pl.epfd)
 		syscall.Close(pl.wakeR)
 		syscall.Close(pl.wakeW)
+		pl.mu.Unlock()
 	}()
 	interval := pl.r.opts.PollInterval
 	h := pl.r.handler
@@ -235,13 +247,14 @@ func (pl *poller) run() {
 			pl.finalize(raw)
 		}
 		closing := pl.r.isClosing()
-		if closing && len(pl.conns) == 0 {
+		// Connection goroutines still in their handshake may yet add a
+		// connection (or kill one): once they are gone (counted first),
+		// whatever they queued is in the lists.
+		if closing && len(pl.conns) == 0 && pl.r.g.running() == 1 {
 			pl.mu.Lock()
 			idle := len(pl.mu.adds) == 0 && len(pl.mu.dead) == 0
 			pl.mu.Unlock()
-			// Connection goroutines still in their handshake may yet add
-			// a connection (or kill one): wait until they are gone.
-			if idle && pl.r.g.running() == 1 {
+			if idle {
 				return
 			}
 		}
@@ -360,7 +373,10 @@ func (pl *poller) finalize(raw *rawConn) {
 		raw.mu.wantOut = false
 		pl.outPending.Add(-1)
 	}
-	syscall.Close(raw.mu.fd) // also leaves the epoll set
+	if raw.mu.inEpoll {
+		syscall.EpollCtl(pl.epfd, syscall.EPOLL_CTL_DEL, raw.mu.fd, nil) //nolint:errcheck // close removes it anyway
+	}
+	syscall.Close(raw.mu.fd)
 	raw.mu.fd = -1
 	if raw.mu.out != nil {
 		putBuf(raw.mu.out)
@@ -560,6 +576,13 @@ func (pl *poller) parse(raw *rawConn, b []byte, own bool) (used int, delivered, 
 			clear(frames)
 			return used, delivered, false, nil
 		}
+		select {
+		case <-raw.p.c.done:
+			// Disconnected, or replaced by a newer connection with its
+			// identity: what it sent after that is dropped.
+			return used, delivered, false, nil
+		default:
+		}
 		donate := own && used == 0 && pos == len(b)
 		pl.r.deliver(raw.p, frames, donate)
 		clear(frames)
@@ -627,6 +650,7 @@ func (raw *rawConn) flush() {
 		if n < len(raw.mu.out) {
 			raw.mu.out = raw.mu.out[n:]
 			raw.setWantOutLocked(true)
+			raw.mu.since = time.Now() // progress: WriteTimeout counts from here, as per write on the goroutine path
 			break
 		}
 		putBuf(raw.mu.out[:0:cap(raw.mu.out)])

@@ -19,5 +19,6 @@ func (*poller) run()                          {}
 func (*poller) wake()                         {}
 func (*poller) kill(*rawConn)                 {}
 func (*poller) adopt(*conn) (*rawConn, error) { return nil, errors.New("zmtp: no poller") }
-func (*poller) add(*rawConn, []byte)          {}
+func (*poller) add(*rawConn)                  {}
+func (*rawConn) prepare(*peer, []byte)        {}
 func (*rawConn) flush()                       {}

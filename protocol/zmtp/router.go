@@ -309,18 +309,18 @@ func (r *Router) serveConn(nc net.Conn) {
 	}
 	p := &peer{c: c, q: newSendQueue(r.opts.SendQueue, r.opts.SendQueueBytes)}
 	if c.raw != nil {
-		c.raw.p = p
+		var buffered []byte
+		if n := br.Buffered(); n > 0 {
+			buffered, _ = br.Peek(n)
+		}
+		c.raw.prepare(p, buffered)
 	}
 	if !r.register(p) {
 		c.shutdown(ErrClosed)
 		return
 	}
 	if c.raw != nil {
-		var buffered []byte
-		if n := br.Buffered(); n > 0 {
-			buffered, _ = br.Peek(n)
-		}
-		r.poll.add(c.raw, buffered)
+		r.poll.add(c.raw)
 		return
 	}
 	c.startReader(br, r.opts.MaxFrameSize)
