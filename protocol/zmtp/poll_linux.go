@@ -76,9 +76,10 @@ type poller struct {
 
 // rawConn is one established connection served by the poller.
 type rawConn struct {
-	pl  *poller
-	p   *peer
-	key uint64
+	pl     *poller
+	p      *peer
+	key    uint64
+	killed atomic.Bool // kill ran: deliver nothing more
 
 	// Poller goroutine only.
 	pend []byte // bytes of an incomplete message (pooled buffer)
@@ -207,6 +208,7 @@ func (pl *poller) add(raw *rawConn) {
 // kill ends raw's connection (conn.shutdown calls it once): later writes
 // fail, the peer sees the socket shut down, and the poller closes it.
 func (pl *poller) kill(raw *rawConn) {
+	raw.killed.Store(true)
 	raw.mu.Lock()
 	if !raw.mu.closed {
 		raw.mu.closed = true
@@ -576,12 +578,10 @@ func (pl *poller) parse(raw *rawConn, b []byte, own bool) (used int, delivered, 
 			clear(frames)
 			return used, delivered, false, nil
 		}
-		select {
-		case <-raw.p.c.done:
+		if raw.killed.Load() {
 			// Disconnected, or replaced by a newer connection with its
 			// identity: what it sent after that is dropped.
 			return used, delivered, false, nil
-		default:
 		}
 		donate := own && used == 0 && pos == len(b)
 		pl.r.deliver(raw.p, frames, donate)
