@@ -124,7 +124,10 @@
 // Options.PollInterval, rounds start at most once per interval, so a master
 // with thousands of workers wakes a few hundred times a second whatever the
 // message rate. Elsewhere, and for connections that are not sockets, a reader
-// and a writer goroutine serve each connection, with the same behaviour.
+// and a writer goroutine serve each connection, with the same behaviour, but
+// for two details of the poller: while Recv's queue is full (no Handler),
+// writes that wait for EPOLLOUT wait too, and a PONG takes a place in the
+// peer's send queue.
 //
 // # Reconnection
 //
