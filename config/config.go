@@ -4,7 +4,7 @@
 //
 //	command line > LOCUST_* environment > --config file > ./locust.conf > ~/.locust.conf > default
 //
-// It imports only the standard library and pflag.
+// It imports only the standard library, pflag and internal/timespan.
 package config
 
 import (
@@ -14,11 +14,12 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/cicada-load/cicada/internal/timespan"
 )
 
 // ErrUsage marks errors in the command line, the environment or a config
@@ -94,63 +95,14 @@ type Config struct {
 	UserClasses []string // positional UserClass names
 }
 
-// timespanFormats is Locust's hint for a bad time span.
-const timespanFormats = "valid formats are 20, 20s, 3m, 2h, 1h20m, 3h30m10s, etc."
-
-// Duration is a Locust time span: "20", "20s", "3m", "2h", "1h20m", "3h30m10s".
+// Duration is a Locust time span: "20", "20s", "3m", "2h", "1h20m",
+// "3h30m10s", parsed by internal/timespan (at most timespan.Max).
 type Duration time.Duration
-
-// ParseTimespan parses Locust's time span syntax. A bare number is seconds.
-func ParseTimespan(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return 0, fmt.Errorf("%w: empty time span", ErrUsage)
-	}
-	if n, err := strconv.Atoi(s); err == nil {
-		if n < 0 {
-			return 0, fmt.Errorf("%w: negative time span %q", ErrUsage, s)
-		}
-		return time.Duration(n) * time.Second, nil
-	}
-	var total time.Duration
-	rest := s
-	seen := ""
-	for rest != "" {
-		i := 0
-		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
-			i++
-		}
-		if i == 0 || i == len(rest) {
-			return 0, fmt.Errorf("%w: invalid time span %q: %s", ErrUsage, s, timespanFormats)
-		}
-		n, _ := strconv.Atoi(rest[:i])
-		unit := rest[i]
-		var d time.Duration
-		switch unit {
-		case 'h':
-			d = time.Hour
-		case 'm':
-			d = time.Minute
-		case 's':
-			d = time.Second
-		default:
-			return 0, fmt.Errorf("%w: invalid time span %q: %s", ErrUsage, s, timespanFormats)
-		}
-		// Units must appear in h, m, s order and at most once each.
-		if strings.ContainsRune(seen, rune(unit)) || (unit == 'h' && seen != "") || (unit == 'm' && strings.Contains(seen, "s")) {
-			return 0, fmt.Errorf("%w: invalid time span %q: %s", ErrUsage, s, timespanFormats)
-		}
-		seen += string(unit)
-		total += time.Duration(n) * d
-		rest = rest[i+1:]
-	}
-	return total, nil
-}
 
 func (d *Duration) String() string { return time.Duration(*d).String() }
 func (d *Duration) Type() string   { return "timespan" }
 func (d *Duration) Set(s string) error {
-	v, err := ParseTimespan(s)
+	v, err := timespan.Parse(s)
 	if err != nil {
 		return err
 	}

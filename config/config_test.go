@@ -7,37 +7,72 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/cicada-load/cicada/internal/timespan"
 )
 
-func TestParseTimespan(t *testing.T) {
+// TestTimespanSources checks that -t/--run-time and -s/--stop-timeout take
+// internal/timespan's grammar and maximum from every source: the command
+// line, LOCUST_* variables and config files (issue 20 item 10: "-t 5124096h"
+// used to wrap to 1526 s and "99999999999h" to no limit).
+func TestTimespanSources(t *testing.T) {
 	tests := []struct {
-		in   string
-		want time.Duration
-		ok   bool
+		name    string
+		args    []string
+		env     map[string]string
+		conf    string
+		run     time.Duration
+		stop    time.Duration
+		wantErr error
 	}{
-		{"20", 20 * time.Second, true},
-		{"20s", 20 * time.Second, true},
-		{"3m", 3 * time.Minute, true},
-		{"2h", 2 * time.Hour, true},
-		{"1h20m", 80 * time.Minute, true},
-		{"3h30m10s", 3*time.Hour + 30*time.Minute + 10*time.Second, true},
-		{"0", 0, true},
-		{"", 0, false},
-		{"abc", 0, false},
-		{"10x", 0, false},
-		{"5m1h", 0, false},
-		{"1s1s", 0, false},
-		{"h", 0, false},
-		{"-5", 0, false},
+		{name: "cli", args: []string{"-t", "1h20m", "-s", "30"}, run: 80 * time.Minute, stop: 30 * time.Second},
+		{name: "cli long", args: []string{"--run-time=3h30m10s", "--stop-timeout=2m"}, run: 3*time.Hour + 30*time.Minute + 10*time.Second, stop: 2 * time.Minute},
+		{name: "env", env: map[string]string{"LOCUST_RUN_TIME": "90s", "LOCUST_STOP_TIMEOUT": "1m"}, run: 90 * time.Second, stop: time.Minute},
+		{name: "conf", conf: "run-time =  20m \nstop-timeout = 5s\n", run: 20 * time.Minute, stop: 5 * time.Second},
+		{name: "maximum", args: []string{"-t", "876000h"}, run: timespan.Max},
+
+		{name: "cli overflow", args: []string{"-t", "5124096h"}, wantErr: timespan.ErrTooLong},
+		{name: "cli no limit overflow", args: []string{"-t", "99999999999h"}, wantErr: timespan.ErrTooLong},
+		{name: "cli stop overflow", args: []string{"-s", "5124096h"}, wantErr: timespan.ErrTooLong},
+		{name: "env overflow", env: map[string]string{"LOCUST_RUN_TIME": "9223372037"}, wantErr: timespan.ErrTooLong},
+		{name: "env stop overflow", env: map[string]string{"LOCUST_STOP_TIMEOUT": "99999999999h"}, wantErr: timespan.ErrTooLong},
+		{name: "conf overflow", conf: "run-time = 5124096h\n", wantErr: timespan.ErrTooLong},
+		{name: "conf stop overflow", conf: "stop-timeout = 876001h\n", wantErr: timespan.ErrTooLong},
+
+		{name: "cli spaced parts", args: []string{"-t", "1h 20m"}, wantErr: timespan.ErrInvalid},
+		{name: "cli junk", args: []string{"-t", "10s junk"}, wantErr: timespan.ErrInvalid},
+		{name: "cli order", args: []string{"-t", "1m1h"}, wantErr: timespan.ErrInvalid},
+		{name: "cli leading blank", args: []string{"-t", " 30s"}, wantErr: timespan.ErrInvalid},
+		{name: "cli negative", args: []string{"-s", "-5"}, wantErr: timespan.ErrInvalid},
+		{name: "env junk", env: map[string]string{"LOCUST_RUN_TIME": "10s junk"}, wantErr: timespan.ErrInvalid},
+		{name: "conf spaced parts", conf: "run-time = 1h 20m\n", wantErr: timespan.ErrInvalid},
 	}
 	for _, tt := range tests {
-		got, err := ParseTimespan(tt.in)
-		if (err == nil) != tt.ok || got != tt.want {
-			t.Errorf("ParseTimespan(%q) = %v, %v; want %v, ok=%v", tt.in, got, err, tt.want, tt.ok)
-		}
-		if err != nil && !errors.Is(err, ErrUsage) {
-			t.Errorf("ParseTimespan(%q) error %v does not wrap ErrUsage", tt.in, err)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			work := t.TempDir()
+			if tt.conf != "" {
+				if err := os.WriteFile(filepath.Join(work, "locust.conf"), []byte(tt.conf), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			getenv := func(k string) string { return tt.env[k] }
+			cfg, err := NewParser(io.Discard, getenv, t.TempDir(), work).Parse(tt.args)
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) || !errors.Is(err, ErrUsage) {
+					t.Fatalf("Parse(%q, env %v, conf %q) = %v; want %v and ErrUsage", tt.args, tt.env, tt.conf, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Parse(%q, env %v, conf %q) = %v", tt.args, tt.env, tt.conf, err)
+			}
+			if got := time.Duration(cfg.RunTime); got != tt.run {
+				t.Errorf("RunTime = %v; want %v", got, tt.run)
+			}
+			if got := time.Duration(cfg.StopTimeout); got != tt.stop {
+				t.Errorf("StopTimeout = %v; want %v", got, tt.stop)
+			}
+		})
 	}
 }
 

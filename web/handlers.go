@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"math"
@@ -14,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cicada-load/cicada/internal/timespan"
 )
 
 // Messages of POST /swarm, as Locust words them (locust/web.py).
@@ -25,6 +28,9 @@ const (
 	indexArgsMarker   = "window.cicadaArgs = {};/*CICADA_ARGS*/"
 	maxSwarmFormBytes = 1 << 20
 )
+
+// msgBadRunTime is 2.12.1's message for a run_time outside the grammar.
+const msgBadRunTime = "Valid run_time formats are : 20, 20s, 3m, 2h, 1h20m, 3h30m10s, etc."
 
 // handleIndex serves the dashboard with its start-up arguments inlined.
 func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
@@ -140,10 +146,14 @@ func (s *Server) handleSwarm(w http.ResponseWriter, r *http.Request) {
 		host = h
 	}
 	if v := first(form["run_time"]); v != "" {
-		d, err := ParseTimespan(v)
+		d, err := timespan.Parse(v)
 		if err != nil {
-			s.log.Error(runTimeError)
-			swarmReply(w, false, runTimeError, host, 0, nil)
+			msg := msgBadRunTime
+			if errors.Is(err, timespan.ErrTooLong) {
+				msg = "Invalid run_time: " + err.Error()
+			}
+			s.log.Error(msg, "err", err)
+			swarmReply(w, false, msg, host, 0, nil)
 			return
 		}
 		req.RunTime = d

@@ -186,8 +186,6 @@ var (
 	// ErrBadAuth is returned by Run and Serve when Options.Auth is not of
 	// the form user:pass.
 	ErrBadAuth = errors.New("web: credentials supplied with --web-auth should have the format: username:password")
-	// ErrBadTimespan is returned by ParseTimespan for an invalid time span.
-	ErrBadTimespan = errors.New("web: invalid time span format")
 	// ErrClosed is returned by Serve when the Server was already used.
 	ErrClosed = errors.New("web: server closed")
 )

@@ -207,6 +207,13 @@ func TestSwarmErrors(t *testing.T) {
 		{"nan spawn_rate", url.Values{"user_count": {"1"}, "spawn_rate": {"nan"}}, nil, `Invalid spawn_rate "nan": must be a positive number`, "http://127.0.0.1:26080"},
 		{"runner error", url.Values{"user_count": {"1"}, "spawn_rate": {"1"}, "host": {""}}, errors.New("master: no workers"), "master: no workers", nil},
 		{"bad run_time before users", url.Values{"run_time": {"x"}, "host": {"http://h<script>"}}, nil, "Valid run_time formats are : 20, 20s, 3m, 2h, 1h20m, 3h30m10s, etc.", "http://hscript"},
+		// Locust 2.12.1 runs these for 1 h and 10 s, ignoring the rest.
+		{"spaced run_time", url.Values{"user_count": {"1"}, "spawn_rate": {"1"}, "run_time": {"1h 20m"}}, nil, "Valid run_time formats are : 20, 20s, 3m, 2h, 1h20m, 3h30m10s, etc.", "http://127.0.0.1:26080"},
+		{"run_time with junk", url.Values{"user_count": {"1"}, "spawn_rate": {"1"}, "run_time": {"10s junk"}}, nil, "Valid run_time formats are : 20, 20s, 3m, 2h, 1h20m, 3h30m10s, etc.", "http://127.0.0.1:26080"},
+		{"run_time leading blank", url.Values{"user_count": {"1"}, "spawn_rate": {"1"}, "run_time": {" 30s"}}, nil, "Valid run_time formats are : 20, 20s, 3m, 2h, 1h20m, 3h30m10s, etc.", "http://127.0.0.1:26080"},
+		// Locust answers these with a 500 (OverflowError).
+		{"run_time overflow", url.Values{"user_count": {"1"}, "spawn_rate": {"1"}, "run_time": {"5124096h"}}, nil, `Invalid run_time: timespan: time span too long: "5124096h" is above the maximum of 876000h (100 years)`, "http://127.0.0.1:26080"},
+		{"run_time above maximum", url.Values{"user_count": {"1"}, "spawn_rate": {"1"}, "run_time": {"876000h1s"}}, nil, `Invalid run_time: timespan: time span too long: "876000h1s" is above the maximum of 876000h (100 years)`, "http://127.0.0.1:26080"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
