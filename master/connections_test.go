@@ -33,14 +33,14 @@ func secondRoundRun(t *testing.T, results [2]map[string]any) (int, *logBuf, stri
 	ws := [2]*fakeWorker{h.worker("wa_1"), h.worker("wb_1")}
 	for _, w := range ws {
 		w.ready(skipCheck)
-		stop := w.beatEvery(100*time.Millisecond, func() string { return StateRunning })
+		stop := w.beatEvery(100*time.Millisecond, func() string { return protocol.StateRunning })
 		t.Cleanup(stop)
 	}
 	for i, w := range ws {
 		sp := w.expect(protocol.TypeSpawn).Data.(*protocol.Spawn)
 		n := sp.UserClassesCount["A"]
 		w.send(protocol.TypeSpawningComplete, &protocol.SpawningComplete{UserClassesCount: sp.UserClassesCount, UserCount: n})
-		w.send(protocol.TypeHeartbeat, &protocol.Heartbeat{State: StateRunning, CPUUsage: 1, MemoryUsage: 1 << 20,
+		w.send(protocol.TypeHeartbeat, &protocol.Heartbeat{State: protocol.StateRunning, CPUUsage: 1, MemoryUsage: 1 << 20,
 			Connections: &protocol.ConnCounters{Open: n, Established: n, Connects: n + int64(i), Reconnects: int64(i),
 				Closes: map[string]int64{"server closed idle": int64(i)}, ConnectErrors: map[string]int64{"local ports exhausted": 2, "connection refused": 1}}})
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cicada-load/cicada/master/dispatch"
+	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/worker"
 	"github.com/cicada-load/cicada/worker/httpc"
 )
@@ -109,7 +110,7 @@ func TestGoWorkersNginx(t *testing.T) {
 				for _, w := range s.Workers {
 					split[w.ID] = w.UserClassesCount
 				}
-				return s.State == StateRunning && s.UserCount == 8 && len(s.Workers) == 2
+				return s.State == protocol.StateRunning && s.UserCount == 8 && len(s.Workers) == 2
 			})
 			var ids []string
 			for id := range split {

@@ -10,7 +10,7 @@ import (
 func heartbeatPayload(t *testing.T) []byte {
 	t.Helper()
 	b, err := protocol.Encode(protocol.Message{Type: protocol.TypeHeartbeat, NodeID: "w",
-		Data: &protocol.Heartbeat{State: StateRunning, CPUUsage: 1, MemoryUsage: 1}})
+		Data: &protocol.Heartbeat{State: protocol.StateRunning, CPUUsage: 1, MemoryUsage: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

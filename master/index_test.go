@@ -28,7 +28,7 @@ func init() {
 func recount(st *loopState) (workers, ready int, classes map[string]int64) {
 	classes = make(map[string]int64)
 	for _, nd := range st.nodes {
-		if nd.state == StateReady {
+		if nd.state == protocol.StateReady {
 			ready++
 		}
 		if !active(nd.state) {
@@ -58,7 +58,7 @@ func fireRamp(m *Master) {
 // and compares the index with a recount after each event.
 func TestIndexRandomEvents(t *testing.T) {
 	classNames := []string{"A", "B", "C"}
-	states := []string{StateReady, StateSpawning, StateRunning, StateMissing, "stopped", "cleanup"}
+	states := []string{protocol.StateReady, protocol.StateSpawning, protocol.StateRunning, protocol.StateMissing, "stopped", "cleanup"}
 	var quits, dones, redispatches, missing int
 	for seed := uint64(1); seed <= 40; seed++ {
 		r := rand.New(rand.NewPCG(seed, 7))
@@ -128,13 +128,13 @@ func TestIndexRandomEvents(t *testing.T) {
 			if got := st.workerCount(); got != workers {
 				t.Fatalf("seed %d step %d (%s): workerCount %d, recount %d", seed, step, what, got, workers)
 			}
-			if got := st.countState(StateReady); got != ready {
+			if got := st.countState(protocol.StateReady); got != ready {
 				t.Fatalf("seed %d step %d (%s): ready %d, recount %d", seed, step, what, got, ready)
 			}
 			if got := st.reportedClasses(); !reflect.DeepEqual(got, classes) {
 				t.Fatalf("seed %d step %d (%s): reportedClasses %v, recount %v", seed, step, what, got, classes)
 			}
-			missing += st.countState(StateMissing)
+			missing += st.countState(protocol.StateMissing)
 			if st.quitting && !st.done {
 				if m.finalAllIn() {
 					t.Fatalf("seed %d step %d (%s): every final report is in but the master still waits", seed, step, what)
@@ -210,7 +210,7 @@ func coalesceRun(t *testing.T, n int, locust bool) (map[string]map[string]int64,
 		if locust {
 			st.ix().last = time.Time{}
 		}
-		m.handle(msgFrom(workerID(i), protocol.TypeHeartbeat, &protocol.Heartbeat{State: StateRunning}))
+		m.handle(msgFrom(workerID(i), protocol.TypeHeartbeat, &protocol.Heartbeat{State: protocol.StateRunning}))
 	}
 	for i := 0; i < n; i++ {
 		m.handle(msgFrom(workerID(i), protocol.TypeSpawningComplete, &protocol.SpawningComplete{UserClassesCount: map[string]int64{"A": 1, "B": 1}, UserCount: 2}))
@@ -224,7 +224,7 @@ func coalesceRun(t *testing.T, n int, locust bool) (map[string]map[string]int64,
 		}
 		m.liveness()
 	}
-	if got := st.countState(StateMissing); got != n/2 {
+	if got := st.countState(protocol.StateMissing); got != n/2 {
 		t.Fatalf("%d missing; want %d", got, n/2)
 	}
 	for i := 1; i < n; i += 2 {
@@ -278,8 +278,8 @@ func TestLoopEventAllocs(t *testing.T) {
 	t.Cleanup(func() { testHookLoopEvent = hook })
 	const n = 1000
 	m := loopMaster(t, n, Options{HeartbeatLiveness: 1 << 30})
-	m.st.state = StateRunning
-	states := [2]string{StateSpawning, StateRunning}
+	m.st.state = protocol.StateRunning
+	states := [2]string{protocol.StateSpawning, protocol.StateRunning}
 	hbs := make([]inbound, 2*n)
 	for i := range hbs {
 		hbs[i] = msgFrom(workerID(i%n), protocol.TypeHeartbeat, &protocol.Heartbeat{State: states[i/n], CPUUsage: 1, MemoryUsage: 1})

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cicada-load/cicada/master/dispatch"
+	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/stats"
 )
 
@@ -329,7 +330,7 @@ func runPythonCluster(t *testing.T, wait float64, users int64, runTime time.Dura
 	var split map[string]map[string]int64
 	eventually(t, waitLong, "both workers running the target users", func() bool {
 		s := h.m.Status()
-		if s.State != StateRunning || len(s.Workers) != 2 {
+		if s.State != protocol.StateRunning || len(s.Workers) != 2 {
 			return false
 		}
 		split = map[string]map[string]int64{}
@@ -455,7 +456,7 @@ func TestPythonWorkerKilled(t *testing.T) {
 	}
 	eventually(t, waitLong, "6 users running", func() bool {
 		s := h.m.Status()
-		return s.State == StateRunning && s.UserCount == 6
+		return s.State == protocol.StateRunning && s.UserCount == 6
 	})
 	// Worker ids carry no pid: kill w1 and see which id goes missing.
 	_ = w1.cmd.Process.Signal(syscall.SIGKILL)
@@ -463,7 +464,7 @@ func TestPythonWorkerKilled(t *testing.T) {
 	var gone string
 	eventually(t, waitLong, "a worker missing", func() bool {
 		for _, w := range h.m.Status().Workers {
-			if w.State == StateMissing {
+			if w.State == protocol.StateMissing {
 				gone = w.ID
 				return true
 			}

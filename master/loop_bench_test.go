@@ -51,7 +51,7 @@ func BenchmarkLoop10k(b *testing.B) {
 		m := loopMaster(b, n, Options{})
 		hbs := make([]inbound, n)
 		for i := range hbs {
-			hbs[i] = msgFrom(workerID(i), protocol.TypeHeartbeat, &protocol.Heartbeat{State: StateReady, CPUUsage: 1, MemoryUsage: 1 << 20})
+			hbs[i] = msgFrom(workerID(i), protocol.TypeHeartbeat, &protocol.Heartbeat{State: protocol.StateReady, CPUUsage: 1, MemoryUsage: 1 << 20})
 		}
 		for _, hb := range hbs {
 			m.handle(hb) // the first echo to each worker
@@ -66,7 +66,7 @@ func BenchmarkLoop10k(b *testing.B) {
 		m := loopMaster(b, n, Options{})
 		hbs := make([]inbound, n)
 		for i := range hbs {
-			hbs[i] = msgFrom(workerID(i), protocol.TypeHeartbeat, &protocol.Heartbeat{State: StateReady, CPUUsage: 1, MemoryUsage: 1 << 20,
+			hbs[i] = msgFrom(workerID(i), protocol.TypeHeartbeat, &protocol.Heartbeat{State: protocol.StateReady, CPUUsage: 1, MemoryUsage: 1 << 20,
 				Connections: &protocol.ConnCounters{Open: 100, Established: 100, Connects: 100}})
 		}
 		for _, hb := range hbs {
@@ -80,8 +80,8 @@ func BenchmarkLoop10k(b *testing.B) {
 	})
 	b.Run("state-change", func(b *testing.B) {
 		m := loopMaster(b, n, Options{})
-		m.st.state = StateRunning // check_stopped does its work
-		states := [2]string{StateSpawning, StateRunning}
+		m.st.state = protocol.StateRunning // check_stopped does its work
+		states := [2]string{protocol.StateSpawning, protocol.StateRunning}
 		hbs := make([]inbound, 2*n)
 		for i := range hbs {
 			hbs[i] = msgFrom(workerID(i%n), protocol.TypeHeartbeat, &protocol.Heartbeat{State: states[i/n], CPUUsage: 1, MemoryUsage: 1 << 20})
@@ -106,7 +106,7 @@ func BenchmarkLoop10k(b *testing.B) {
 	b.Run("liveness-tick-conns", func(b *testing.B) {
 		m := loopMaster(b, n, Options{HeartbeatLiveness: 1 << 30})
 		for i := 0; i < n; i++ {
-			m.handle(msgFrom(workerID(i), protocol.TypeHeartbeat, &protocol.Heartbeat{State: StateReady, CPUUsage: 1, MemoryUsage: 1 << 20,
+			m.handle(msgFrom(workerID(i), protocol.TypeHeartbeat, &protocol.Heartbeat{State: protocol.StateReady, CPUUsage: 1, MemoryUsage: 1 << 20,
 				Connections: &protocol.ConnCounters{Open: 100, Established: 100, Connects: 100}}))
 		}
 		b.ReportAllocs()
@@ -138,15 +138,15 @@ func BenchmarkLoop10k(b *testing.B) {
 			m := loopMaster(b, n, Options{UserClasses: []UserClass{{Name: "A"}}})
 			st := &m.st
 			for j := 0; j < n; j += 100 {
-				st.setNodeState(st.nodes[workerID(j)], StateMissing)
+				st.setNodeState(st.nodes[workerID(j)], protocol.StateMissing)
 			}
 			if err := m.start(n, 1e9); err != nil {
 				b.Fatal(err)
 			}
-			st.state = StateRunning
+			st.state = protocol.StateRunning
 			hbs := make([]inbound, 0, n/100)
 			for j := 0; j < n; j += 100 {
-				hbs = append(hbs, msgFrom(workerID(j), protocol.TypeHeartbeat, &protocol.Heartbeat{State: StateRunning}))
+				hbs = append(hbs, msgFrom(workerID(j), protocol.TypeHeartbeat, &protocol.Heartbeat{State: protocol.StateRunning}))
 			}
 			before := st.ix().count
 			b.StartTimer()

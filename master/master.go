@@ -85,18 +85,6 @@ import (
 	"github.com/cicada-load/cicada/stats"
 )
 
-// Master states, as Locust names them.
-const (
-	StateReady    = "ready"
-	StateSpawning = "spawning"
-	StateRunning  = "running"
-	StateStopping = "stopping"
-	StateStopped  = "stopped"
-	// StateMissing is a worker state: no heartbeat for HeartbeatLiveness
-	// ticks.
-	StateMissing = "missing"
-)
-
 // inbound is one received message, decoded on the Router's goroutine (see inbox).
 type inbound struct {
 	id        string
@@ -367,7 +355,7 @@ func (m *Master) Status() Status {
 	if p := m.lastStatus.Load(); p != nil {
 		return p.clone()
 	}
-	return Status{State: StateReady, Host: m.opts.Host, Classes: append([]UserClass(nil), m.opts.UserClasses...)}
+	return Status{State: protocol.StateReady, Host: m.opts.Host, Classes: append([]UserClass(nil), m.opts.UserClasses...)}
 }
 
 // ---- the loop ----
@@ -419,7 +407,7 @@ type runResult struct {
 }
 
 func (s *loopState) init(o *Options) {
-	s.state = StateReady
+	s.state = protocol.StateReady
 	s.nodes = make(map[string]*node)
 	s.indexes = make(map[string]int)
 	s.lastTS = make(map[string]float64)

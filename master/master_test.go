@@ -122,7 +122,7 @@ func TestRegistrationVersions(t *testing.T) {
 		}
 	}
 	for _, v := range versions {
-		ws[v.id].heartbeat(StateReady)
+		ws[v.id].heartbeat(protocol.StateReady)
 	}
 	eventually(t, waitShort, "5 workers", func() bool { return len(h.m.Status().Workers) == 5 })
 	for _, wi := range h.m.Status().Workers {
@@ -192,7 +192,7 @@ func TestLivenessMissingHealDelete(t *testing.T) {
 	b := h.worker("host_b")
 	a.ready(skipCheck)
 	b.ready(skipCheck)
-	stopA := a.beatEvery(10*time.Millisecond, func() string { return StateRunning })
+	stopA := a.beatEvery(10*time.Millisecond, func() string { return protocol.StateRunning })
 	defer stopA()
 	if err := h.m.Start(4, 100, nil); err != nil {
 		t.Fatal(err)
@@ -211,13 +211,13 @@ func TestLivenessMissingHealDelete(t *testing.T) {
 		return "deleted"
 	}
 	// b never heartbeats: missing after liveness ticks.
-	eventually(t, waitShort, "b missing", func() bool { return state("host_b") == StateMissing })
+	eventually(t, waitShort, "b missing", func() bool { return state("host_b") == protocol.StateMissing })
 	if !logs.has("Worker host_b failed to send heartbeat, setting state to missing.") {
 		t.Error("missing not logged")
 	}
 	// A heartbeat heals it, and it gets users again.
-	b.heartbeat(StateRunning)
-	eventually(t, waitShort, "b healed", func() bool { return state("host_b") == StateRunning })
+	b.heartbeat(protocol.StateRunning)
+	eventually(t, waitShort, "b healed", func() bool { return state("host_b") == protocol.StateRunning })
 	if !logs.has("Worker host_b self-healed with heartbeat, setting state to running.") {
 		t.Error("heal not logged")
 	}
@@ -225,7 +225,7 @@ func TestLivenessMissingHealDelete(t *testing.T) {
 		t.Errorf("healed worker got %d users; want 2", got)
 	}
 	// Silent again: missing, then deleted, and all users go to a.
-	eventually(t, waitShort, "b missing again", func() bool { return state("host_b") == StateMissing })
+	eventually(t, waitShort, "b missing again", func() bool { return state("host_b") == protocol.StateMissing })
 	eventually(t, waitShort, "b deleted", func() bool { return state("host_b") == "deleted" })
 	for {
 		s := a.expect(protocol.TypeSpawn).Data.(*protocol.Spawn)
@@ -274,7 +274,7 @@ func TestDispatchSpawnMessages(t *testing.T) {
 	// The worker reports: the master becomes running.
 	w.send(protocol.TypeSpawning, nil)
 	w.send(protocol.TypeSpawningComplete, &protocol.SpawningComplete{UserClassesCount: p2.UserClassesCount, UserCount: 4})
-	eventually(t, waitShort, "running", func() bool { return h.m.Status().State == StateRunning })
+	eventually(t, waitShort, "running", func() bool { return h.m.Status().State == protocol.StateRunning })
 	eventually(t, waitShort, "log", func() bool {
 		return logs.has(`All users spawned: {"ApiUser": 1, "WebUser": 3} (4 total users)`)
 	})
@@ -307,7 +307,7 @@ func TestRedispatchOnJoinAndQuit(t *testing.T) {
 	}
 	a.expect(protocol.TypeSpawn)
 	a.send(protocol.TypeSpawningComplete, &protocol.SpawningComplete{UserClassesCount: map[string]int64{"A": 6}, UserCount: 6})
-	eventually(t, waitShort, "running", func() bool { return h.m.Status().State == StateRunning })
+	eventually(t, waitShort, "running", func() bool { return h.m.Status().State == protocol.StateRunning })
 	// Like Locust ≥ 2.29, the master tells cicada workers the ramp is over.
 	if sc, ok := a.expect(protocol.TypeSpawningComplete).Data.(*protocol.MasterSpawningComplete); !ok || sc.UserCount != 6 {
 		t.Errorf("master spawning_complete = %+v", sc)
@@ -341,14 +341,14 @@ func TestStopSequence(t *testing.T) {
 	}
 	w.expect(protocol.TypeSpawn)
 	w.send(protocol.TypeSpawningComplete, &protocol.SpawningComplete{UserClassesCount: map[string]int64{"A": 2}, UserCount: 2})
-	eventually(t, waitShort, "running", func() bool { return h.m.Status().State == StateRunning })
+	eventually(t, waitShort, "running", func() bool { return h.m.Status().State == protocol.StateRunning })
 
 	stopped := make(chan error, 1)
 	go func() { stopped <- h.m.Stop(context.Background()) }()
 	w.expect(protocol.TypeStop)
 	// Still running during its stop timeout: heartbeats must not adopt it.
 	w.send(protocol.TypeClientStopped, nil)
-	w.heartbeat(StateRunning)
+	w.heartbeat(protocol.StateRunning)
 	select {
 	case err := <-stopped:
 		if err != nil {
@@ -363,7 +363,7 @@ func TestStopSequence(t *testing.T) {
 	w.ready(ready("2.12.1"))
 	eventually(t, waitShort, "stopped", func() bool {
 		s := h.m.Status()
-		return s.State == StateStopped && len(s.Workers) == 1 && s.Workers[0].State == StateReady
+		return s.State == protocol.StateStopped && len(s.Workers) == 1 && s.Workers[0].State == protocol.StateReady
 	})
 	// A new test clears the statistics.
 	w.send(protocol.TypeStats, report(5, 0, map[string]int64{"A": 0}))
@@ -383,7 +383,7 @@ func finalWorker(t *testing.T, h *harness, id string, final *protocol.StatsRepor
 	w := h.worker(id)
 	w.ready(ready(""))
 	var state atomic.Value
-	state.Store(StateReady)
+	state.Store(protocol.StateReady)
 	stop := w.beatEvery(20*time.Millisecond, func() string { return state.Load().(string) })
 	t.Cleanup(stop)
 	go func() {
@@ -395,7 +395,7 @@ func finalWorker(t *testing.T, h *harness, id string, final *protocol.StatsRepor
 					s := m.Data.(*protocol.Spawn)
 					w.send(protocol.TypeSpawning, nil)
 					w.send(protocol.TypeSpawningComplete, &protocol.SpawningComplete{UserClassesCount: s.UserClassesCount, UserCount: -1})
-					state.Store(StateRunning)
+					state.Store(protocol.StateRunning)
 				case protocol.TypeQuit:
 					stop()
 					if final == nil {
@@ -527,11 +527,11 @@ func TestAdoptUnknownHeartbeat(t *testing.T) {
 	o.UserClasses = []UserClass{{Name: "A"}}
 	h := startMaster(t, o, logs)
 	w := h.worker("zombie_1")
-	w.heartbeat(StateReady) // never sent client_ready: the master restarted
+	w.heartbeat(protocol.StateReady) // never sent client_ready: the master restarted
 	w.expect(protocol.TypeHeartbeat)
 	eventually(t, waitShort, "adopted", func() bool {
 		s := h.m.Status()
-		return len(s.Workers) == 1 && s.Workers[0].Adopted && s.Workers[0].State == StateReady
+		return len(s.Workers) == 1 && s.Workers[0].Adopted && s.Workers[0].State == protocol.StateReady
 	})
 	if err := h.m.Start(2, 100, nil); err != nil {
 		t.Fatal(err)
@@ -541,7 +541,7 @@ func TestAdoptUnknownHeartbeat(t *testing.T) {
 	}
 	// A worker running users of an old test while none runs is stopped.
 	r := h.worker("zombie_2")
-	r.heartbeat(StateRunning)
+	r.heartbeat(protocol.StateRunning)
 	eventually(t, waitShort, "second adopted", func() bool { return len(h.m.Status().Workers) == 2 })
 	// The test runs: it is dispatched to instead.
 	r.expect(protocol.TypeSpawn)
@@ -551,7 +551,7 @@ func TestAdoptedRunningWorkerIsStopped(t *testing.T) {
 	logs := &logBuf{}
 	h := startMaster(t, testOptions(logs), logs)
 	w := h.worker("zombie_1")
-	w.heartbeat(StateRunning)
+	w.heartbeat(protocol.StateRunning)
 	w.expect(protocol.TypeStop)
 }
 
@@ -653,7 +653,7 @@ func TestControlAfterRun(t *testing.T) {
 	if err := h.m.Stop(context.Background()); !errors.Is(err, ErrClosed) {
 		t.Errorf("Stop after Run: %v", err)
 	}
-	if s := h.m.Status(); s.State != StateReady {
+	if s := h.m.Status(); s.State != protocol.StateReady {
 		t.Errorf("Status after Run: %+v", s)
 	}
 	if _, err := h.m.Run(context.Background()); !errors.Is(err, ErrClosed) {
@@ -678,7 +678,7 @@ func TestCPUWarningOnce(t *testing.T) {
 	w := h.worker("hot_1")
 	w.ready(skipCheck)
 	for range 3 {
-		w.send(protocol.TypeHeartbeat, &protocol.Heartbeat{State: StateReady, CPUUsage: 95, MemoryUsage: -1})
+		w.send(protocol.TypeHeartbeat, &protocol.Heartbeat{State: protocol.StateReady, CPUUsage: 95, MemoryUsage: -1})
 	}
 	eventually(t, waitShort, "cpu recorded", func() bool {
 		s := h.m.Status()

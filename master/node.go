@@ -52,13 +52,13 @@ const (
 
 func stateSlot(state string) int {
 	switch state {
-	case StateReady:
+	case protocol.StateReady:
 		return slotReady
-	case StateSpawning:
+	case protocol.StateSpawning:
 		return slotSpawning
-	case StateRunning:
+	case protocol.StateRunning:
 		return slotRunning
-	case StateMissing:
+	case protocol.StateMissing:
 		return slotMissing
 	}
 	return slotOther
@@ -165,7 +165,7 @@ func (s *loopState) deleteNode(id string) {
 }
 
 func active(state string) bool {
-	return state == StateReady || state == StateSpawning || state == StateRunning
+	return state == protocol.StateReady || state == protocol.StateSpawning || state == protocol.StateRunning
 }
 
 // workerCount is Locust's worker_count: ready + spawning + running.
@@ -354,7 +354,7 @@ func (m *Master) handleMessage(in inbound) (stateChange bool) {
 		m.log.Info(fmt.Sprintf("Worker %s (index %d) reported that it has stopped, removing from running workers", id, m.index(id)))
 	case protocol.TypeSpawning:
 		if nd := st.nodes[id]; nd != nil {
-			st.setNodeState(nd, StateSpawning)
+			st.setNodeState(nd, protocol.StateSpawning)
 		} else {
 			m.log.Debug(fmt.Sprintf("Ignoring spawning from unregistered worker %s", id))
 		}
@@ -367,7 +367,7 @@ func (m *Master) handleMessage(in inbound) (stateChange bool) {
 		case nd == nil:
 			m.log.Debug(fmt.Sprintf("Ignoring spawning_complete from unregistered worker %s", id))
 		default:
-			st.setNodeState(nd, StateRunning)
+			st.setNodeState(nd, protocol.StateRunning)
 			st.setClasses(nd, copyCounts(sc.UserClassesCount))
 			m.userCountChanged()
 		}
@@ -447,7 +447,7 @@ func (m *Master) clientReady(id string, cr *protocol.ClientReady) {
 	if old := st.nodes[id]; old != nil {
 		m.log.Info(fmt.Sprintf("Worker %s (index %d) registered again; replacing it", id, idx))
 	}
-	nd := &node{id: id, state: StateReady, liveness: m.opts.HeartbeatLiveness, classes: map[string]int64{},
+	nd := &node{id: id, state: protocol.StateReady, liveness: m.opts.HeartbeatLiveness, classes: map[string]int64{},
 		version: version, echo: echoHeartbeats(cr), headMsgs: knowsMasterSpawningComplete(cr), memory: -1}
 	st.addNode(nd)
 	m.userCountChanged()
@@ -458,7 +458,7 @@ func (m *Master) clientReady(id string, cr *protocol.ClientReady) {
 	}
 	m.workerJoined(id)
 	m.log.Info(fmt.Sprintf("Worker %s (index %d) reported as ready. %d workers connected.", id, idx, st.workerCount()))
-	if m.opts.EnableRebalancing && st.state == StateRunning && st.spawnComplete {
+	if m.opts.EnableRebalancing && st.state == protocol.StateRunning && st.spawnComplete {
 		m.requestRedispatch()
 	}
 }
@@ -472,7 +472,7 @@ func (m *Master) workerJoined(id string) {
 		return
 	}
 	st.disp.AddWorker(id)
-	if !st.stepping && (st.state == StateRunning || st.state == StateSpawning) {
+	if !st.stepping && (st.state == protocol.StateRunning || st.state == protocol.StateSpawning) {
 		m.requestRedispatch()
 	}
 }
@@ -485,7 +485,7 @@ func (m *Master) removeNode(nd *node) {
 	m.userCountChanged()
 	if st.disp != nil {
 		st.disp.RemoveWorker(nd.id)
-		if !st.stepping && (st.state == StateRunning || st.state == StateSpawning) {
+		if !st.stepping && (st.state == protocol.StateRunning || st.state == protocol.StateSpawning) {
 			m.requestRedispatch()
 		}
 	}
@@ -502,7 +502,7 @@ func (m *Master) heartbeat(id string, hb *protocol.Heartbeat) (stateChange bool)
 		stateChange = true
 	} else {
 		nd.liveness = m.opts.HeartbeatLiveness
-		if nd.state == StateMissing {
+		if nd.state == protocol.StateMissing {
 			m.log.Info(fmt.Sprintf("Worker %s self-healed with heartbeat, setting state to %s.", id, hb.State))
 			st.setNodeState(nd, hb.State)
 			m.workerJoined(id)
@@ -556,8 +556,8 @@ func (m *Master) adopt(id string, hb *protocol.Heartbeat) *node {
 	st.addNode(nd)
 	m.log.Info(fmt.Sprintf("Worker %s (index %d) is not registered (master restarted, or it was deleted while unreachable); adopting it in state %s. %d workers connected.",
 		id, idx, hb.State, st.workerCount()))
-	testRuns := st.state == StateRunning || st.state == StateSpawning
-	if !testRuns && (hb.State == StateRunning || hb.State == StateSpawning) {
+	testRuns := st.state == protocol.StateRunning || st.state == protocol.StateSpawning
+	if !testRuns && (hb.State == protocol.StateRunning || hb.State == protocol.StateSpawning) {
 		// It runs users of a test that is over for us: stop them; the
 		// worker re-registers with client_ready after its stop timeout.
 		m.log.Info(fmt.Sprintf("Sending stop to adopted worker %s, which runs users while no test runs", id))
@@ -605,11 +605,11 @@ func (m *Master) workerQuit(id string) {
 		return
 	}
 	m.removeNode(nd)
-	m.log.Info(fmt.Sprintf("Worker '%s' (index %d) quit. %d workers ready.", id, m.index(id), st.countState(StateReady)))
+	m.log.Info(fmt.Sprintf("Worker '%s' (index %d) quit. %d workers ready.", id, m.index(id), st.countState(protocol.StateReady)))
 	if st.quitting {
 		return
 	}
-	if st.workerCount() <= 0 && (st.state == StateRunning || st.state == StateSpawning) {
+	if st.workerCount() <= 0 && (st.state == protocol.StateRunning || st.state == protocol.StateSpawning) {
 		m.log.Info("The last worker quit, stopping test.")
 		m.stopTest(true)
 		if m.opts.Headless {
@@ -641,10 +641,10 @@ func (m *Master) liveness() {
 	st := &m.st
 	var dead, missing []*node
 	for _, nd := range st.nodes {
-		if nd.state == StateMissing && nd.liveness <= -m.opts.DeadTicks {
+		if nd.state == protocol.StateMissing && nd.liveness <= -m.opts.DeadTicks {
 			dead = append(dead, nd)
 		}
-		if nd.liveness < 0 && nd.state != StateMissing {
+		if nd.liveness < 0 && nd.state != protocol.StateMissing {
 			missing = append(missing, nd)
 		} else {
 			nd.liveness--
@@ -654,12 +654,12 @@ func (m *Master) liveness() {
 	for _, nd := range missing {
 		id := nd.id
 		m.log.Info(fmt.Sprintf("Worker %s failed to send heartbeat, setting state to missing.", id))
-		st.setNodeState(nd, StateMissing)
+		st.setNodeState(nd, protocol.StateMissing)
 		st.setClasses(nd, map[string]int64{})
 		m.userCountChanged()
 		if st.disp != nil {
 			st.disp.RemoveWorker(id)
-			if m.opts.EnableRebalancing && st.state == StateRunning && st.spawnComplete {
+			if m.opts.EnableRebalancing && st.state == protocol.StateRunning && st.spawnComplete {
 				m.requestRedispatch()
 			}
 		}
@@ -680,7 +680,7 @@ func (m *Master) liveness() {
 			}
 		}
 		m.userCountChanged()
-		if (st.state == StateRunning || st.state == StateSpawning) && !st.quitting {
+		if (st.state == protocol.StateRunning || st.state == protocol.StateSpawning) && !st.quitting {
 			// The dispatcher forgot these workers when they went missing;
 			// send the split over the remaining ones now (not coalesced:
 			// once per tick at most).
@@ -704,11 +704,11 @@ func sortNodes(nds []*node) {
 // change a worker's state. O(1): it reads the index.
 func (m *Master) checkStopped() {
 	st := &m.st
-	if st.state == StateReady || st.state == StateStopped {
+	if st.state == protocol.StateReady || st.state == protocol.StateStopped {
 		return
 	}
 	allReady := st.ix().nodes.states[slotReady] == len(st.nodes)
-	if (st.state == StateStopping && allReady) || st.workerCount() == 0 {
-		m.setState(StateStopped)
+	if (st.state == protocol.StateStopping && allReady) || st.workerCount() == 0 {
+		m.setState(protocol.StateStopped)
 	}
 }

@@ -55,11 +55,11 @@ func (m *Master) start(users int64, rate float64) error {
 	if rate/float64(n) > 100 {
 		m.log.Warn("Your selected spawn rate is very high (>100/worker), and this is known to sometimes cause issues. Do you really need to ramp up that fast?")
 	}
-	if st.state != StateRunning && st.state != StateSpawning {
+	if st.state != protocol.StateRunning && st.state != protocol.StateSpawning {
 		m.stats.Clear()
 		st.startTime = timeNow()
 	}
-	m.setState(StateSpawning)
+	m.setState(protocol.StateSpawning)
 	if err := st.disp.NewDispatch(users, rate); err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ func (m *Master) settleRedispatch() {
 		return
 	}
 	// A request stands while the test runs; stopTest and start clear it.
-	if st.disp == nil || st.quitting || (st.state != StateRunning && st.state != StateSpawning) {
+	if st.disp == nil || st.quitting || (st.state != protocol.StateRunning && st.state != protocol.StateSpawning) {
 		x.pending = false
 		return
 	}
@@ -224,8 +224,8 @@ func (m *Master) checkReportWait() {
 	if !reached {
 		prefix = "Spawning is complete and report waittime is expired, but not all reports received from workers"
 	}
-	if st.state == StateSpawning {
-		m.setState(StateRunning)
+	if st.state == protocol.StateSpawning {
+		m.setState(protocol.StateRunning)
 	}
 	if m.opts.ResetStats {
 		m.log.Info("Resetting stats")
@@ -251,11 +251,11 @@ func (m *Master) checkReportWait() {
 func (m *Master) stopTest(sendStop bool) chan struct{} {
 	st := &m.st
 	switch st.state {
-	case StateReady, StateStopped, StateStopping:
+	case protocol.StateReady, protocol.StateStopped, protocol.StateStopping:
 		return nil
 	}
 	m.log.Debug("Stopping...")
-	m.setState(StateStopping)
+	m.setState(protocol.StateStopping)
 	if st.shapeCancel != nil {
 		st.shapeCancel()
 		st.shapeCancel = nil
@@ -394,7 +394,7 @@ func (m *Master) beginQuit() {
 		nd := st.nodes[id]
 		m.log.Debug(fmt.Sprintf("Sending quit message to worker %s (index %d)", id, m.index(id)))
 		m.send(id, protocol.TypeQuit, nil)
-		if nd.state != StateMissing {
+		if nd.state != protocol.StateMissing {
 			st.final[id] = &finalReport{}
 			st.ix().final.open++
 		}
@@ -432,8 +432,8 @@ func (m *Master) checkFinal() {
 	for _, id := range missing {
 		m.log.Warn(fmt.Sprintf("Worker %s (index %d) sent no final stats report within %v: its last requests are not counted", id, m.index(id), m.opts.FinalReportTimeout))
 	}
-	if st.state == StateStopping {
-		m.setState(StateStopped)
+	if st.state == protocol.StateStopping {
+		m.setState(protocol.StateStopped)
 	}
 	st.done = true
 }
@@ -476,7 +476,7 @@ func (m *Master) headless(ctx context.Context) {
 		var ready int
 		var classes bool
 		if !m.call(func() {
-			ready = m.st.countState(StateReady)
+			ready = m.st.countState(protocol.StateReady)
 			classes = len(m.st.classes) > 0
 		}) {
 			return

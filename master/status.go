@@ -9,7 +9,7 @@ import (
 // Status is a point-in-time view of the master, for the web UI and tests.
 type Status struct {
 	// State is the master's state: ready, spawning, running, stopping or
-	// stopped.
+	// stopped (protocol.State*).
 	State string
 	// UserCount is the number of users the workers last reported.
 	UserCount int64
@@ -41,7 +41,8 @@ type WorkerInfo struct {
 	ID    string
 	Index int
 	// State is ready, spawning, running (as the worker reports it) or
-	// missing.
+	// missing (protocol.State*; StateMissing: no heartbeat for
+	// HeartbeatLiveness ticks).
 	State            string
 	UserCount        int64
 	UserClassesCount map[string]int64

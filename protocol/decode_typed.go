@@ -220,25 +220,26 @@ func (d *decoder) heartbeat() (*Heartbeat, error) {
 	return h, nil
 }
 
-// state reads a worker state, returning a constant for Locust's states.
+// state reads a worker state, returning the State constant for Locust's
+// states (no allocation) and an interned copy for others.
 func (d *decoder) state() (string, error) {
 	b, err := d.strRaw()
 	if err != nil {
 		return "", err
 	}
 	switch string(b) {
-	case "running":
-		return "running", nil
-	case "spawning":
-		return "spawning", nil
-	case "ready":
-		return "ready", nil
-	case "stopped":
-		return "stopped", nil
-	case "cleanup":
-		return "cleanup", nil
-	case "stopping":
-		return "stopping", nil
+	case StateRunning:
+		return StateRunning, nil
+	case StateSpawning:
+		return StateSpawning, nil
+	case StateReady:
+		return StateReady, nil
+	case StateStopped:
+		return StateStopped, nil
+	case StateCleanup:
+		return StateCleanup, nil
+	case StateStopping:
+		return StateStopping, nil
 	}
 	return d.internValid(b)
 }

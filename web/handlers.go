@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cicada-load/cicada/internal/timespan"
+	"github.com/cicada-load/cicada/protocol"
 )
 
 // Messages of POST /swarm, as Locust words them (locust/web.py).
@@ -379,7 +380,7 @@ func activeWorkers(ws []WorkerInfo) int {
 	n := 0
 	for _, w := range ws {
 		switch w.State {
-		case StateReady, StateSpawning, StateRunning:
+		case protocol.StateReady, protocol.StateSpawning, protocol.StateRunning:
 			n++
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/cicada-load/cicada/protocol"
 )
 
 // HistoryPoint is one sample of the chart history (Locust keeps the same
@@ -119,7 +121,7 @@ func (h *History) addLocked(p HistoryPoint) {
 // Status.StartTime means a new test and clears the history first.
 func (h *History) Sample(st Status, src StatsSource, now time.Time) {
 	var p HistoryPoint
-	active := st.State != StateReady && st.State != StateStopped && st.State != StateMissing
+	active := st.State != protocol.StateReady && st.State != protocol.StateStopped && st.State != protocol.StateMissing
 	if active {
 		p = historyPoint(st, src, now)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/stats"
 )
 
@@ -26,10 +27,10 @@ var responseTimeLEs = func() []string {
 }()
 
 // workerStates are the states cicada_workers always reports (0 if none).
-var workerStates = []string{StateReady, StateSpawning, StateRunning, StateStopped, StateMissing}
+var workerStates = []string{protocol.StateReady, protocol.StateSpawning, protocol.StateRunning, protocol.StateStopped, protocol.StateMissing}
 
 // runnerStates are the states of the cicada_state enum.
-var runnerStates = []string{StateReady, StateSpawning, StateRunning, StateCleanup, StateStopping, StateStopped}
+var runnerStates = []string{protocol.StateReady, protocol.StateSpawning, protocol.StateRunning, protocol.StateCleanup, protocol.StateStopping, protocol.StateStopped}
 
 // promWriter appends the Prometheus text exposition format 0.0.4.
 type promWriter struct{ b []byte }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/stats"
 )
 
@@ -13,12 +14,12 @@ import (
 // stays valid; Python workers (no counters) are left out.
 func TestConnectionMetrics(t *testing.T) {
 	side := func(k string) bool { return k == "local ports exhausted" }
-	st := &Status{State: StateRunning, Distributed: true, UserCount: 3, Workers: []WorkerInfo{
-		{ID: "a_1", State: StateRunning, UserCount: 2, Connections: 2, MemoryUsage: -1, Conn: &ConnStats{
+	st := &Status{State: protocol.StateRunning, Distributed: true, UserCount: 3, Workers: []WorkerInfo{
+		{ID: "a_1", State: protocol.StateRunning, UserCount: 2, Connections: 2, MemoryUsage: -1, Conn: &ConnStats{
 			Open: 2, Established: 2, Connects: 5, Reconnects: 3, ConnectsPerSec: 1.5,
 			Closes: map[string]int64{"server closed idle": 3}, ConnectErrors: map[string]int64{"local ports exhausted": 4, "connection refused": 1},
 			Errors: map[string]int64{"connection reset": 2}, GeneratorSide: side}},
-		{ID: "py_1", State: StateRunning, UserCount: 1, Connections: -1, MemoryUsage: -1},
+		{ID: "py_1", State: protocol.StateRunning, UserCount: 1, Connections: -1, MemoryUsage: -1},
 	}}
 	p := promWriter{}
 	appendMetrics(&p, st, stats.New(nil).Snapshot())

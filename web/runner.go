@@ -6,19 +6,6 @@ import (
 	"time"
 )
 
-// Runner states, as Locust names them (locust/runners.py, 2.12.1). The web
-// package only compares against StateReady, StateStopped and the spawning
-// and running states; other strings are passed through to clients.
-const (
-	StateReady    = "ready"
-	StateSpawning = "spawning"
-	StateRunning  = "running"
-	StateCleanup  = "cleanup"
-	StateStopping = "stopping"
-	StateStopped  = "stopped"
-	StateMissing  = "missing"
-)
-
 // Runner is everything the web server needs from the master (or a
 // standalone runner): a read-only view of its state and statistics, and the
 // three controls of Locust's web UI. The web package never imports master;
@@ -82,7 +69,9 @@ type StartRequest struct {
 
 // Status is a point-in-time view of the runner.
 type Status struct {
-	// State is one of the State* constants.
+	// State is one of Locust's runner states (the protocol.State*
+	// constants). The web package only compares against ready, stopped,
+	// spawning and running; other strings are passed through to clients.
 	State string
 	// UserCount is the number of running users (master: the sum last
 	// reported by workers).

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/stats"
 	"github.com/cicada-load/cicada/web"
 	"github.com/cicada-load/cicada/web/webtest"
@@ -259,7 +260,7 @@ func TestStopAndReset(t *testing.T) {
 	if string(r.body) != stopBody || r.header.Get("Content-Length") != "51" {
 		t.Errorf("GET /stop =\n%s\nwant\n%s", r.body, stopBody)
 	}
-	if e.runner.Stops() != 1 || e.runner.Status().State != web.StateStopped {
+	if e.runner.Stops() != 1 || e.runner.Status().State != protocol.StateStopped {
 		t.Errorf("runner after /stop: stops %d, state %s", e.runner.Stops(), e.runner.Status().State)
 	}
 	r = e.get(t, "/stats/reset")

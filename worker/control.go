@@ -153,7 +153,7 @@ func (w *Worker) doSpawn(ctx context.Context, s *protocol.Spawn, newTest bool) {
 		w.mu.Unlock()
 		return
 	}
-	w.mu.state = StateRunning
+	w.mu.state = protocol.StateRunning
 	w.mu.Unlock()
 	w.sendGated(protocol.TypeSpawningComplete, &protocol.SpawningComplete{UserClassesCount: counts, UserCount: total})
 	w.log.Info("spawning complete", "users", total)
@@ -213,7 +213,7 @@ func (w *Worker) doStop(ctx context.Context) {
 	}
 	w.mu.Lock()
 	w.mu.readyWanted = true
-	w.mu.state = StateReady
+	w.mu.state = protocol.StateReady
 	w.mu.Unlock()
 	w.sendReady()
 }

@@ -18,14 +18,6 @@ import (
 	"github.com/cicada-load/cicada/worker/httpc"
 )
 
-// Worker states as reported in heartbeats: exactly Locust's strings
-// (locust-protocol.md §4.5).
-const (
-	StateReady    = "ready"
-	StateSpawning = "spawning"
-	StateRunning  = "running"
-)
-
 // Scenario is what a worker runs: its user classes and their defaults.
 type Scenario struct {
 	// Host is the default base URL of the users' HTTP clients, used when
@@ -135,7 +127,7 @@ func New(opts Options, sc Scenario) (*Worker, error) {
 	w.env.configs.sources = opts.SourceIPs
 	w.pool = newPool(w.env, w.classes)
 	w.exc.rate = opts.ExceptionRate
-	w.mu.state = StateReady
+	w.mu.state = protocol.StateReady
 	w.mu.readyWanted = true
 	w.mu.stopTimeout = opts.StopTimeout
 	w.mu.ackIndex = -1
@@ -152,8 +144,8 @@ func (w *Worker) Index() int64 {
 	return w.mu.ackIndex
 }
 
-// State returns the state the worker reports in its heartbeats: StateReady,
-// StateSpawning or StateRunning.
+// State returns the state the worker reports in its heartbeats: protocol.StateReady,
+// protocol.StateSpawning or protocol.StateRunning.
 func (w *Worker) State() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -405,8 +397,8 @@ func (w *Worker) onSpawn(msg protocol.Message) {
 	} else {
 		w.mu.stopTimeout = w.opts.StopTimeout
 	}
-	newTest := w.mu.state != StateRunning && w.mu.state != StateSpawning
-	w.mu.state = StateSpawning
+	newTest := w.mu.state != protocol.StateRunning && w.mu.state != protocol.StateSpawning
+	w.mu.state = protocol.StateSpawning
 	w.enqueueLocked(command{kind: cmdSpawn, spawn: s, newTest: newTest})
 	w.mu.Unlock()
 	if s.Host != nil {

@@ -59,7 +59,7 @@ func TestHandshake(t *testing.T) {
 	}
 	hb := m.await(protocol.TypeHeartbeat, 3, 10*time.Second)
 	h := hb.msg.Data.(*protocol.Heartbeat)
-	if h.State != StateReady || h.MemoryUsage <= 0 || h.CPUUsage < 0 {
+	if h.State != protocol.StateReady || h.MemoryUsage <= 0 || h.CPUUsage < 0 {
 		t.Fatalf("heartbeat = %+v; want state ready, memory > 0", h)
 	}
 }
@@ -82,7 +82,7 @@ func TestSpawnAbsoluteCountsAndStates(t *testing.T) {
 			t.Fatalf("step %d: spawning_complete = %+v; want A=%d B=%d", i, sc, s.a, s.b)
 		}
 	}
-	if got := rw.w.State(); got != StateRunning {
+	if got := rw.w.State(); got != protocol.StateRunning {
 		t.Fatalf("State() = %q; want running", got)
 	}
 	// Heartbeats only ever carry Locust's three states.
@@ -92,8 +92,8 @@ func TestSpawnAbsoluteCountsAndStates(t *testing.T) {
 	for _, g := range m.all(protocol.TypeHeartbeat) {
 		st := g.msg.Data.(*protocol.Heartbeat).State
 		switch st {
-		case StateReady, StateSpawning:
-		case StateRunning:
+		case protocol.StateReady, protocol.StateSpawning:
+		case protocol.StateRunning:
 			sawRunning = true
 		default:
 			t.Fatalf("heartbeat state %q", st)
@@ -154,7 +154,7 @@ func TestStopSequence(t *testing.T) {
 	m.send(id, protocol.TypeAck, &protocol.Ack{Index: 7})
 	waitFor(t, 10*time.Second, "re-registration", rw.w.Registered)
 	hb := m.await(protocol.TypeHeartbeat, hbBefore+1, 10*time.Second)
-	if st := hb.msg.Data.(*protocol.Heartbeat).State; st != StateReady {
+	if st := hb.msg.Data.(*protocol.Heartbeat).State; st != protocol.StateReady {
 		t.Fatalf("heartbeat after stop = %q; want ready", st)
 	}
 	// A new test can start again.

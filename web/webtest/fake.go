@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/stats"
 	"github.com/cicada-load/cicada/web"
 )
@@ -80,7 +81,7 @@ func New(opts Options) *Runner {
 		now = time.Now
 	}
 	r := &Runner{opts: opts, now: now, stats: stats.New(now), rec: stats.NewRecorder(now)}
-	r.mu.state = web.StateReady
+	r.mu.state = protocol.StateReady
 	r.mu.host = opts.Host
 	r.mu.rng = rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))
 	r.mu.carry = make(map[string]float64)
@@ -122,8 +123,8 @@ func (r *Runner) Status() web.Status {
 		}
 		ws := r.mu.state
 		switch ws {
-		case web.StateStopping, web.StateCleanup:
-			ws = web.StateStopped
+		case protocol.StateStopping, protocol.StateCleanup:
+			ws = protocol.StateStopped
 		}
 		st.Workers = append(st.Workers, web.WorkerInfo{
 			ID: id, State: ws, UserCount: wu,
@@ -150,7 +151,7 @@ func (r *Runner) Start(ctx context.Context, req web.StartRequest) error {
 	if req.Host != nil {
 		r.mu.host = *req.Host
 	}
-	if r.mu.state == web.StateReady || r.mu.state == web.StateStopped {
+	if r.mu.state == protocol.StateReady || r.mu.state == protocol.StateStopped {
 		r.stats.Clear()
 		r.rec.Clear()
 		r.mu.startTime = r.now()
@@ -158,7 +159,7 @@ func (r *Runner) Start(ctx context.Context, req web.StartRequest) error {
 	}
 	r.mu.target = req.Users
 	r.mu.rate = req.SpawnRate
-	r.mu.state = web.StateSpawning
+	r.mu.state = protocol.StateSpawning
 	r.mu.logs = append(r.mu.logs, fmt.Sprintf("[fake] INFO/cicada.webtest: Ramping to %d users at a rate of %.2f per second", req.Users, req.SpawnRate))
 	return nil
 }
@@ -168,8 +169,8 @@ func (r *Runner) Stop(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.mu.stops++
-	if r.mu.state != web.StateReady {
-		r.mu.state = web.StateStopped
+	if r.mu.state != protocol.StateReady {
+		r.mu.state = protocol.StateStopped
 	}
 	r.mu.users = 0
 	r.mu.target = 0
@@ -213,7 +214,7 @@ func (r *Runner) Resets() int { r.mu.Lock(); defer r.mu.Unlock(); return r.mu.re
 // into the master statistics as one worker report.
 func (r *Runner) Step(d time.Duration) {
 	r.mu.Lock()
-	if r.mu.state == web.StateSpawning || r.mu.state == web.StateRunning {
+	if r.mu.state == protocol.StateSpawning || r.mu.state == protocol.StateRunning {
 		delta := r.mu.rate * d.Seconds()
 		t := float64(r.mu.target)
 		switch {
@@ -223,11 +224,11 @@ func (r *Runner) Step(d time.Duration) {
 			r.mu.users = math.Max(t, r.mu.users-delta)
 		}
 		if r.mu.users == t {
-			r.mu.state = web.StateRunning
+			r.mu.state = protocol.StateRunning
 		}
 	}
 	users := math.Floor(r.mu.users)
-	active := r.mu.state == web.StateSpawning || r.mu.state == web.StateRunning
+	active := r.mu.state == protocol.StateSpawning || r.mu.state == protocol.StateRunning
 	type req struct {
 		name    string
 		rt      time.Duration
