@@ -75,6 +75,7 @@ type UserClass = dispatch.UserClass
 // run Users users, reaching them at SpawnRate users per second. Durations
 // are cumulative (each larger than the previous one). After the last stage
 // the test ends (headless: the master quits; otherwise the test stops).
+// Package scenario reads stages from a YAML file into this type.
 type Stage struct {
 	Duration time.Duration
 	Users    int

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/cicada-load/cicada/master"
+	"github.com/cicada-load/cicada/scenario"
 	"github.com/cicada-load/cicada/worker"
-	"github.com/cicada-load/cicada/worker/scenario"
 )
 
 // TestCicadaMasterHeadless runs cicada's own master (in process, headless)

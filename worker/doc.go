@@ -8,7 +8,8 @@
 // ConstantPacing, ConstantThroughput, with Locust's semantics). Tasks are Go
 // functions that use the User's HTTP client (User.Do, User.DoDiscard,
 // User.HTTP) or report any timed action with User.Record. Package
-// worker/scenario builds a Scenario from a YAML file instead.
+// scenario (at the top of the module) builds a Scenario from a YAML file
+// instead.
 //
 //	w, err := worker.New(worker.Options{MasterHost: "10.0.0.1"}, sc)
 //	if err != nil { ... }

@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/cicada-load/cicada/protocol/zmtp"
+	"github.com/cicada-load/cicada/scenario"
 	"github.com/cicada-load/cicada/worker"
-	"github.com/cicada-load/cicada/worker/scenario"
 )
 
 const locustfile = `from locust import HttpUser, task, constant

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -233,9 +234,7 @@ func (a *app) masterOptions(log *slog.Logger, distributed bool, localWorkers int
 	for _, c := range a.file.Scenario.Classes {
 		opts.UserClasses = append(opts.UserClasses, master.UserClass{Name: c.Name, Weight: c.Weight, FixedCount: c.FixedCount})
 	}
-	for _, s := range a.file.Stages {
-		opts.Stages = append(opts.Stages, master.Stage{Duration: s.Duration, Users: s.Users, SpawnRate: s.SpawnRate})
-	}
+	opts.Stages = slices.Clone(a.file.Stages) // the master may fill in defaults
 	return opts
 }
 

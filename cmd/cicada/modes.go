@@ -16,9 +16,9 @@ import (
 	"github.com/cicada-load/cicada/config"
 	"github.com/cicada-load/cicada/diag"
 	"github.com/cicada-load/cicada/internal/locustlog"
+	"github.com/cicada-load/cicada/scenario"
 	"github.com/cicada-load/cicada/stats"
 	"github.com/cicada-load/cicada/worker"
-	"github.com/cicada-load/cicada/worker/scenario"
 )
 
 // defaultScenario is used when no -f is given: the seed scenario, one user

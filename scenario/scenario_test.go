@@ -6,12 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/master"
 	"github.com/cicada-load/cicada/worker"
 )
 
 func TestLoadSeed(t *testing.T) {
 	t.Setenv("TARGET", "")
-	f, err := Load("../../examples/seed.yaml")
+	f, err := Load("../examples/seed.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func TestLoadSeed(t *testing.T) {
 
 func TestLoadShop(t *testing.T) {
 	t.Setenv("TARGET", "http://shop.test:9000")
-	f, err := Load("../../examples/shop.yaml")
+	f, err := Load("../examples/shop.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestLoadShop(t *testing.T) {
 	if f.Scenario.HTTP.Timeout != 10*time.Second || f.Scenario.HTTP.ConnectTimeout != 3*time.Second {
 		t.Errorf("http options = %+v", f.Scenario.HTTP)
 	}
-	if len(f.Stages) != 3 || f.Stages[1] != (Stage{Duration: 3 * time.Minute, Users: 200, SpawnRate: 20}) {
+	if len(f.Stages) != 3 || f.Stages[1] != (master.Stage{Duration: 3 * time.Minute, Users: 200, SpawnRate: 20}) {
 		t.Errorf("stages = %+v", f.Stages)
 	}
 	if _, err := worker.New(worker.Options{}, f.Scenario); err != nil {

@@ -1,6 +1,7 @@
 // Package scenario reads YAML scenario files: user classes with HTTP tasks
-// that a cicada worker runs without compiling any code, plus an optional
-// load shape for the master.
+// that a cicada worker runs without compiling any code (a worker.Scenario),
+// plus an optional load shape for the master (master.Stage, the one Stage
+// type). It sits above both worker and master and feeds each its part.
 //
 // A scenario file looks like this (see examples/ for more):
 //
@@ -32,6 +33,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/cicada-load/cicada/master"
 	"github.com/cicada-load/cicada/worker"
 	"github.com/cicada-load/cicada/worker/httpc"
 )
@@ -66,16 +68,6 @@ func (e *Error) Error() string {
 // Unwrap returns ErrInvalid.
 func (e *Error) Unwrap() error { return ErrInvalid }
 
-// Stage is one step of a load shape, with the semantics of Locust's
-// StagesShape example: until Duration has passed since the test started,
-// run Users users, reaching them at SpawnRate users per second. Durations
-// are cumulative: each stage's Duration is larger than the previous one's.
-type Stage struct {
-	Duration  time.Duration
-	Users     int
-	SpawnRate float64
-}
-
 // File is a loaded scenario file.
 type File struct {
 	// Path is the file's name as given to Load or Parse.
@@ -83,8 +75,9 @@ type File struct {
 	// Scenario is ready for worker.New. Its classes carry the weight and
 	// fixed_count a master's dispatcher needs.
 	Scenario worker.Scenario
-	// Stages is the optional load shape for a master; nil if none.
-	Stages []Stage
+	// Stages is the optional load shape for a master (Options.Stages);
+	// nil if none. Each SpawnRate is set (1 where the file gives none).
+	Stages []master.Stage
 }
 
 // Load reads and parses the scenario file at path, expanding environment
@@ -385,10 +378,10 @@ func (p *parser) headers(n *yaml.Node, path string) ([]httpc.Header, error) {
 	return hs, err
 }
 
-func (p *parser) stages(n *yaml.Node, path string) ([]Stage, error) {
-	var out []Stage
+func (p *parser) stages(n *yaml.Node, path string) ([]master.Stage, error) {
+	var out []master.Stage
 	err := p.list(n, path, func(i int, item *yaml.Node, field string) error {
-		var s Stage
+		var s master.Stage
 		var haveD, haveU bool
 		err := p.fields(item, field, func(key string, v *yaml.Node, f string) error {
 			var err error
