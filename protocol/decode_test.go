@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cicada-load/cicada/internal/pyrepr"
 )
 
 // ---- a tiny msgpack builder, so each case spells out its exact bytes ----
@@ -270,10 +272,10 @@ func dumpEntry(e *StatsEntry) string {
 		s += " method=" + *e.Method
 	}
 	if e.MinResponseTime != nil {
-		s += " min=" + pyFloat(*e.MinResponseTime)
+		s += " min=" + pyrepr.Float(*e.MinResponseTime)
 	}
 	if e.LastRequestTimestamp != nil {
-		s += " last=" + pyFloat(*e.LastRequestTimestamp)
+		s += " last=" + pyrepr.Float(*e.LastRequestTimestamp)
 	}
 	return s + "\n"
 }

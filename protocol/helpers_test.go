@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -18,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cicada-load/cicada/internal/pyrepr"
 )
 
 // frame is one captured ZeroMQ payload from testdata/locust-frames, recorded
@@ -221,56 +222,11 @@ func valueEqual(a, b reflect.Value) bool {
 	return reflect.DeepEqual(a.Interface(), b.Interface())
 }
 
-// pyStr is Python's repr() of a str, for spot-checks against the captured
-// "decoded" field.
-func pyStr(s string) string {
-	q := byte('\'')
-	if strings.Contains(s, "'") && !strings.Contains(s, `"`) {
-		q = '"'
-	}
-	var b strings.Builder
-	b.WriteByte(q)
-	for _, r := range s {
-		switch {
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == rune(q):
-			b.WriteByte('\\')
-			b.WriteByte(q)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte(q)
-	return b.String()
-}
-
-// pyFloat is Python's repr() of a float.
-func pyFloat(f float64) string {
-	a := math.Abs(f)
-	if a != 0 && (a < 1e-4 || a >= 1e16) {
-		return strconv.FormatFloat(f, 'e', -1, 64)
-	}
-	s := strconv.FormatFloat(f, 'f', -1, 64)
-	if !strings.Contains(s, ".") {
-		s += ".0"
-	}
-	return s
-}
-
 func pyOptFloat(f *float64) string {
 	if f == nil {
 		return "None"
 	}
-	return pyFloat(*f)
+	return pyrepr.Float(*f)
 }
 
 // pyScalar is Python's repr() of a plain scalar or list value; ok is false
@@ -289,11 +245,11 @@ func pyScalar(v any) (string, bool) {
 	case uint64:
 		return strconv.FormatUint(v, 10), true
 	case float64:
-		return pyFloat(v), true
+		return pyrepr.Float(v), true
 	case string:
-		return pyStr(v), true
+		return pyrepr.String(v), true
 	case time.Time:
-		return "{'__datetime__': True, 'as_str': " + pyStr(v.Format(DateTimeLayout)) + "}", true
+		return "{'__datetime__': True, 'as_str': " + pyrepr.String(v.Format(DateTimeLayout)) + "}", true
 	case []any:
 		parts := make([]string, len(v))
 		for i, x := range v {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cicada-load/cicada/internal/pyrepr"
 )
 
 // TestReplayCapturedFrames decodes every frame captured from real Locust
@@ -99,11 +101,11 @@ func wantDataType(typ, dir string) string {
 // built from the typed value.
 func spotChecks(t *testing.T, m Message) []string {
 	t.Helper()
-	out := []string{"[" + pyStr(m.Type) + ", ", ", " + pyStr(m.NodeID) + "]"}
+	out := []string{"[" + pyrepr.String(m.Type) + ", ", ", " + pyrepr.String(m.NodeID) + "]"}
 	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
 	classes := func(m map[string]int64) {
 		for k, v := range m {
-			out = append(out, pyStr(k)+": "+itoa(v))
+			out = append(out, pyrepr.String(k)+": "+itoa(v))
 		}
 	}
 	switch d := m.Data.(type) {
@@ -113,19 +115,19 @@ func spotChecks(t *testing.T, m Message) []string {
 		if d.VersionSkipCheck {
 			out = append(out, ", -1, ")
 		} else {
-			out = append(out, ", "+pyStr(d.Version)+", ")
+			out = append(out, ", "+pyrepr.String(d.Version)+", ")
 		}
 	case *Ack:
 		out = append(out, "{'index': "+itoa(d.Index)+"}")
 	case *Heartbeat:
-		out = append(out, "'state': "+pyStr(d.State), "'current_cpu_usage': "+pyFloat(d.CPUUsage),
+		out = append(out, "'state': "+pyrepr.String(d.State), "'current_cpu_usage': "+pyrepr.Float(d.CPUUsage),
 			"'current_memory_usage': "+itoa(d.MemoryUsage))
 	case *MasterHeartbeat:
 		out = append(out, ", None, ")
 	case *Spawn:
-		out = append(out, "'timestamp': "+pyFloat(d.Timestamp))
+		out = append(out, "'timestamp': "+pyrepr.Float(d.Timestamp))
 		if d.Host != nil {
-			out = append(out, "'host': "+pyStr(*d.Host))
+			out = append(out, "'host': "+pyrepr.String(*d.Host))
 		}
 		if len(d.UserClassesCount) == 0 {
 			t.Errorf("spawn without user classes")
@@ -144,11 +146,11 @@ func spotChecks(t *testing.T, m Message) []string {
 		entry := func(e *StatsEntry) {
 			method := "None"
 			if e.Method != nil {
-				method = pyStr(*e.Method)
+				method = pyrepr.String(*e.Method)
 			}
-			out = append(out, "{'name': "+pyStr(e.Name)+", 'method': "+method+
+			out = append(out, "{'name': "+pyrepr.String(e.Name)+", 'method': "+method+
 				", 'last_request_timestamp': "+pyOptFloat(e.LastRequestTimestamp)+
-				", 'start_time': "+pyFloat(e.StartTime)+
+				", 'start_time': "+pyrepr.Float(e.StartTime)+
 				", 'num_requests': "+itoa(e.NumRequests)+
 				", 'num_none_requests': "+itoa(e.NumNoneRequests)+
 				", 'num_failures': "+itoa(e.NumFailures)+", ",
@@ -166,20 +168,20 @@ func spotChecks(t *testing.T, m Message) []string {
 		}
 		entry(&d.Total)
 		for k, e := range d.Errors {
-			out = append(out, pyStr(k)+": {'name': "+pyStr(e.Name)+", 'method': "+pyStr(e.Method)+
-				", 'error': "+pyStr(e.Error)+", 'occurrences': "+itoa(e.Occurrences))
+			out = append(out, pyrepr.String(k)+": {'name': "+pyrepr.String(e.Name)+", 'method': "+pyrepr.String(e.Method)+
+				", 'error': "+pyrepr.String(e.Error)+", 'occurrences': "+itoa(e.Occurrences))
 			if e.FirstSeen != nil {
-				out = append(out, "'first_seen': "+pyFloat(*e.FirstSeen))
+				out = append(out, "'first_seen': "+pyrepr.Float(*e.FirstSeen))
 			}
 		}
 		classes(d.UserClassesCount)
 		out = append(out, "'user_count': "+itoa(d.UserCount)+"}")
 	case *Exception:
-		out = append(out, "{'msg': "+pyStr(d.Msg)+", 'traceback': "+pyStr(d.Traceback)+"}")
+		out = append(out, "{'msg': "+pyrepr.String(d.Msg)+", 'traceback': "+pyrepr.String(d.Traceback)+"}")
 	case *Logs:
-		out = append(out, "'worker_id': "+pyStr(d.WorkerID))
+		out = append(out, "'worker_id': "+pyrepr.String(d.WorkerID))
 		for _, l := range d.Logs {
-			out = append(out, pyStr(l))
+			out = append(out, pyrepr.String(l))
 		}
 	case *Locustfile:
 		out = append(out, pyEntries(d.Data)...)

@@ -4,6 +4,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/cicada-load/cicada/internal/pyrepr"
 )
 
 // csvRow builds lines the way Python's csv.writer (default dialect) writes
@@ -36,7 +38,7 @@ func (r *csvRow) field(s string) *csvRow {
 
 func (r *csvRow) int(v int64) *csvRow { return r.field(strconv.FormatInt(v, 10)) }
 
-func (r *csvRow) float(v float64) *csvRow { return r.field(FormatPyFloat(v)) }
+func (r *csvRow) float(v float64) *csvRow { return r.field(pyrepr.Float(v)) }
 
 // orZero is Python's "x or 0": the int 0 for a zero (or missing) float.
 func (r *csvRow) orZero(v *float64) *csvRow {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/internal/pyrepr"
 	"github.com/cicada-load/cicada/protocol"
 )
 
@@ -336,7 +337,7 @@ func pyOptFloat(p *float64) any {
 	if p == nil {
 		return nil
 	}
-	return FormatPyFloat(*p)
+	return pyrepr.Float(*p)
 }
 
 func strKeys(m map[int64]int64) map[string]int64 {
@@ -355,10 +356,10 @@ func entryJSON(e *protocol.StatsEntry) map[string]any {
 	return map[string]any{
 		"name": e.Name, "method": method,
 		"last_request_timestamp": pyOptFloat(e.LastRequestTimestamp),
-		"start_time":             FormatPyFloat(e.StartTime),
+		"start_time":             pyrepr.Float(e.StartTime),
 		"num_requests":           e.NumRequests, "num_none_requests": e.NumNoneRequests, "num_failures": e.NumFailures,
-		"total_response_time":  FormatPyFloat(e.TotalResponseTime),
-		"max_response_time":    FormatPyFloat(e.MaxResponseTime),
+		"total_response_time":  pyrepr.Float(e.TotalResponseTime),
+		"max_response_time":    pyrepr.Float(e.MaxResponseTime),
 		"min_response_time":    pyOptFloat(e.MinResponseTime),
 		"total_content_length": e.TotalContentLength,
 		"response_times":       strKeys(e.ResponseTimes),
@@ -396,19 +397,19 @@ func numbersText(s *Snapshot) string {
 	for _, e := range append(slices.Clone(s.Entries), s.Total) {
 		method := "None"
 		if !e.MethodNil {
-			method = PythonRepr(e.Method)
+			method = pyrepr.String(e.Method)
 		}
 		minS := "None"
 		if e.MinResponseTime != nil {
-			minS = FormatPyFloat(*e.MinResponseTime)
+			minS = pyrepr.Float(*e.MinResponseTime)
 		}
 		maxS := "0"
 		if e.MaxResponseTime != 0 {
-			maxS = FormatPyFloat(e.MaxResponseTime)
+			maxS = pyrepr.Float(e.MaxResponseTime)
 		}
 		acl := "0"
 		if e.NumRequests != 0 {
-			acl = FormatPyFloat(e.AvgContentLength())
+			acl = pyrepr.Float(e.AvgContentLength())
 		}
 		var ps, cps []string
 		for _, p := range PercentilesToReport {
@@ -420,9 +421,9 @@ func numbersText(s *Snapshot) string {
 			}
 		}
 		fmt.Fprintf(&b, "%s %s median=%s avg=%s min=%s max=%s cur_rps=%s cur_fail=%s tot_rps=%s tot_fail=%s fail_ratio=%s acl=%s p=%s cp=%s\n",
-			method, PythonRepr(e.Name), e.MedianRepr(), FormatPyFloat(e.AvgResponseTime()), minS, maxS,
-			FormatPyFloat(e.CurrentRPS), FormatPyFloat(e.CurrentFailPerSec), FormatPyFloat(e.TotalRPS),
-			FormatPyFloat(e.TotalFailPerSec), FormatPyFloat(e.FailRatio()), acl,
+			method, pyrepr.String(e.Name), e.MedianRepr(), pyrepr.Float(e.AvgResponseTime()), minS, maxS,
+			pyrepr.Float(e.CurrentRPS), pyrepr.Float(e.CurrentFailPerSec), pyrepr.Float(e.TotalRPS),
+			pyrepr.Float(e.TotalFailPerSec), pyrepr.Float(e.FailRatio()), acl,
 			strings.Join(ps, ","), strings.Join(cps, ","))
 	}
 	return b.String()

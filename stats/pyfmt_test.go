@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+
+	"github.com/cicada-load/cicada/internal/pyrepr"
 )
 
 type reprInput struct {
@@ -58,7 +60,7 @@ func reprInputs() (reprInput, []float64) {
 	return in, fs
 }
 
-// TestGoldenPythonRepr compares FormatPyFloat, PythonRepr, ReadablePercentile
+// TestGoldenPythonRepr compares pyrepr.Float, pyrepr.String, ReadablePercentile
 // and the fixed-point formats with Python's, from the committed golden
 // testdata/golden/python_repr.json and, when Locust's Python is installed,
 // from a live run (required under CI=true).
@@ -91,8 +93,8 @@ func TestGoldenPythonRepr(t *testing.T) {
 			t.Fatalf("%s: golden has other inputs; run with -update", what)
 		}
 		for i, f := range fs {
-			if got := FormatPyFloat(f); got != want.Floats[i] {
-				t.Errorf("%s: FormatPyFloat(%v) = %q; want %q", what, f, got, want.Floats[i])
+			if got := pyrepr.Float(f); got != want.Floats[i] {
+				t.Errorf("%s: pyrepr.Float(%v) = %q; want %q", what, f, got, want.Floats[i])
 			}
 			if math.IsNaN(f) || math.IsInf(f, 0) {
 				continue
@@ -105,8 +107,8 @@ func TestGoldenPythonRepr(t *testing.T) {
 			}
 		}
 		for i, s := range in.Strings {
-			if got := PythonRepr(s); got != want.Strings[i] {
-				t.Errorf("%s: PythonRepr(%q) = %q; want %q", what, s, got, want.Strings[i])
+			if got := pyrepr.String(s); got != want.Strings[i] {
+				t.Errorf("%s: pyrepr.String(%q) = %q; want %q", what, s, got, want.Strings[i])
 			}
 		}
 		for i, p := range in.Percentiles {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cicada-load/cicada/internal/pyrepr"
 	"github.com/cicada-load/cicada/protocol"
 )
 
@@ -268,7 +269,7 @@ func (r *Recorder) Clear() {
 // errorKey is Locust's StatsError.create_key for an error text that is
 // already the (masked) repr of the exception.
 func errorKey(method, name, text string) string {
-	sum := sha256.Sum256([]byte(method + "." + name + "." + PythonRepr(text)))
+	sum := sha256.Sum256([]byte(method + "." + name + "." + pyrepr.String(text)))
 	return hex.EncodeToString(sum[:])
 }
 

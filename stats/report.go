@@ -4,6 +4,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/cicada-load/cicada/internal/pyrepr"
 )
 
 // DefaultNameWidth is Locust's STATS_NAME_WIDTH when stdout is not a
@@ -265,7 +267,7 @@ func (f Format) ReportText(e *ErrorStats) string {
 		if strings.HasPrefix(text, wrap) {
 			text = text[len(wrap):max(len(text)-1, len(wrap))]
 		} else {
-			text = PythonRepr(text)
+			text = pyrepr.String(text)
 		}
 	}
 	return e.Method + " " + e.Name + ": " + text
@@ -278,7 +280,7 @@ func (f Format) CSVText(e *ErrorStats) string {
 	if f.Standalone {
 		return maskAddress(e.Error)
 	}
-	return maskAddress(PythonRepr(e.Error))
+	return maskAddress(pyrepr.String(e.Error))
 }
 
 // WriteErrorReport is the package-level WriteErrorReport with this format.

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cicada-load/cicada/internal/pyrepr"
 )
 
 // PercentilesToReport are Locust's PERCENTILES_TO_REPORT, the percentiles of
@@ -269,7 +271,7 @@ func (e *EntryStats) MedianRepr() string {
 	if !isFloat {
 		return strconv.FormatInt(int64(v), 10)
 	}
-	return FormatPyFloat(v)
+	return pyrepr.Float(v)
 }
 
 func (e *EntryStats) median() (float64, bool) {
@@ -388,5 +390,5 @@ func ReadablePercentile(p float64) string {
 	}
 	// round(100*p, 6): correctly rounded to 6 decimals, then repr.
 	r, _ := strconv.ParseFloat(strconv.FormatFloat(100*p, 'f', 6, 64), 64)
-	return FormatPyFloat(r) + "%"
+	return pyrepr.Float(r) + "%"
 }

@@ -4,6 +4,8 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/cicada-load/cicada/internal/pyrepr"
 )
 
 // jsonWriter appends JSON in the exact form Flask's jsonify produces in
@@ -126,34 +128,14 @@ func (n pyNum) append(b []byte) []byte {
 	return appendPyFloat(b, n.V)
 }
 
-// appendPyFloat appends f as Python's repr(float) does: the shortest
-// round-trip digits, positional notation for exponents -4 <= e < 16,
-// scientific notation ("1e+16", "1e-05") otherwise, and ".0" appended to
-// integral values. JSON has no NaN or infinity; they are written as null
+// appendPyFloat appends f as Python's repr(float) does (pyrepr.AppendFloat).
+// JSON has no NaN or infinity; they are written as null
 // (Python would write NaN/Infinity, which strict parsers reject).
 func appendPyFloat(b []byte, f float64) []byte {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return append(b, "null"...)
 	}
-	if f == 0 {
-		if math.Signbit(f) {
-			return append(b, "-0.0"...)
-		}
-		return append(b, "0.0"...)
-	}
-	abs := math.Abs(f)
-	if abs >= 1e16 || abs < 1e-4 {
-		// Shortest digits in Go's %e form: "1e+16", "1.5e-05".
-		return strconv.AppendFloat(b, f, 'e', -1, 64)
-	}
-	start := len(b)
-	b = strconv.AppendFloat(b, f, 'f', -1, 64)
-	for _, c := range b[start:] {
-		if c == '.' {
-			return b
-		}
-	}
-	return append(b, '.', '0')
+	return pyrepr.AppendFloat(b, f)
 }
 
 const hexDigits = "0123456789abcdef"

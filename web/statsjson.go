@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cicada-load/cicada/internal/pyrepr"
 	"github.com/cicada-load/cicada/stats"
 )
 
@@ -37,7 +38,7 @@ var (
 // i.e. half-up rounding to an integral float, as min/max_response_time are
 // shown in /stats/requests.
 func properRound(v float64) float64 {
-	n := len(stats.FormatPyFloat(v))
+	n := len(pyrepr.Float(v))
 	return math.RoundToEven(v + math.Pow(10, float64(-n-1)))
 }
 

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cicada-load/cicada/stats"
+	"github.com/cicada-load/cicada/internal/pyrepr"
 	"github.com/cicada-load/cicada/worker/httpc"
 )
 
@@ -107,7 +107,7 @@ func (e *Expect) check(resp *httpc.Response) error {
 // CatchResponseError('msg').
 type CheckError struct{ Msg string }
 
-func (e *CheckError) Error() string { return "CatchResponseError(" + stats.PythonRepr(e.Msg) + ")" }
+func (e *CheckError) Error() string { return "CatchResponseError(" + pyrepr.String(e.Msg) + ")" }
 
 func catchResponseError(msg string) error { return &CheckError{Msg: msg} }
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/cicada-load/cicada/stats"
+	"github.com/cicada-load/cicada/internal/pyrepr"
 )
 
 // Sentinel errors. Every error Do returns is an *Error; these are wrapped
@@ -337,7 +337,7 @@ func message(e *Error) string {
 		if errors.As(e.Err, &ie) {
 			return "IncompleteRead(" + strconv.FormatInt(ie.n, 10) + " bytes read)"
 		}
-		return "IncompleteRead(" + stats.PythonRepr(errText(e.Err)) + ")"
+		return "IncompleteRead(" + pyrepr.String(errText(e.Err)) + ")"
 	case ConnectTimeout:
 		if hasErrno {
 			return osErrorRepr(errno)
@@ -355,14 +355,14 @@ func message(e *Error) string {
 		}
 		return "gaierror(-2, 'Name or service not known')"
 	case TLS:
-		return "SSLError(" + stats.PythonRepr(errText(e.Err)) + ")"
+		return "SSLError(" + pyrepr.String(errText(e.Err)) + ")"
 	case Protocol:
-		return "HTTPParseError(" + stats.PythonRepr(parseErrorText(e.Err)) + ")"
+		return "HTTPParseError(" + pyrepr.String(parseErrorText(e.Err)) + ")"
 	}
 	if hasErrno {
 		return osErrorRepr(errno)
 	}
-	return "OSError(" + stats.PythonRepr(errText(e.Err)) + ")"
+	return "OSError(" + pyrepr.String(errText(e.Err)) + ")"
 }
 
 func errText(err error) string {
@@ -391,7 +391,7 @@ func osErrorRepr(e syscall.Errno) string {
 			text = strings.ToUpper(text[:1]) + text[1:]
 		}
 	}
-	return class + "(" + strconv.Itoa(int(e)) + ", " + stats.PythonRepr(text) + ")"
+	return class + "(" + strconv.Itoa(int(e)) + ", " + pyrepr.String(text) + ")"
 }
 
 // httpErrorRepr renders requests' HTTPError for a 4xx/5xx status:
@@ -404,7 +404,7 @@ func httpErrorRepr(status int, reason, url string) string {
 	if reason == "" {
 		reason = fasthttp.StatusMessage(status)
 	}
-	return "HTTPError(" + stats.PythonRepr(strconv.Itoa(status)+" "+side+" Error: "+reason+" for url: "+url) + ")"
+	return "HTTPError(" + pyrepr.String(strconv.Itoa(status)+" "+side+" Error: "+reason+" for url: "+url) + ")"
 }
 
 // parseErrorText is fasthttp's parse error without the quoted response

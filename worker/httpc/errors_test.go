@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/internal/pyrepr"
 	"github.com/cicada-load/cicada/protocol"
-	"github.com/cicada-load/cicada/stats"
 )
 
 // failure is what one failing request produced.
@@ -390,8 +390,8 @@ func TestPyRepr(t *testing.T) {
 		{"é", "'é'"},
 	}
 	for _, tt := range tests {
-		if got := stats.PythonRepr(tt.in); got != tt.want {
-			t.Errorf("stats.PythonRepr(%q) = %s; want %s", tt.in, got, tt.want)
+		if got := pyrepr.String(tt.in); got != tt.want {
+			t.Errorf("pyrepr.String(%q) = %s; want %s", tt.in, got, tt.want)
 		}
 	}
 }
