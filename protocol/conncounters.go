@@ -96,21 +96,64 @@ func (d *decoder) connCounters() (*ConnCounters, error) {
 	return c, nil
 }
 
-// generatorSideKinds are the failure kinds (cicada's worker/httpc Kind
-// labels, the keys of ConnCounters.ConnectErrors and Errors) that are the
-// load generator's own fault.
-var generatorSideKinds = map[string]bool{
-	"local ports exhausted": true,
-	"open-file limit":       true,
-	"no buffer space":       true,
-	"body too large":        true,
-	"canceled":              true,
-	"invalid request":       true,
-	"client closed":         true,
+// Failure kind labels: the keys of ConnCounters.ConnectErrors and Errors
+// and of a second-round result's "errors", as cicada workers send them
+// (worker/httpc.Kind.String returns them).
+const (
+	FailureOther             = "other"
+	FailureRefused           = "connection refused"
+	FailureReset             = "connection reset"
+	FailureEOFBeforeResponse = "EOF before response"
+	FailureIncomplete        = "incomplete response"
+	FailureConnectTimeout    = "connect timeout"
+	FailureReadTimeout       = "read timeout"
+	FailureDNS               = "DNS"
+	FailureTLS               = "TLS"
+	FailureHTTPStatus        = "HTTP status"
+	FailureProtocol          = "protocol error"
+	FailureUnreachable       = "network unreachable"
+	FailurePortsExhausted    = "local ports exhausted"
+	FailureFileLimit         = "open-file limit"
+	FailureNoBuffers         = "no buffer space"
+	FailureBodyTooLarge      = "body too large"
+	FailureCanceled          = "canceled"
+	FailureInvalidRequest    = "invalid request"
+	FailureClientClosed      = "client closed"
+)
+
+// failureKinds is the one table of the failure kinds and of which are the
+// load generator's own fault (true) rather than the server's or the
+// network's. worker/httpc derives Kind.GeneratorSide from it.
+var failureKinds = map[string]bool{
+	FailureOther:             false,
+	FailureRefused:           false,
+	FailureReset:             false,
+	FailureEOFBeforeResponse: false,
+	FailureIncomplete:        false,
+	FailureConnectTimeout:    false,
+	FailureReadTimeout:       false,
+	FailureDNS:               false,
+	FailureTLS:               false,
+	FailureHTTPStatus:        false,
+	FailureProtocol:          false,
+	FailureUnreachable:       false,
+	FailurePortsExhausted:    true,
+	FailureFileLimit:         true,
+	FailureNoBuffers:         true,
+	FailureBodyTooLarge:      true,
+	FailureCanceled:          true,
+	FailureInvalidRequest:    true,
+	FailureClientClosed:      true,
+}
+
+// KnownFailureKind reports whether kind is one of the Failure* labels.
+func KnownFailureKind(kind string) bool {
+	_, ok := failureKinds[kind]
+	return ok
 }
 
 // GeneratorSideKind reports whether a failure kind label (a key of
 // ConnCounters.ConnectErrors or Errors) is the load generator's own fault
 // (its ports, file descriptors or memory ran out; a scenario bug) rather
 // than the server's or the network's.
-func GeneratorSideKind(kind string) bool { return generatorSideKinds[kind] }
+func GeneratorSideKind(kind string) bool { return failureKinds[kind] }

@@ -391,9 +391,42 @@ func TestDecodeAllocs(t *testing.T) {
 }
 
 func TestGeneratorSideKind(t *testing.T) {
-	for kind, want := range map[string]bool{"local ports exhausted": true, "open-file limit": true, "connection refused": false, "EOF before response": false, "read timeout": false} {
-		if got := GeneratorSideKind(kind); got != want {
-			t.Errorf("GeneratorSideKind(%q) = %v; want %v", kind, got, want)
+	tests := []struct {
+		kind        string
+		want, known bool
+	}{
+		{"local ports exhausted", true, true},
+		{"open-file limit", true, true},
+		{"no buffer space", true, true},
+		{"body too large", true, true},
+		{"canceled", true, true},
+		{"invalid request", true, true},
+		{"client closed", true, true},
+		{"other", false, true},
+		{"connection refused", false, true},
+		{"connection reset", false, true},
+		{"EOF before response", false, true},
+		{"incomplete response", false, true},
+		{"connect timeout", false, true},
+		{"read timeout", false, true},
+		{"DNS", false, true},
+		{"TLS", false, true},
+		{"HTTP status", false, true},
+		{"protocol error", false, true},
+		{"network unreachable", false, true},
+		{"", false, false},
+		{"Local ports exhausted", false, false},
+		{"made up", false, false},
+	}
+	for _, tt := range tests {
+		if got := GeneratorSideKind(tt.kind); got != tt.want {
+			t.Errorf("GeneratorSideKind(%q) = %v; want %v", tt.kind, got, tt.want)
 		}
+		if got := KnownFailureKind(tt.kind); got != tt.known {
+			t.Errorf("KnownFailureKind(%q) = %v; want %v", tt.kind, got, tt.known)
+		}
+	}
+	if n := len(failureKinds); n != 19 {
+		t.Errorf("len(failureKinds) = %d; want the 19 kinds above", n)
 	}
 }

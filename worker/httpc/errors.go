@@ -15,6 +15,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/cicada-load/cicada/internal/pyrepr"
+	"github.com/cicada-load/cicada/protocol"
 )
 
 // Sentinel errors. Every error Do returns is an *Error; these are wrapped
@@ -84,27 +85,37 @@ const (
 // NumKinds is the number of Kinds, for arrays indexed by Kind.
 const NumKinds = int(numKinds)
 
+// kindNames are the wire labels of the kinds (protocol's Failure* table).
 var kindNames = [numKinds]string{
-	Other:             "other",
-	Refused:           "connection refused",
-	Reset:             "connection reset",
-	EOFBeforeResponse: "EOF before response",
-	Incomplete:        "incomplete response",
-	ConnectTimeout:    "connect timeout",
-	ReadTimeout:       "read timeout",
-	DNS:               "DNS",
-	TLS:               "TLS",
-	HTTPStatus:        "HTTP status",
-	Protocol:          "protocol error",
-	Unreachable:       "network unreachable",
-	PortsExhausted:    "local ports exhausted",
-	FileLimit:         "open-file limit",
-	NoBuffers:         "no buffer space",
-	BodyTooLarge:      "body too large",
-	Canceled:          "canceled",
-	InvalidRequest:    "invalid request",
-	ClientClosed:      "client closed",
+	Other:             protocol.FailureOther,
+	Refused:           protocol.FailureRefused,
+	Reset:             protocol.FailureReset,
+	EOFBeforeResponse: protocol.FailureEOFBeforeResponse,
+	Incomplete:        protocol.FailureIncomplete,
+	ConnectTimeout:    protocol.FailureConnectTimeout,
+	ReadTimeout:       protocol.FailureReadTimeout,
+	DNS:               protocol.FailureDNS,
+	TLS:               protocol.FailureTLS,
+	HTTPStatus:        protocol.FailureHTTPStatus,
+	Protocol:          protocol.FailureProtocol,
+	Unreachable:       protocol.FailureUnreachable,
+	PortsExhausted:    protocol.FailurePortsExhausted,
+	FileLimit:         protocol.FailureFileLimit,
+	NoBuffers:         protocol.FailureNoBuffers,
+	BodyTooLarge:      protocol.FailureBodyTooLarge,
+	Canceled:          protocol.FailureCanceled,
+	InvalidRequest:    protocol.FailureInvalidRequest,
+	ClientClosed:      protocol.FailureClientClosed,
 }
+
+// generatorSide is derived from protocol's table of failure kinds, the one
+// home of which kinds are the generator's fault.
+var generatorSide = func() (g [numKinds]bool) {
+	for k, label := range kindNames {
+		g[k] = protocol.GeneratorSideKind(label)
+	}
+	return g
+}()
 
 // String returns a short lower-case label ("connection refused", "read
 // timeout", "local ports exhausted", ...).
@@ -119,13 +130,7 @@ func (k Kind) String() string {
 // generator's own fault (a local resource limit, a stopping user, a broken
 // scenario) rather than the server's or the network's. Figures from a run
 // with generator-side failures measure the generator, not the target.
-func (k Kind) GeneratorSide() bool {
-	switch k {
-	case PortsExhausted, FileLimit, NoBuffers, BodyTooLarge, Canceled, InvalidRequest, ClientClosed:
-		return true
-	}
-	return false
-}
+func (k Kind) GeneratorSide() bool { return k < numKinds && generatorSide[k] }
 
 // IsTimeout reports whether k is ConnectTimeout or ReadTimeout.
 func (k Kind) IsTimeout() bool { return k == ConnectTimeout || k == ReadTimeout }

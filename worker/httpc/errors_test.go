@@ -396,12 +396,47 @@ func TestPyRepr(t *testing.T) {
 	}
 }
 
-// TestKindLabelsMatchProtocol: protocol.GeneratorSideKind knows the labels
-// of exactly the generator-side kinds.
-func TestKindLabelsMatchProtocol(t *testing.T) {
-	for k := Kind(0); k < numKinds; k++ {
-		if got := protocol.GeneratorSideKind(k.String()); got != k.GeneratorSide() {
-			t.Errorf("protocol.GeneratorSideKind(%q) = %v; want %v", k, got, k.GeneratorSide())
+// TestKindTable checks each Kind's wire label and side, both derived from
+// protocol's table of failure kinds.
+func TestKindTable(t *testing.T) {
+	tests := []struct {
+		k             Kind
+		label         string
+		generatorSide bool
+	}{
+		{Other, "other", false},
+		{Refused, "connection refused", false},
+		{Reset, "connection reset", false},
+		{EOFBeforeResponse, "EOF before response", false},
+		{Incomplete, "incomplete response", false},
+		{ConnectTimeout, "connect timeout", false},
+		{ReadTimeout, "read timeout", false},
+		{DNS, "DNS", false},
+		{TLS, "TLS", false},
+		{HTTPStatus, "HTTP status", false},
+		{Protocol, "protocol error", false},
+		{Unreachable, "network unreachable", false},
+		{PortsExhausted, "local ports exhausted", true},
+		{FileLimit, "open-file limit", true},
+		{NoBuffers, "no buffer space", true},
+		{BodyTooLarge, "body too large", true},
+		{Canceled, "canceled", true},
+		{InvalidRequest, "invalid request", true},
+		{ClientClosed, "client closed", true},
+		{numKinds, "Kind(19)", false},
+	}
+	if len(tests) != NumKinds+1 {
+		t.Fatalf("table has %d kinds; want NumKinds = %d", len(tests)-1, NumKinds)
+	}
+	for _, tt := range tests {
+		if got := tt.k.String(); got != tt.label {
+			t.Errorf("Kind(%d).String() = %q; want %q", tt.k, got, tt.label)
+		}
+		if got := tt.k.GeneratorSide(); got != tt.generatorSide {
+			t.Errorf("%v.GeneratorSide() = %v; want %v", tt.k, got, tt.generatorSide)
+		}
+		if tt.k < numKinds && !protocol.KnownFailureKind(tt.label) {
+			t.Errorf("protocol.KnownFailureKind(%q) = false; want true", tt.label)
 		}
 	}
 }
