@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cicada-load/cicada/diag"
+	"github.com/cicada-load/cicada/internal/timespan"
 	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/protocol/zmtp"
 	"github.com/cicada-load/cicada/stats"
@@ -393,7 +394,7 @@ func (w *Worker) onSpawn(msg protocol.Message) {
 	}
 	w.mu.lastSpawnTS = s.Timestamp
 	if s.StopTimeout != nil && *s.StopTimeout >= 0 {
-		w.mu.stopTimeout = time.Duration(*s.StopTimeout * float64(time.Second))
+		w.mu.stopTimeout = timespan.FromSeconds(*s.StopTimeout)
 	} else {
 		w.mu.stopTimeout = w.opts.StopTimeout
 	}

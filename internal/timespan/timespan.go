@@ -1,6 +1,7 @@
 // Package timespan is cicada's one parser of Locust's time spans: the
 // -t/--run-time and -s/--stop-timeout options (command line, LOCUST_*
 // environment variables, config files) and the web form's run_time field.
+// FromSeconds converts the protocol's float seconds with the same bound.
 //
 // The grammar is the one locust.util.timespan.parse_timespan (Locust 2.12.1)
 // accepts: a bare number of seconds ("20"), or "<n>h", "<n>m" and "<n>s"
@@ -107,4 +108,19 @@ func part(digits string, unit time.Duration, orig string) (time.Duration, error)
 
 func tooLong(orig string) error {
 	return fmt.Errorf("%w: %q is above the maximum of %dh (100 years)", ErrTooLong, orig, int64(Max/time.Hour))
+}
+
+// FromSeconds converts a number of seconds from the wire (a master's
+// stop_timeout, a float in Locust's protocol) to a Duration without
+// wrapping around: values above Max, +Inf included, give Max (no test runs
+// longer, so "wait that long" is kept), and NaN and negative values give 0.
+// A plain conversion of 1e300 s gives a negative Duration.
+func FromSeconds(sec float64) time.Duration {
+	switch {
+	case !(sec > 0): // NaN too
+		return 0
+	case sec >= Max.Seconds():
+		return Max
+	}
+	return time.Duration(sec * float64(time.Second))
 }

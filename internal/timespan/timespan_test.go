@@ -2,6 +2,7 @@ package timespan
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
 )
@@ -100,4 +101,30 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse(%q) error %v wraps neither sentinel", s, err)
 		}
 	})
+}
+
+func TestFromSeconds(t *testing.T) {
+	tests := []struct {
+		in   float64
+		want time.Duration
+	}{
+		{0, 0},
+		{0.3, 300 * time.Millisecond},
+		{1.5, 1500 * time.Millisecond},
+		{20, 20 * time.Second},
+		{Max.Seconds(), Max},
+		{Max.Seconds() + 1, Max},
+		{9223372037, Max}, // past time.Duration's range
+		{1e300, Max},
+		{math.Inf(1), Max},
+		{-1, 0},
+		{math.Inf(-1), 0},
+		{math.NaN(), 0},
+		{math.Copysign(0, -1), 0},
+	}
+	for _, tt := range tests {
+		if got := FromSeconds(tt.in); got != tt.want {
+			t.Errorf("FromSeconds(%v) = %v; want %v", tt.in, got, tt.want)
+		}
+	}
 }
