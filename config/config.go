@@ -346,6 +346,9 @@ func (p *Parser) Parse(args []string) (*Config, error) {
 
 func (p *Parser) validate() error {
 	c := p.cfg
+	if err := validateSeconds(c); err != nil {
+		return err
+	}
 	switch {
 	case c.Master && c.Worker:
 		return fmt.Errorf("%w: The --master argument cannot be combined with --worker", ErrUsage)
@@ -367,6 +370,22 @@ func (p *Parser) validate() error {
 		c.LogLevel = strings.ToUpper(c.LogLevel)
 	default:
 		return fmt.Errorf("%w: Invalid --loglevel. Valid values are: DEBUG/INFO/WARNING/ERROR/CRITICAL", ErrUsage)
+	}
+	return nil
+}
+
+// validateSeconds refuses integer second counts that would wrap around
+// time.Duration when cmd converts them (--autoquit 99999999999999 fired at
+// once): the bound is the time spans', timespan.Max.
+func validateSeconds(c *Config) error {
+	for _, o := range []struct {
+		name string
+		v    int
+	}{{"--autoquit", c.Autoquit}, {"--expect-workers-max-wait", c.ExpectWorkersMaxWait}} {
+		if int64(o.v) > int64(timespan.Max/time.Second) {
+			return fmt.Errorf("%w: argument %s: %w: %d seconds is above the maximum of %d (100 years)",
+				ErrUsage, o.name, timespan.ErrTooLong, o.v, int64(timespan.Max/time.Second))
+		}
 	}
 	return nil
 }

@@ -14,7 +14,9 @@ import (
 // TestTimespanSources checks that -t/--run-time and -s/--stop-timeout take
 // internal/timespan's grammar and maximum from every source: the command
 // line, LOCUST_* variables and config files (issue 20 item 10: "-t 5124096h"
-// used to wrap to 1526 s and "99999999999h" to no limit).
+// used to wrap to 1526 s and "99999999999h" to no limit), and that the
+// options counting seconds (--autoquit, --expect-workers-max-wait) have the
+// same maximum.
 func TestTimespanSources(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -46,6 +48,12 @@ func TestTimespanSources(t *testing.T) {
 		{name: "cli negative", args: []string{"-s", "-5"}, wantErr: timespan.ErrInvalid},
 		{name: "env junk", env: map[string]string{"LOCUST_RUN_TIME": "10s junk"}, wantErr: timespan.ErrInvalid},
 		{name: "conf spaced parts", conf: "run-time = 1h 20m\n", wantErr: timespan.ErrInvalid},
+
+		{name: "autoquit at maximum", args: []string{"--autostart", "--autoquit", "3153600000"}},
+		{name: "autoquit overflow", args: []string{"--autostart", "--autoquit", "99999999999999"}, wantErr: timespan.ErrTooLong},
+		{name: "autoquit above maximum", args: []string{"--autostart", "--autoquit", "3153600001"}, wantErr: timespan.ErrTooLong},
+		{name: "max wait overflow", args: []string{"--expect-workers-max-wait", "9223372037"}, wantErr: timespan.ErrTooLong},
+		{name: "max wait env overflow", env: map[string]string{"LOCUST_EXPECT_WORKERS_MAX_WAIT": "99999999999999"}, wantErr: timespan.ErrTooLong},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
