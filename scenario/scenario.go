@@ -33,6 +33,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/cicada-load/cicada/internal/timespan"
 	"github.com/cicada-load/cicada/master"
 	"github.com/cicada-load/cicada/worker"
 	"github.com/cicada-load/cicada/worker/httpc"
@@ -234,7 +235,8 @@ func (p *parser) bool_(n *yaml.Node, field string) (bool, error) {
 }
 
 // duration reads a Go duration ("1.5s", "500ms") or a plain number of
-// unit (seconds or milliseconds, as the field documents).
+// unit (seconds or milliseconds, as the field documents), at most
+// timespan.Max.
 func (p *parser) duration(n *yaml.Node, field string, unit time.Duration) (time.Duration, error) {
 	s, err := p.str(n, field)
 	if err != nil {
@@ -245,11 +247,17 @@ func (p *parser) duration(n *yaml.Node, field string, unit time.Duration) (time.
 		if f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
 			return 0, p.errf(n, field, "must not be negative")
 		}
+		if f*float64(unit) > float64(timespan.Max) {
+			return 0, p.errf(n, field, "%s is above the maximum of %v (100 years)", s, timespan.Max)
+		}
 		return time.Duration(f * float64(unit)), nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d < 0 {
 		return 0, p.errf(n, field, "must be a duration like 1.5s or 500ms, not %q", s)
+	}
+	if d > timespan.Max {
+		return 0, p.errf(n, field, "%s is above the maximum of %v (100 years)", s, timespan.Max)
 	}
 	return d, nil
 }
@@ -503,15 +511,24 @@ func (p *parser) wait(n *yaml.Node, field string) (worker.WaitTime, error) {
 		return v, err == nil && v >= 0 && !math.IsInf(v, 0)
 	}
 	secs := func(v float64) time.Duration { return time.Duration(v * float64(time.Second)) }
+	tooLong := func(v float64) error {
+		return p.errf(n, field, "%v s in %q is above the maximum of %v (100 years)", v, s, timespan.Max)
+	}
 	a, ok := num(m[2])
 	if !ok {
 		return bad()
+	}
+	if m[1] != "constant_throughput" && a > timespan.Max.Seconds() {
+		return nil, tooLong(a)
 	}
 	switch m[1] {
 	case "between":
 		b, ok := num(m[3])
 		if !ok {
 			return bad()
+		}
+		if b > timespan.Max.Seconds() {
+			return nil, tooLong(b)
 		}
 		return worker.Between(secs(a), secs(b)), nil
 	}

@@ -129,6 +129,13 @@ func TestErrorsNameFileLineField(t *testing.T) {
 		{"unset env", "host: ${NOPE_NOT_SET}\nusers: [{name: A, tasks: [{path: /}]}]\n", `bad.yaml:1:7: host: environment variable NOPE_NOT_SET is not set`},
 		{"stages not increasing", "users: [{name: A, tasks: [{path: /}]}]\nstages:\n  - {duration: 30s, users: 1}\n  - {duration: 30s, users: 2}\n", `bad.yaml:4:5: stages[1].duration: must be larger than the previous stage's (30s): durations are cumulative`},
 		{"stage without users", "users: [{name: A, tasks: [{path: /}]}]\nstages:\n  - {duration: 30s}\n", `stages[0]: a stage needs duration and users`},
+		// Durations past timespan.Max used to wrap around time.Duration.
+		{"stage duration overflow", "users: [{name: A, tasks: [{path: /}]}]\nstages:\n  - {duration: 1e20, users: 1}\n", `bad.yaml:3:16: stages[0].duration: 1e20 is above the maximum of 876000h0m0s (100 years)`},
+		{"stage go duration above maximum", "users: [{name: A, tasks: [{path: /}]}]\nstages:\n  - {duration: 876001h, users: 1}\n", `stages[0].duration: 876001h is above the maximum`},
+		{"timeout overflow", "http: {timeout: 9223372037}\nusers: [{name: A, tasks: [{path: /}]}]\n", `http.timeout: 9223372037 is above the maximum`},
+		{"max_response_time overflow", "users:\n  - name: A\n    tasks: [{path: /, checks: {max_response_time: 1e300}}]\n", `users[0].tasks[0].checks.max_response_time: 1e300 is above the maximum`},
+		{"constant wait overflow", "users:\n  - name: A\n    wait: constant(1e300)\n    tasks: [{path: /}]\n", `users[0].wait: 1e+300 s in "constant(1e300)" is above the maximum`},
+		{"between wait overflow", "users:\n  - name: A\n    wait: between(1, 1e20)\n    tasks: [{path: /}]\n", `users[0].wait: 1e+20 s in "between(1, 1e20)" is above the maximum`},
 		{"yaml syntax", "users:\n  - name: A\n   tasks: x\n", `YAML syntax`},
 		{"users not a list", "users: {name: A}\n", `bad.yaml:1:8: users: must be a list, not a mapping`},
 		{"task both", "users:\n  - name: A\n    tasks:\n      - path: /\n        requests: [{path: /x}]\n", `users[0].tasks[0]: a task has either request fields`},
