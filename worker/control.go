@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -110,19 +111,7 @@ func (w *Worker) controller(ctx context.Context) {
 func (w *Worker) doSpawn(ctx context.Context, s *protocol.Spawn, newTest bool) {
 	w.diagnoseSpawn(s, newTest)
 	unknown, b := w.pool.apply(s.UserClassesCount)
-	for _, name := range unknown {
-		// Once per class and test: a master sends every step of a ramp.
-		w.mu.Lock()
-		seen := w.mu.unknownSeen[name]
-		if w.mu.unknownSeen == nil {
-			w.mu.unknownSeen = make(map[string]bool)
-		}
-		w.mu.unknownSeen[name] = true
-		w.mu.Unlock()
-		if !seen {
-			w.unknownClass(name)
-		}
-	}
+	w.reportUnknown(unknown)
 	b.start()
 	if len(b.users) > 0 {
 		w.mu.Lock()
@@ -159,20 +148,69 @@ func (w *Worker) doSpawn(ctx context.Context, s *protocol.Spawn, newTest bool) {
 	w.log.Info("spawning complete", "users", total)
 }
 
-// unknownClass reports a class name the scenario does not have: in the log
-// and to the master as an exception (a Python worker would hang in
-// spawning instead).
-func (w *Worker) unknownClass(name string) {
+// Bounds of the unknown-class reports.
+const (
+	maxUnknownSeen   = 1024 // names remembered per test
+	maxUnknownListed = 10   // names listed in one report
+	maxNameListed    = 64   // bytes of one name listed
+)
+
+// reportUnknown reports the class names of a spawn that the scenario does
+// not have: in the log and to the master as an exception (a Python worker
+// would hang in spawning instead). Each name is reported once per test (a
+// master sends every step of a ramp), all names of one spawn in one
+// report, and at most one report per Options.RepeatInterval; names of a
+// suppressed report come again with the next spawn that has them.
+func (w *Worker) reportUnknown(unknown []string) {
+	if len(unknown) == 0 {
+		return
+	}
+	var fresh []string
+	w.mu.Lock()
+	for _, name := range unknown {
+		if !w.mu.unknownSeen[name] {
+			fresh = append(fresh, name)
+		}
+	}
+	w.mu.Unlock()
+	if len(fresh) == 0 {
+		return
+	}
 	have := make([]string, len(w.classes))
 	for i, c := range w.classes {
 		have[i] = c.def.Name
 	}
-	msg := fmt.Sprintf("unknown user class %q: this cicada worker (%s) has %s", name, w.nodeID, strings.Join(have, ", "))
-	w.log.Error("spawn asks for a user class this worker does not have", "class", name, "have", have)
-	w.send(protocol.TypeException, &protocol.Exception{
-		Msg:       msg,
-		Traceback: fmt.Sprintf("spawn: user class %q is not defined in the worker's scenario\n", name),
-	})
+	listed := make([]string, 0, min(len(fresh), maxUnknownListed))
+	for _, name := range fresh[:cap(listed)] {
+		if len(name) > maxNameListed {
+			name = name[:maxNameListed] + "..."
+		}
+		listed = append(listed, strconv.Quote(name))
+	}
+	names := strings.Join(listed, ", ")
+	if more := len(fresh) - len(listed); more > 0 {
+		names += fmt.Sprintf(" and %d more", more)
+	}
+	what := "unknown user class"
+	if len(fresh) > 1 {
+		what = "unknown user classes"
+	}
+	msg := fmt.Sprintf("%s %s: this cicada worker (%s) has %s", what, names, w.nodeID, strings.Join(have, ", "))
+	tb := fmt.Sprintf("spawn: %s %s not defined in the worker's scenario\n", what, names)
+	if !w.reportProblem(causeUnknownClass, msg, tb, "classes", len(fresh), "have", have) {
+		return
+	}
+	w.mu.Lock()
+	if w.mu.unknownSeen == nil {
+		w.mu.unknownSeen = make(map[string]bool)
+	}
+	for _, name := range fresh {
+		if len(w.mu.unknownSeen) >= maxUnknownSeen {
+			break
+		}
+		w.mu.unknownSeen[name] = true
+	}
+	w.mu.Unlock()
 }
 
 // doStop runs Locust's stop sequence (§3.12): stop users, client_stopped,

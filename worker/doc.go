@@ -25,8 +25,18 @@
 //   - after a lost connection the worker registers again, so a restarted
 //     master finds it (Python workers stay zombies);
 //   - an unknown user class in a spawn is reported to the master as an
-//     exception (a Python worker hangs in spawning); a scenario with one
+//     exception (a Python worker hangs in spawning), once per class and
+//     test, all classes of one spawn in one report; a scenario with one
 //     class serves any class name;
+//   - a spawn whose timestamp is not a finite positive number, or is more
+//     than MaxSpawnClockSkew ahead of the worker's clock, is refused with an
+//     ERROR and an exception (ErrBadSpawn): a Python worker would discard
+//     every later spawn as older;
+//   - log lines and exception messages that the master's messages can make
+//     the worker repeat (unknown classes, refused spawns, malformed or
+//     unknown messages) go out at most once per Options.RepeatInterval and
+//     cause (package internal/ratelimit); the repeats are counted and
+//     summarised in a later line;
 //   - at quit, in-flight tasks get Options.QuitTimeout to finish, so the
 //     final stats report, sent before quit, holds every request;
 //   - heartbeats carry the worker's connection counters (open, established,

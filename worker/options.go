@@ -26,6 +26,7 @@ const (
 	DefaultQuitTimeout            = 250 * time.Millisecond
 	DefaultForceWait              = 2 * time.Second
 	DefaultExceptionRate          = 100
+	DefaultRepeatInterval         = 10 * time.Second
 )
 
 // Options configure a Worker. The zero value works: it connects to a
@@ -76,6 +77,13 @@ type Options struct {
 	// ExceptionRate caps the exception messages sent per second; the rest
 	// are counted and logged. If zero, DefaultExceptionRate.
 	ExceptionRate int
+	// RepeatInterval is the shortest interval between two log lines (and
+	// exception messages to the master) of one cause the master's messages
+	// can make the worker repeat: unknown user classes, unusable spawns,
+	// malformed or unknown messages. Repeats are counted, and the count is
+	// logged with the next line or in a summary line. If zero,
+	// DefaultRepeatInterval; if negative, nothing is suppressed.
+	RepeatInterval time.Duration
 
 	// SourceIPs, if set, are the local addresses the users' connections are
 	// bound to, in turn (user i gets SourceIPs[i % len]): each address
@@ -136,6 +144,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ExceptionRate <= 0 {
 		o.ExceptionRate = DefaultExceptionRate
+	}
+	if o.RepeatInterval == 0 {
+		o.RepeatInterval = DefaultRepeatInterval
 	}
 	if o.SecondRoundTimeout <= 0 {
 		o.SecondRoundTimeout = DefaultSecondRoundTimeout

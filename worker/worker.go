@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"strconv"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cicada-load/cicada/diag"
+	"github.com/cicada-load/cicada/internal/ratelimit"
 	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/protocol/zmtp"
 	"github.com/cicada-load/cicada/stats"
@@ -55,6 +57,7 @@ type Worker struct {
 	dealer  atomic.Pointer[zmtp.Dealer] // set by Run
 	pool    *pool
 	exc     excLimiter
+	repeats *ratelimit.Limiter // repeated log lines and exception messages, per cause
 
 	customMu sync.RWMutex
 	custom   map[string]MessageHandler
@@ -135,6 +138,7 @@ func New(opts Options, sc Scenario) (*Worker, error) {
 	w.env.configs.sources = opts.SourceIPs
 	w.pool = newPool(w.env, w.classes)
 	w.exc.rate = opts.ExceptionRate
+	w.repeats = ratelimit.New(opts.RepeatInterval, maxRepeatCauses)
 	w.mu.state = StateReady
 	w.mu.readyWanted = true
 	w.mu.stopTimeout = opts.StopTimeout
@@ -317,7 +321,7 @@ func (w *Worker) recvLoop(ctx context.Context) {
 		}
 		msg, err := protocol.Decode(frames[0])
 		if err != nil {
-			w.log.Warn("ignoring malformed message from master", "err", err, "bytes", len(frames[0]))
+			w.logRepeated(slog.LevelWarn, causeMalformed, "ignoring malformed message from master", "err", err, "bytes", len(frames[0]))
 			continue
 		}
 		w.handle(msg)
@@ -353,7 +357,7 @@ func (w *Worker) handle(msg protocol.Message) {
 	case protocol.TypeCicadaSecondRound:
 		w.onSecondRound()
 	case protocol.TypeUpdateUserClass, protocol.TypeLocustfile:
-		w.log.Warn("message type not supported by this worker; ignored", "type", msg.Type)
+		w.logRepeated(slog.LevelWarn, causeUnsupported+" "+msg.Type, "message type not supported by this worker; ignored", "type", msg.Type)
 	default:
 		w.onCustom(msg)
 	}
@@ -388,7 +392,14 @@ func (w *Worker) onAck(msg protocol.Message) {
 func (w *Worker) onSpawn(msg protocol.Message) {
 	s, ok := msg.Data.(*protocol.Spawn)
 	if !ok || s == nil {
-		w.log.Error("spawn message without valid data; ignored", "data", fmt.Sprintf("%T", msg.Data))
+		w.logRepeated(slog.LevelError, causeSpawnData, "spawn message without valid data; ignored", "data", fmt.Sprintf("%T", msg.Data))
+		return
+	}
+	if err := checkSpawnTimestamp(s.Timestamp, time.Now()); err != nil {
+		// Refused before "spawning": the worker keeps its users and state.
+		w.reportProblem(causeSpawnTimestamp, err.Error(),
+			"spawn: the message's timestamp cannot order it after earlier spawns; the spawn was ignored\n",
+			"timestamp", s.Timestamp)
 		return
 	}
 	w.sendGated(protocol.TypeSpawning, nil)
@@ -422,6 +433,40 @@ func (w *Worker) onSpawn(msg protocol.Message) {
 	w.log.Debug("spawn", "users", s.UserClassesCount, "new_test", newTest)
 }
 
+// MaxSpawnClockSkew is how far ahead of the worker's clock a spawn's
+// timestamp (the master's clock) may be. Spawns are ordered by their
+// timestamps, and one far in the future would make the worker discard every
+// later spawn as older: such a spawn is refused with an ERROR and an
+// exception to the master, and so is a timestamp that is not a finite
+// positive number.
+const MaxSpawnClockSkew = time.Hour
+
+// checkSpawnTimestamp returns an error wrapping ErrBadSpawn when ts (Unix
+// seconds) cannot order a spawn: not finite, not positive, or more than
+// MaxSpawnClockSkew after now.
+func checkSpawnTimestamp(ts float64, now time.Time) error {
+	switch {
+	case math.IsNaN(ts) || math.IsInf(ts, 0):
+		return fmt.Errorf("%w: timestamp %v is not a finite number", ErrBadSpawn, ts)
+	case ts <= 0:
+		return fmt.Errorf("%w: timestamp %v is not after 1970", ErrBadSpawn, ts)
+	}
+	limit := float64(now.Add(MaxSpawnClockSkew).UnixNano()) / 1e9
+	if ts > limit {
+		return fmt.Errorf("%w: timestamp %.3f is %s ahead of this worker's clock (at most %v allowed): check the clocks of the master's and the worker's hosts",
+			ErrBadSpawn, ts, aheadString(ts-limit+MaxSpawnClockSkew.Seconds()), MaxSpawnClockSkew)
+	}
+	return nil
+}
+
+// aheadString formats a positive number of seconds, huge ones included.
+func aheadString(sec float64) string {
+	if sec < float64(math.MaxInt64/int64(time.Second)) {
+		return time.Duration(sec * float64(time.Second)).Round(time.Second).String()
+	}
+	return fmt.Sprintf("%.3g s", sec)
+}
+
 // ---- housekeeping: heartbeats, stats, registration, liveness ----
 
 func (w *Worker) housekeeping(ctx context.Context, fail chan<- error) {
@@ -452,6 +497,7 @@ func (w *Worker) housekeeping(ctx context.Context, fail chan<- error) {
 			w.sendStats()
 		case <-hb.C:
 			w.sendHeartbeat()
+			w.flushRepeated()
 			if err := w.checkMaster(); err != nil {
 				fail <- err
 				return
@@ -551,6 +597,15 @@ type excLimiter struct {
 	second  int64
 	n       int
 	dropped int64
+}
+
+// takeDropped returns the exceptions dropped since the last call.
+func (l *excLimiter) takeDropped() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := l.dropped
+	l.dropped = 0
+	return n
 }
 
 func (l *excLimiter) allow(now time.Time) bool {

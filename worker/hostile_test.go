@@ -1,0 +1,207 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cicada-load/cicada/protocol"
+)
+
+// countingHandler counts the log records per level and keeps their
+// messages, for tests of log amplification.
+type countingHandler struct {
+	mu      sync.Mutex
+	byLevel map[slog.Level]int
+	lines   []string
+}
+
+func newCountingHandler() *countingHandler {
+	return &countingHandler{byLevel: make(map[slog.Level]int)}
+}
+
+func (h *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *countingHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *countingHandler) WithGroup(string) slog.Handler            { return h }
+func (h *countingHandler) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString(r.Message)
+	r.Attrs(func(a slog.Attr) bool {
+		b.WriteString(" " + a.Key + "=" + a.Value.String())
+		return true
+	})
+	h.mu.Lock()
+	h.byLevel[r.Level]++
+	h.lines = append(h.lines, b.String())
+	h.mu.Unlock()
+	return nil
+}
+
+func (h *countingHandler) count(l slog.Level) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.byLevel[l]
+}
+
+// find returns the first line containing every part.
+func (h *countingHandler) find(parts ...string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+next:
+	for _, l := range h.lines {
+		for _, p := range parts {
+			if !strings.Contains(l, p) {
+				continue next
+			}
+		}
+		return l
+	}
+	return ""
+}
+
+func unixNow() float64 { return float64(time.Now().UnixNano()) / 1e9 }
+
+func TestCheckSpawnTimestamp(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	sec := float64(now.Unix())
+	tests := []struct {
+		name string
+		ts   float64
+		ok   bool
+	}{
+		{"now", sec, true},
+		{"an hour ago", sec - 3600, true},
+		{"a minute ahead", sec + 60, true},
+		{"just within the skew", sec + MaxSpawnClockSkew.Seconds() - 1, true},
+		{"beyond the skew", sec + MaxSpawnClockSkew.Seconds() + 1, false},
+		{"far future", 1e300, false},
+		{"max float", math.MaxFloat64, false},
+		{"+inf", math.Inf(1), false},
+		{"-inf", math.Inf(-1), false},
+		{"nan", math.NaN(), false},
+		{"zero", 0, false},
+		{"negative", -1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := checkSpawnTimestamp(tt.ts, now)
+			if (err == nil) != tt.ok {
+				t.Fatalf("checkSpawnTimestamp(%v) = %v; want ok %v", tt.ts, err, tt.ok)
+			}
+			if err != nil && !errors.Is(err, ErrBadSpawn) {
+				t.Errorf("checkSpawnTimestamp(%v) = %v; want it to wrap ErrBadSpawn", tt.ts, err)
+			}
+		})
+	}
+}
+
+// TestSpawnTimestampCannotDisableWorker: a spawn stamped +inf, NaN or far
+// in the future is refused with a reason (an exception to the master), and
+// a later normal spawn still works. Before the fix, +inf became the
+// "latest" timestamp and every later spawn was discarded as older.
+func TestSpawnTimestampCannotDisableWorker(t *testing.T) {
+	t.Parallel()
+	for _, bad := range []float64{math.Inf(1), math.NaN(), unixNow() + 1e9} {
+		t.Run(strconv.FormatFloat(bad, 'g', 4, 64), func(t *testing.T) {
+			t.Parallel()
+			m := newFakeMaster(t, 0)
+			opts := fastOptions(t, m.port)
+			opts.RepeatInterval = -1 // every refusal reported
+			rw := startWorker(t, opts, twoClasses())
+			register(t, m, rw, 1, 0)
+			m.send(rw.w.NodeID(), protocol.TypeSpawn, spawnMsg(bad, map[string]int64{"A": 3}, nil))
+			m.send(rw.w.NodeID(), protocol.TypeSpawn, spawnMsg(unixNow(), map[string]int64{"A": 2}, nil))
+			sc := m.await(protocol.TypeSpawningComplete, 1, 10*time.Second).msg.Data.(*protocol.SpawningComplete)
+			if sc.UserCount != 2 {
+				t.Errorf("spawning_complete after the refused spawn = %+v; want 2 users", sc)
+			}
+			exc := m.await(protocol.TypeException, 1, 10*time.Second).msg.Data.(*protocol.Exception)
+			if !strings.Contains(exc.Msg, "timestamp") {
+				t.Errorf("exception = %q; want it to name the timestamp", exc.Msg)
+			}
+			if n := m.count(protocol.TypeSpawning); n != 1 {
+				t.Errorf("%d spawning messages; want 1 (none for the refused spawn)", n)
+			}
+		})
+	}
+}
+
+// TestUnknownClassFloodBounded: spawns naming 100,000 unknown classes,
+// and 200 more spawns with new unknown names each, give one ERROR line and
+// one exception per RepeatInterval, and a summary of the suppressed ones.
+// Before the fix: one ERROR line and one exception per name.
+func TestUnknownClassFloodBounded(t *testing.T) {
+	t.Parallel()
+	m := newFakeMaster(t, 0)
+	h := newCountingHandler()
+	opts := fastOptions(t, m.port)
+	opts.Logger = slog.New(h)
+	opts.RepeatInterval = time.Hour
+	opts.DisableDiagnosis = true
+	rw := startWorker(t, opts, twoClasses())
+	register(t, m, rw, 1, 0)
+	counts := map[string]int64{"A": 1}
+	for i := range 100_000 {
+		counts["Nope"+strconv.Itoa(i)] = 1
+	}
+	ts := unixNow()
+	m.send(rw.w.NodeID(), protocol.TypeSpawn, spawnMsg(ts, counts, nil))
+	m.await(protocol.TypeSpawningComplete, 1, 60*time.Second)
+	const more = 200
+	for i := range more {
+		ts += 0.001
+		a := int64(1)
+		if i == more-1 {
+			a = 2 // the last one is seen in spawning_complete
+		}
+		m.send(rw.w.NodeID(), protocol.TypeSpawn, spawnMsg(ts, map[string]int64{"A": a, "Other" + strconv.Itoa(i): 1}, nil))
+	}
+	waitFor(t, 60*time.Second, "the last spawn", func() bool {
+		sc := m.all(protocol.TypeSpawningComplete)
+		return sc[len(sc)-1].msg.Data.(*protocol.SpawningComplete).UserCount == 2
+	})
+	exc := m.all(protocol.TypeException)
+	if len(exc) != 1 {
+		t.Fatalf("%d exception messages; want 1", len(exc))
+	}
+	if msg := exc[0].msg.Data.(*protocol.Exception).Msg; !strings.Contains(msg, "and 99990 more") || len(msg) > 2000 {
+		t.Errorf("exception = %.300q (%d bytes); want it to list 10 names and count the rest", msg, len(msg))
+	}
+	if n := h.count(slog.LevelError); n != 1 {
+		t.Errorf("%d ERROR lines; want 1", n)
+	}
+	// Spawns still queued are superseded by newer ones, so not every one
+	// is handled.
+	if n := rw.w.repeats.Total(); n < 1 || n > more {
+		t.Errorf("suppressed %d reports; want 1 to %d", n, more)
+	}
+}
+
+// TestRepeatSummary: suppressed repeats are summarised once the cause
+// has been quiet for an interval.
+func TestRepeatSummary(t *testing.T) {
+	t.Parallel()
+	m := newFakeMaster(t, 0)
+	h := newCountingHandler()
+	opts := fastOptions(t, m.port)
+	opts.Logger = slog.New(h)
+	opts.RepeatInterval = 300 * time.Millisecond
+	opts.DisableDiagnosis = true
+	rw := startWorker(t, opts, twoClasses())
+	register(t, m, rw, 1, 0)
+	for range 50 {
+		m.sendRaw(rw.w.NodeID(), []byte("not msgpack"))
+	}
+	waitFor(t, 10*time.Second, "the summary line", func() bool {
+		return h.find("suppressed", "cause="+causeMalformed, "count=49") != ""
+	})
+	if n := h.count(slog.LevelWarn); n != 2 {
+		t.Errorf("%d WARN lines for 50 malformed messages; want 2 (one, then the summary)", n)
+	}
+}
