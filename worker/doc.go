@@ -37,6 +37,11 @@
 //     unknown messages) go out at most once per Options.RepeatInterval and
 //     cause (package internal/ratelimit); the repeats are counted and
 //     summarised in a later line;
+//   - a worker that did not run for a while (SIGSTOP, a paused VM: a gap
+//     between its heartbeat ticks over a quarter of
+//     Options.MasterHeartbeatTimeout) gives the master a fresh timeout
+//     instead of quitting on its first tick after resuming (a Python
+//     worker quits);
 //   - at quit, in-flight tasks get Options.QuitTimeout to finish, so the
 //     final stats report, sent before quit, holds every request;
 //   - heartbeats carry the worker's connection counters (open, established,

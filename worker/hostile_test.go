@@ -205,3 +205,50 @@ func TestRepeatSummary(t *testing.T) {
 		t.Errorf("%d WARN lines for 50 malformed messages; want 2 (one, then the summary)", n)
 	}
 }
+
+func TestCheckMasterAfterPause(t *testing.T) {
+	const (
+		interval = time.Second
+		timeout  = 60 * time.Second
+	)
+	t0 := time.Unix(1_700_000_000, 0)
+	sec := func(n float64) time.Time { return t0.Add(time.Duration(n * float64(time.Second))) }
+	tests := []struct {
+		name           string
+		lastHB         time.Time // zero: the master sends none
+		lastTick, now  time.Time
+		wantErr        bool
+		wantFreshGrace bool
+	}{
+		{"master silent, ticks regular", sec(0), sec(60.5), sec(61.5), true, false},
+		{"master recent", sec(59), sec(60), sec(61), false, false},
+		{"worker paused 90 s", sec(0), sec(1), sec(91), false, true},
+		{"worker paused, gap just below the threshold", sec(0), sec(47), sec(61.5), true, false},
+		{"no master heartbeats yet", time.Time{}, sec(1), sec(91), false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, err := New(Options{HeartbeatInterval: interval, MasterHeartbeatTimeout: timeout, Logger: testLogger(t)}, twoClasses())
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.mu.lastMasterHB = tt.lastHB
+			err = w.checkMaster(tt.now, tt.lastTick)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("checkMaster(now %v, last tick %v) = %v; want error %v", tt.now.Sub(t0), tt.lastTick.Sub(t0), err, tt.wantErr)
+			}
+			if err != nil && !errors.Is(err, ErrMasterTimeout) {
+				t.Errorf("checkMaster = %v; want ErrMasterTimeout", err)
+			}
+			if fresh := w.mu.lastMasterHB.Equal(tt.now); fresh != tt.wantFreshGrace {
+				t.Errorf("fresh grace = %v (last heartbeat now %v); want %v", fresh, w.mu.lastMasterHB.Sub(t0), tt.wantFreshGrace)
+			}
+			if tt.wantFreshGrace {
+				// The fresh grace ends: a master still silent is gone.
+				if err := w.checkMaster(tt.now.Add(timeout+interval), tt.now.Add(timeout)); !errors.Is(err, ErrMasterTimeout) {
+					t.Errorf("checkMaster after the fresh grace = %v; want ErrMasterTimeout", err)
+				}
+			}
+		})
+	}
+}

@@ -482,6 +482,7 @@ func (w *Worker) housekeeping(ctx context.Context, fail chan<- error) {
 		connectDeadline = t.C
 	}
 	events := w.dealer.Load().Events()
+	lastTick := time.Now() // of the heartbeat ticker, for checkMaster
 	for {
 		select {
 		case <-ctx.Done():
@@ -498,7 +499,10 @@ func (w *Worker) housekeeping(ctx context.Context, fail chan<- error) {
 		case <-hb.C:
 			w.sendHeartbeat()
 			w.flushRepeated()
-			if err := w.checkMaster(); err != nil {
+			now := time.Now()
+			err := w.checkMaster(now, lastTick)
+			lastTick = now
+			if err != nil {
 				fail <- err
 				return
 			}
@@ -524,22 +528,43 @@ func (w *Worker) housekeeping(ctx context.Context, fail chan<- error) {
 }
 
 // checkMaster returns ErrMasterTimeout when a master that sends heartbeats
-// stopped doing so.
-func (w *Worker) checkMaster() error {
+// stopped doing so. now is the time of this heartbeat tick, lastTick that
+// of the previous one: a gap between them far longer than the ticker's
+// interval means the worker itself did not run (SIGSTOP, a paused VM, a
+// starved host), and the master's heartbeats of that time may still be on
+// their way. The master then gets a fresh MasterHeartbeatTimeout from now
+// instead of being declared gone on the worker's first tick after resuming.
+func (w *Worker) checkMaster(now, lastTick time.Time) error {
 	if w.opts.MasterHeartbeatTimeout < 0 {
 		return nil
 	}
+	paused := now.Sub(lastTick) > pauseGap(w.opts.HeartbeatInterval, w.opts.MasterHeartbeatTimeout)
 	w.mu.Lock()
 	last := w.mu.lastMasterHB
+	if paused && !last.IsZero() && last.Before(now) {
+		w.mu.lastMasterHB = now
+	}
 	w.mu.Unlock()
 	if last.IsZero() {
 		return nil
 	}
-	if since := time.Since(last); since > w.opts.MasterHeartbeatTimeout {
+	if paused {
+		w.log.Warn("the worker did not run for a while (stopped or paused?): the master gets a fresh heartbeat timeout",
+			"gap", now.Sub(lastTick).Round(time.Millisecond), "timeout", w.opts.MasterHeartbeatTimeout)
+		return nil
+	}
+	if since := now.Sub(last); since > w.opts.MasterHeartbeatTimeout {
 		w.log.Error("no heartbeat from the master: quitting", "since", since.Round(time.Second))
 		return fmt.Errorf("%w for %v", ErrMasterTimeout, since.Round(time.Second))
 	}
 	return nil
+}
+
+// pauseGap is the gap between two heartbeat ticks (of the given interval)
+// beyond which the worker counts itself as having been paused: a quarter of
+// the master heartbeat timeout, and at least three intervals.
+func pauseGap(interval, timeout time.Duration) time.Duration {
+	return max(3*interval, timeout/4)
 }
 
 // onEvent tracks the connection. After a lost connection the worker
