@@ -104,15 +104,36 @@ func (w *Worker) controller(ctx context.Context) {
 }
 
 // doSpawn converges to the spawn's absolute counts (locust-protocol.md §3.6,
-// §5.4): missing users start at once, surplus users (the most recently
+// §5.4), clamped to the worker's user ceiling: missing users start at once
+// (in batches a newer command interrupts), surplus users (the most recently
 // started first) stop gracefully within stop_timeout, then forcibly. It
 // then reports spawning_complete with the actual counts, unless a newer
 // command superseded it meanwhile.
 func (w *Worker) doSpawn(ctx context.Context, s *protocol.Spawn, newTest bool) {
-	w.diagnoseSpawn(s, newTest)
-	unknown, b := w.pool.apply(s.UserClassesCount)
-	w.reportUnknown(unknown)
+	pl := w.pool.plan(s.UserClassesCount, w.maxUsers)
+	if pl.clamped {
+		w.reportProblem(causeSpawnCeiling,
+			fmt.Sprintf("%v: the spawn asks this worker for %d users; it runs at most %d (%s) and runs %d: run more workers, or %s",
+				ErrTooManyUsers, pl.asked, w.maxUsers, w.maxUsersWhy, w.maxUsers, maxUsersFix),
+			"spawn: user count above the worker's ceiling; clamped\n",
+			"asked", pl.asked, "max_users", w.maxUsers)
+	}
+	diagSpawn := *s
+	diagSpawn.UserClassesCount = pl.counts
+	w.diagnoseSpawn(&diagSpawn, newTest)
+	w.reportUnknown(pl.unknown)
+	b := pl.stop
 	b.start()
+	// Start the missing users in batches; a newer command interrupts.
+	if _, complete := w.pool.start(pl.starts, func() bool {
+		if ctx.Err() != nil {
+			return true
+		}
+		any, _ := w.pending()
+		return any
+	}); !complete {
+		return // superseded (the next command converges from here), or shutting down
+	}
 	if len(b.users) > 0 {
 		w.mu.Lock()
 		grace := w.mu.stopTimeout

@@ -28,6 +28,13 @@
 //     exception (a Python worker hangs in spawning), once per class and
 //     test, all classes of one spawn in one report; a scenario with one
 //     class serves any class name;
+//   - a spawn asking for more users than Options.MaxUsers (by default twice
+//     the open-files limit: each HTTP user holds a connection) runs that many,
+//     each class its share, with an ERROR and an exception to the master
+//     (ErrTooManyUsers); spawning_complete reports the users that run.
+//     Users start in batches outside the pool lock, so heartbeats, stats
+//     and a newer spawn, stop, quit or signal are served while thousands
+//     start;
 //   - a spawn whose timestamp is not a finite positive number, or is more
 //     than MaxSpawnClockSkew ahead of the worker's clock, is refused with an
 //     ERROR and an exception (ErrBadSpawn): a Python worker would discard

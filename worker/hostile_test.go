@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -251,4 +252,94 @@ func TestCheckMasterAfterPause(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestClampCounts(t *testing.T) {
+	const huge = 1_000_000_000_000
+	tests := []struct {
+		name    string
+		counts  map[string]int64
+		ceiling int64
+		want    map[string]int64
+	}{
+		{"one class", map[string]int64{"A": huge}, 4096, map[string]int64{"A": 4096}},
+		{"two equal", map[string]int64{"A": huge, "B": huge}, 4096, map[string]int64{"A": 2048, "B": 2048}},
+		{"remainder to the first of equals", map[string]int64{"A": 10, "B": 10, "C": 10}, 10, map[string]int64{"A": 4, "B": 3, "C": 3}},
+		{"remainder to the largest fraction", map[string]int64{"A": 10, "B": 19}, 10, map[string]int64{"A": 3, "B": 7}},
+		{"proportional", map[string]int64{"A": 3 * huge, "B": huge}, 1000, map[string]int64{"A": 750, "B": 250}},
+		{"tiny share rounds to zero", map[string]int64{"A": 1, "B": huge}, 1000, map[string]int64{"A": 0, "B": 1000}},
+		{"zero ceiling", map[string]int64{"A": 5}, 0, map[string]int64{"A": 0}},
+		{"max int64 counts", map[string]int64{"A": math.MaxInt64, "B": math.MaxInt64}, 100, map[string]int64{"A": 50, "B": 50}},
+		{"saturated sum, uneven", map[string]int64{"A": math.MaxInt64, "B": math.MaxInt64 / 3, "C": 0}, 400, map[string]int64{"A": 300, "B": 100, "C": 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var names []string
+			var asked int64
+			for n, c := range tt.counts {
+				names = append(names, n)
+				asked = addSat(asked, c)
+			}
+			slices.Sort(names)
+			got := clampCounts(names, tt.counts, asked, tt.ceiling)
+			var sum int64
+			for _, n := range names {
+				sum += got[n]
+				if got[n] != tt.want[n] {
+					t.Errorf("clampCounts(%v, %d)[%s] = %d; want %d", tt.counts, tt.ceiling, n, got[n], tt.want[n])
+				}
+			}
+			if sum != tt.ceiling {
+				t.Errorf("clampCounts(%v, %d) sums to %d; want %d", tt.counts, tt.ceiling, sum, tt.ceiling)
+			}
+		})
+	}
+}
+
+// TestPoolStartInterrupted: users start in batches, and an interruption
+// (a newer command) or the pool's close ends the start between batches.
+func TestPoolStartInterrupted(t *testing.T) {
+	idle := &UserClass{Name: "A", Wait: Constant(time.Hour), Tasks: []Task{{Name: "t", Fn: noopTask}}}
+	t.Run("interrupted", func(t *testing.T) {
+		p, _ := newTestPool(t, idle)
+		pl := p.plan(map[string]int64{"A": 1_000_000_000_000}, -1)
+		calls := 0
+		started, complete := p.start(pl.starts, func() bool { calls++; return calls > 2 })
+		if started != 2*startBatch || complete {
+			t.Fatalf("start = %d, %v; want %d, false (two batches, then interrupted)", started, complete, 2*startBatch)
+		}
+		if _, total := p.counts(); total != 2*startBatch {
+			t.Errorf("running users = %d; want %d", total, 2*startBatch)
+		}
+	})
+	t.Run("closed", func(t *testing.T) {
+		p, _ := newTestPool(t, idle)
+		pl := p.plan(map[string]int64{"A": 1_000_000_000_000}, -1)
+		calls := 0
+		started, complete := p.start(pl.starts, func() bool {
+			calls++
+			if calls == 2 {
+				b := p.close()
+				b.start()
+				b.wait(0, 5*time.Second, nil)
+			}
+			return false
+		})
+		if started != startBatch || complete {
+			t.Fatalf("start = %d, %v; want %d, false (closed after one batch)", started, complete, startBatch)
+		}
+		if _, total := p.counts(); total != 0 {
+			t.Errorf("running users after close = %d; want 0", total)
+		}
+	})
+	t.Run("ceiling", func(t *testing.T) {
+		p, _ := newTestPool(t, idle)
+		pl := p.plan(map[string]int64{"A": 1_000_000_000_000}, 1000)
+		if !pl.clamped || pl.asked != 1_000_000_000_000 || pl.counts["A"] != 1000 {
+			t.Fatalf("plan = clamped %v, asked %d, counts %v; want clamped, 10^12 asked, A=1000", pl.clamped, pl.asked, pl.counts)
+		}
+		if started, complete := p.start(pl.starts, nil); started != 1000 || !complete {
+			t.Fatalf("start = %d, %v; want 1000, true", started, complete)
+		}
+	})
 }

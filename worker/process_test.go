@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -202,4 +203,148 @@ func TestWorkerSurvivesPause(t *testing.T) {
 // the child's log.
 func verboseLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// hugeSpawnFiles is the open-files limit of the huge-spawn children, and
+// hugeSpawnLimit their user ceiling.
+const (
+	hugeSpawnFiles = 2048
+	hugeSpawnLimit = usersPerFile * hugeSpawnFiles
+)
+
+func lowerFileLimit(t *testing.T, n uint64) {
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: n, Max: n}); err != nil {
+		t.Fatalf("setrlimit: %v", err)
+	}
+}
+
+func childHugeSpawn(t *testing.T) {
+	lowerFileLimit(t, hugeSpawnFiles)
+	opts := fastOptions(t, childMasterPort(t))
+	opts.Logger = verboseLogger()
+	w, err := New(opts, twoClasses())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(t.Context()); err != nil {
+		t.Fatalf("Run = %v; want nil (quit by the master)", err)
+	}
+}
+
+func childHugeSpawnUnbounded(t *testing.T) {
+	opts := fastOptions(t, childMasterPort(t))
+	opts.Logger = verboseLogger()
+	opts.MaxUsers = -1
+	opts.DisableDiagnosis = true
+	w, err := New(opts, twoClasses())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Run(t.Context()); err != nil {
+		t.Fatalf("Run = %v; want nil (quit by the master)", err)
+	}
+}
+
+func childHugeSpawnMain(t *testing.T) {
+	lowerFileLimit(t, hugeSpawnFiles)
+	args := []string{"--master-port", strconv.Itoa(childMasterPort(t))}
+	if code := mainArgs(t.Context(), args, func(string) string { return "" }, os.Stderr, twoClasses()); code != 0 {
+		t.Fatalf("mainArgs = %d; want 0", code)
+	}
+}
+
+// maxHugeSpawnRSS bounds the child's resident memory with its 4096 idle
+// users (the race detector included; about 55 MiB measured), and without a
+// ceiling until the quit interrupts the start (about 50 MiB measured).
+const maxHugeSpawnRSS = 1 << 30
+
+// TestHugeSpawnBounded: a fake master asks a worker whose open-files
+// limit is 2048 for 2×10^12 users. The worker runs 4096 (2048 per
+// class), says so in an exception and in spawning_complete, keeps
+// heartbeating with its memory bounded, and ends promptly on the master's
+// quit or on SIGTERM. Without a ceiling (MaxUsers -1), the quit interrupts
+// the start. Before the fix the worker started users in one loop under
+// the pool lock without end: its memory grew by gigabytes and quit and
+// signals went unanswered.
+func TestHugeSpawnBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process-level test")
+	}
+	t.Parallel()
+	tests := []struct {
+		name, mode string
+		sigterm    bool // end with SIGTERM instead of the master's quit
+		ceiling    bool // the worker has its default ceiling
+	}{
+		{"quit", "hugespawn", false, true},
+		{"sigterm", "hugespawn-main", true, true},
+		{"quit without ceiling", "hugespawn-unbounded", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			m := newFakeMaster(t, 0)
+			c := startChild(t, tt.mode, m.port)
+			id := registerChild(t, m)
+			const huge = 1_000_000_000_000
+			m.send(id, protocol.TypeSpawn, spawnMsg(unixNow(), map[string]int64{"A": huge, "B": huge}, nil))
+			sent := time.Now()
+			var peak int64
+			watch := func() {
+				if hbs := m.all(protocol.TypeHeartbeat); len(hbs) > 0 {
+					peak = max(peak, hbs[len(hbs)-1].msg.Data.(*protocol.Heartbeat).MemoryUsage)
+				}
+				if peak > maxHugeSpawnRSS {
+					t.Fatalf("worker RSS %d MiB; want at most %d MiB", peak>>20, maxHugeSpawnRSS>>20)
+				}
+				if c.exited() {
+					t.Fatalf("worker exited: %v", c.err)
+				}
+			}
+			if tt.ceiling {
+				waitFor(t, 30*time.Second, "spawning_complete", func() bool {
+					watch()
+					return m.count(protocol.TypeSpawningComplete) > 0
+				})
+				sc := m.all(protocol.TypeSpawningComplete)[0].msg.Data.(*protocol.SpawningComplete)
+				if sc.UserCount != hugeSpawnLimit || sc.UserClassesCount["A"] != hugeSpawnLimit/2 || sc.UserClassesCount["B"] != hugeSpawnLimit/2 {
+					t.Errorf("spawning_complete = %+v; want %d users, half per class", sc, hugeSpawnLimit)
+				}
+				exc := m.await(protocol.TypeException, 1, 10*time.Second).msg.Data.(*protocol.Exception)
+				if want := "at most " + strconv.Itoa(hugeSpawnLimit); !strings.Contains(exc.Msg, want) || !strings.Contains(exc.Msg, "2000000000000") {
+					t.Errorf("exception = %q; want it to name the users asked and %q", exc.Msg, want)
+				}
+			}
+			// Heartbeating (while users start, without a ceiling), with its
+			// memory bounded.
+			waitFor(t, 10*time.Second, "two heartbeats after the spawn", func() bool {
+				watch()
+				n := 0
+				for _, hb := range m.all(protocol.TypeHeartbeat) {
+					if hb.at.After(sent) {
+						n++
+					}
+				}
+				return n >= 2
+			})
+			t.Logf("RSS peak %d MiB", peak>>20)
+			start := time.Now()
+			if tt.sigterm {
+				if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				m.send(id, protocol.TypeQuit, nil)
+			}
+			if err := c.wait(t, 10*time.Second); err != nil {
+				t.Fatalf("child exit = %v; want 0", err)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("the worker took %v to end; want under 5 s", d)
+			}
+			if m.count(protocol.TypeQuit) != 1 {
+				t.Errorf("%d quit messages from the worker; want 1", m.count(protocol.TypeQuit))
+			}
+		})
+	}
 }

@@ -59,6 +59,9 @@ type Worker struct {
 	exc     excLimiter
 	repeats *ratelimit.Limiter // repeated log lines and exception messages, per cause
 
+	maxUsers    int64  // the user ceiling; negative: none
+	maxUsersWhy string // where maxUsers comes from, for messages
+
 	customMu sync.RWMutex
 	custom   map[string]MessageHandler
 
@@ -138,6 +141,7 @@ func New(opts Options, sc Scenario) (*Worker, error) {
 	w.env.configs.sources = opts.SourceIPs
 	w.pool = newPool(w.env, w.classes)
 	w.exc.rate = opts.ExceptionRate
+	w.maxUsers, w.maxUsersWhy = userCeiling(opts.MaxUsers)
 	w.repeats = ratelimit.New(opts.RepeatInterval, maxRepeatCauses)
 	w.mu.state = StateReady
 	w.mu.readyWanted = true
@@ -202,7 +206,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	runCtx, cancelUsers := context.WithCancel(context.WithoutCancel(ctx))
 	w.env.runCtx = runCtx // before any user starts: users start from the controller
 	w.dealer.Store(d)
-	w.log.Info("worker starting", "master", endpoint, "classes", len(w.classes))
+	w.log.Info("worker starting", "master", endpoint, "classes", len(w.classes), "max_users", w.maxUsers)
 
 	loopCtx, stopLoops := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -227,8 +231,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 	}
 
-	// Teardown: interrupt whatever still runs.
-	b := w.pool.stopAll()
+	// Teardown: interrupt whatever still runs (and whatever the controller
+	// might still be starting).
+	b := w.pool.close()
 	b.start()
 	b.wait(0, w.opts.ForceWait, nil)
 	cancelUsers()
@@ -431,6 +436,29 @@ func (w *Worker) onSpawn(msg protocol.Message) {
 		w.mu.Unlock()
 	}
 	w.log.Debug("spawn", "users", s.UserClassesCount, "new_test", newTest)
+}
+
+// maxUsersFix says how to raise the user ceiling.
+const maxUsersFix = "raise the open-files limit (ulimit -n), or set a ceiling with --max-users (Options.MaxUsers)"
+
+// usersPerFile is the default user ceiling per open file allowed: users
+// up to the limit can all connect, and up to twice the limit the failures
+// (EMFILE) still tell the story; far beyond it a worker only grows.
+const usersPerFile = 2
+
+// userCeiling resolves Options.MaxUsers: the most users a spawn may ask of
+// this worker (negative: no ceiling), and where that number comes from.
+func userCeiling(opt int64) (int64, string) {
+	switch {
+	case opt > 0:
+		return opt, "its --max-users setting"
+	case opt < 0:
+		return -1, "no ceiling"
+	}
+	if l, _ := diag.ReadLimits(); l.OpenFiles > 0 && l.OpenFiles <= math.MaxInt64/usersPerFile {
+		return usersPerFile * l.OpenFiles, fmt.Sprintf("%d× its open-files limit (RLIMIT_NOFILE %d): each HTTP user holds one connection", usersPerFile, l.OpenFiles)
+	}
+	return DefaultMaxUsers, "DefaultMaxUsers: its open-files limit is unknown or unlimited"
 }
 
 // MaxSpawnClockSkew is how far ahead of the worker's clock a spawn's
