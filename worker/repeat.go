@@ -20,6 +20,12 @@ const (
 	causeUnsupported    = "unsupported message type"
 	causeUnknownType    = "unknown message type"
 	causeHandlerPanic   = "custom message handler panic"
+	causeSpawnOld       = "spawn older than the last"
+	causeReconnect      = "reconnect message"
+	causeSendFailed     = "send to the master failed"
+	causeEncode         = "message encoding failed"
+	causeStop           = "stop message"
+	causeQuit           = "quit message"
 )
 
 // maxRepeatCauses bounds the causes the limiter tracks (the causes above,

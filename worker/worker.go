@@ -254,11 +254,11 @@ func (w *Worker) Run(ctx context.Context) error {
 func (w *Worker) send(typ string, data any) {
 	b, err := protocol.Encode(protocol.Message{Type: typ, Data: data, NodeID: w.nodeID})
 	if err != nil {
-		w.log.Error("cannot encode message", "type", typ, "err", err)
+		w.logRepeated(slog.LevelError, causeEncode+" "+typ, "cannot encode message", "type", typ, "err", err)
 		return
 	}
 	if err := w.dealer.Load().Send(b); err != nil {
-		w.log.Warn("cannot send message to master", "type", typ, "err", err)
+		w.logRepeated(slog.LevelWarn, causeSendFailed, "cannot send message to master", "type", typ, "err", err)
 	}
 }
 
@@ -346,13 +346,13 @@ func (w *Worker) handle(msg protocol.Message) {
 	case protocol.TypeSpawn:
 		w.onSpawn(msg)
 	case protocol.TypeStop:
-		w.log.Info("stop message from master")
+		w.logRepeated(slog.LevelInfo, causeStop, "stop message from master")
 		w.enqueue(command{kind: cmdStop})
 	case protocol.TypeQuit:
-		w.log.Info("quit message from master: shutting down")
+		w.logRepeated(slog.LevelInfo, causeQuit, "quit message from master: shutting down")
 		w.enqueue(command{kind: cmdQuit})
 	case protocol.TypeReconnect:
-		w.log.Warn("reconnect message from master: resetting the connection")
+		w.logRepeated(slog.LevelWarn, causeReconnect, "reconnect message from master: resetting the connection")
 		w.mu.Lock()
 		w.mu.selfReconnect = true
 		w.mu.Unlock()
@@ -412,7 +412,7 @@ func (w *Worker) onSpawn(msg protocol.Message) {
 	if s.Timestamp <= w.mu.lastSpawnTS {
 		last := w.mu.lastSpawnTS
 		w.mu.Unlock()
-		w.log.Info("discarding spawn message with an older or equal timestamp", "timestamp", s.Timestamp, "last", last)
+		w.logRepeated(slog.LevelInfo, causeSpawnOld, "discarding spawn message with an older or equal timestamp", "timestamp", s.Timestamp, "last", last)
 		return
 	}
 	w.mu.lastSpawnTS = s.Timestamp
