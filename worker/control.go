@@ -33,17 +33,36 @@ func (w *Worker) enqueue(c command) {
 }
 
 // enqueueLocked queues c; a spawn replaces a spawn still waiting at the end
-// of the queue (only the newest absolute counts matter). Precondition: w.mu
-// held.
+// of the queue (only the newest absolute counts matter), a stop drops the
+// spawns waiting before it (it undoes them) and is dropped after another
+// stop, and a second quit adds nothing: a flood of commands keeps the queue
+// at most [stop, spawn, quit] long. Precondition: w.mu held.
 func (w *Worker) enqueueLocked(c command) {
 	if w.mu.quitting {
 		return
 	}
 	q := w.mu.queue
-	if c.kind == cmdSpawn && len(q) > 0 && q[len(q)-1].kind == cmdSpawn {
+	last := func() cmdKind {
+		if len(q) == 0 {
+			return 0
+		}
+		return q[len(q)-1].kind
+	}
+	switch {
+	case slices.ContainsFunc(q, func(o command) bool { return o.kind == cmdQuit }):
+		// Nothing runs after a quit.
+	case c.kind == cmdSpawn && last() == cmdSpawn:
 		c.newTest = c.newTest || q[len(q)-1].newTest
 		q[len(q)-1] = c
-	} else {
+	case c.kind == cmdStop:
+		for last() == cmdSpawn {
+			q = q[:len(q)-1]
+		}
+		if last() != cmdStop {
+			q = append(q, c)
+		}
+		w.mu.queue = q
+	default:
 		w.mu.queue = append(q, c)
 	}
 	select {

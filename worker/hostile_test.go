@@ -343,3 +343,52 @@ func TestPoolStartInterrupted(t *testing.T) {
 		}
 	})
 }
+
+// TestCommandQueueBounded: a flood of spawn, stop and quit messages while
+// the controller is busy keeps the command queue short. Before the fix
+// every stop (and quit) was queued.
+func TestCommandQueueBounded(t *testing.T) {
+	kinds := map[byte]cmdKind{'s': cmdSpawn, 'x': cmdStop, 'q': cmdQuit}
+	tests := []struct {
+		in, want string // commands as letters: s spawn, x stop, q quit
+	}{
+		{"s", "s"},
+		{"sss", "s"},
+		{"x", "x"},
+		{"sx", "x"},
+		{"xs", "xs"},
+		{"xsx", "x"},
+		{"xxxx", "x"},
+		{"xsq", "xsq"},
+		{"qsxq", "q"},
+		{strings.Repeat("sx", 50_000), "x"},
+		{strings.Repeat("xs", 50_000), "xs"},
+		{strings.Repeat("xsq", 1000), "xsq"},
+	}
+	for _, tt := range tests {
+		name := tt.in
+		if len(name) > 12 {
+			name = name[:12] + "..."
+		}
+		t.Run(name, func(t *testing.T) {
+			w, err := New(Options{Logger: testLogger(t)}, twoClasses())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range len(tt.in) {
+				w.enqueue(command{kind: kinds[tt.in[i]], spawn: &protocol.Spawn{}})
+			}
+			var got strings.Builder
+			for _, c := range w.mu.queue {
+				for l, k := range kinds {
+					if k == c.kind {
+						got.WriteByte(l)
+					}
+				}
+			}
+			if got.String() != tt.want {
+				t.Errorf("queue after %q = %q; want %q", name, got.String(), tt.want)
+			}
+		})
+	}
+}
