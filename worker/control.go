@@ -132,7 +132,7 @@ func (w *Worker) doSpawn(ctx context.Context, s *protocol.Spawn, newTest bool) {
 	pl := w.pool.plan(s.UserClassesCount, w.maxUsers)
 	if pl.clamped {
 		w.reportProblem(causeSpawnCeiling,
-			fmt.Sprintf("%v: the spawn asks this worker for %d users; it runs at most %d (%s) and runs %d: run more workers, or %s",
+			fmt.Sprintf("%v: the spawn asks this worker for %d users; it runs at most %d (%s), so it runs %d: run more workers, or %s",
 				ErrTooManyUsers, pl.asked, w.maxUsers, w.maxUsersWhy, w.maxUsers, maxUsersFix),
 			"spawn: user count above the worker's ceiling; clamped\n",
 			"asked", pl.asked, "max_users", w.maxUsers)

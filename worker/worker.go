@@ -439,7 +439,7 @@ func (w *Worker) onSpawn(msg protocol.Message) {
 }
 
 // maxUsersFix says how to raise the user ceiling.
-const maxUsersFix = "raise the open-files limit (ulimit -n), or set a ceiling with --max-users (Options.MaxUsers)"
+const maxUsersFix = "raise the open-files limit (ulimit -n), or set Options.MaxUsers (worker.Main: --max-users)"
 
 // usersPerFile is the default user ceiling per open file allowed: users
 // up to the limit can all connect, and up to twice the limit the failures
@@ -451,7 +451,7 @@ const usersPerFile = 2
 func userCeiling(opt int64) (int64, string) {
 	switch {
 	case opt > 0:
-		return opt, "its --max-users setting"
+		return opt, "its MaxUsers setting"
 	case opt < 0:
 		return -1, "no ceiling"
 	}
