@@ -192,7 +192,7 @@ func TestRepeatSummary(t *testing.T) {
 	h := newCountingHandler()
 	opts := fastOptions(t, m.port)
 	opts.Logger = slog.New(h)
-	opts.RepeatInterval = 300 * time.Millisecond
+	opts.RepeatInterval = 2 * time.Second // longer than sending 50 messages takes
 	opts.DisableDiagnosis = true
 	rw := startWorker(t, opts, twoClasses())
 	register(t, m, rw, 1, 0)
