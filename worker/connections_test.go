@@ -163,6 +163,14 @@ func TestChildProcess(t *testing.T) {
 		childFileLimit(t)
 	case "ports":
 		childPorts(t, nil)
+	case "paused":
+		childPaused(t)
+	case "hugespawn":
+		childHugeSpawn(t)
+	case "hugespawn-unbounded":
+		childHugeSpawnUnbounded(t)
+	case "hugespawn-main":
+		childHugeSpawnMain(t)
 	case "ports-source-ips":
 		ips := []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.3"), netip.MustParseAddr("127.0.0.4")}
 		childPorts(t, ips)

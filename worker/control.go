@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,17 +33,36 @@ func (w *Worker) enqueue(c command) {
 }
 
 // enqueueLocked queues c; a spawn replaces a spawn still waiting at the end
-// of the queue (only the newest absolute counts matter). Precondition: w.mu
-// held.
+// of the queue (only the newest absolute counts matter), a stop drops the
+// spawns waiting before it (it undoes them) and is dropped after another
+// stop, and a second quit adds nothing: a flood of commands keeps the queue
+// at most [stop, spawn, quit] long. Precondition: w.mu held.
 func (w *Worker) enqueueLocked(c command) {
 	if w.mu.quitting {
 		return
 	}
 	q := w.mu.queue
-	if c.kind == cmdSpawn && len(q) > 0 && q[len(q)-1].kind == cmdSpawn {
+	last := func() cmdKind {
+		if len(q) == 0 {
+			return 0
+		}
+		return q[len(q)-1].kind
+	}
+	switch {
+	case slices.ContainsFunc(q, func(o command) bool { return o.kind == cmdQuit }):
+		// Nothing runs after a quit.
+	case c.kind == cmdSpawn && last() == cmdSpawn:
 		c.newTest = c.newTest || q[len(q)-1].newTest
 		q[len(q)-1] = c
-	} else {
+	case c.kind == cmdStop:
+		for last() == cmdSpawn {
+			q = q[:len(q)-1]
+		}
+		if last() != cmdStop {
+			q = append(q, c)
+		}
+		w.mu.queue = q
+	default:
 		w.mu.queue = append(q, c)
 	}
 	select {
@@ -103,27 +123,36 @@ func (w *Worker) controller(ctx context.Context) {
 }
 
 // doSpawn converges to the spawn's absolute counts (locust-protocol.md §3.6,
-// §5.4): missing users start at once, surplus users (the most recently
+// §5.4), clamped to the worker's user ceiling: missing users start at once
+// (in batches a newer command interrupts), surplus users (the most recently
 // started first) stop gracefully within stop_timeout, then forcibly. It
 // then reports spawning_complete with the actual counts, unless a newer
 // command superseded it meanwhile.
 func (w *Worker) doSpawn(ctx context.Context, s *protocol.Spawn, newTest bool) {
-	w.diagnoseSpawn(s, newTest)
-	unknown, b := w.pool.apply(s.UserClassesCount)
-	for _, name := range unknown {
-		// Once per class and test: a master sends every step of a ramp.
-		w.mu.Lock()
-		seen := w.mu.unknownSeen[name]
-		if w.mu.unknownSeen == nil {
-			w.mu.unknownSeen = make(map[string]bool)
-		}
-		w.mu.unknownSeen[name] = true
-		w.mu.Unlock()
-		if !seen {
-			w.unknownClass(name)
-		}
+	pl := w.pool.plan(s.UserClassesCount, w.maxUsers)
+	if pl.clamped {
+		w.reportProblem(causeSpawnCeiling,
+			fmt.Sprintf("%v: the spawn asks this worker for %d users; it runs at most %d (%s), so it runs %d: run more workers, or %s",
+				ErrTooManyUsers, pl.asked, w.maxUsers, w.maxUsersWhy, w.maxUsers, maxUsersFix),
+			"spawn: user count above the worker's ceiling; clamped\n",
+			"asked", pl.asked, "max_users", w.maxUsers)
 	}
+	diagSpawn := *s
+	diagSpawn.UserClassesCount = pl.counts
+	w.diagnoseSpawn(&diagSpawn, newTest)
+	w.reportUnknown(pl.unknown)
+	b := pl.stop
 	b.start()
+	// Start the missing users in batches; a newer command interrupts.
+	if _, complete := w.pool.start(pl.starts, func() bool {
+		if ctx.Err() != nil {
+			return true
+		}
+		any, _ := w.pending()
+		return any
+	}); !complete {
+		return // superseded (the next command converges from here), or shutting down
+	}
 	if len(b.users) > 0 {
 		w.mu.Lock()
 		grace := w.mu.stopTimeout
@@ -159,20 +188,69 @@ func (w *Worker) doSpawn(ctx context.Context, s *protocol.Spawn, newTest bool) {
 	w.log.Info("spawning complete", "users", total)
 }
 
-// unknownClass reports a class name the scenario does not have: in the log
-// and to the master as an exception (a Python worker would hang in
-// spawning instead).
-func (w *Worker) unknownClass(name string) {
+// Bounds of the unknown-class reports.
+const (
+	maxUnknownSeen   = 1024 // names remembered per test
+	maxUnknownListed = 10   // names listed in one report
+	maxNameListed    = 64   // bytes of one name listed
+)
+
+// reportUnknown reports the class names of a spawn that the scenario does
+// not have: in the log and to the master as an exception (a Python worker
+// would hang in spawning instead). Each name is reported once per test (a
+// master sends every step of a ramp), all names of one spawn in one
+// report, and at most one report per Options.RepeatInterval; names of a
+// suppressed report come again with the next spawn that has them.
+func (w *Worker) reportUnknown(unknown []string) {
+	if len(unknown) == 0 {
+		return
+	}
+	var fresh []string
+	w.mu.Lock()
+	for _, name := range unknown {
+		if !w.mu.unknownSeen[name] {
+			fresh = append(fresh, name)
+		}
+	}
+	w.mu.Unlock()
+	if len(fresh) == 0 {
+		return
+	}
 	have := make([]string, len(w.classes))
 	for i, c := range w.classes {
 		have[i] = c.def.Name
 	}
-	msg := fmt.Sprintf("unknown user class %q: this cicada worker (%s) has %s", name, w.nodeID, strings.Join(have, ", "))
-	w.log.Error("spawn asks for a user class this worker does not have", "class", name, "have", have)
-	w.send(protocol.TypeException, &protocol.Exception{
-		Msg:       msg,
-		Traceback: fmt.Sprintf("spawn: user class %q is not defined in the worker's scenario\n", name),
-	})
+	listed := make([]string, 0, min(len(fresh), maxUnknownListed))
+	for _, name := range fresh[:cap(listed)] {
+		if len(name) > maxNameListed {
+			name = name[:maxNameListed] + "..."
+		}
+		listed = append(listed, strconv.Quote(name))
+	}
+	names := strings.Join(listed, ", ")
+	if more := len(fresh) - len(listed); more > 0 {
+		names += fmt.Sprintf(" and %d more", more)
+	}
+	what := "unknown user class"
+	if len(fresh) > 1 {
+		what = "unknown user classes"
+	}
+	msg := fmt.Sprintf("%s %s: this cicada worker (%s) has %s", what, names, w.nodeID, strings.Join(have, ", "))
+	tb := fmt.Sprintf("spawn: %s %s not defined in the worker's scenario\n", what, names)
+	if !w.reportProblem(causeUnknownClass, msg, tb, "classes", len(fresh), "have", have) {
+		return
+	}
+	w.mu.Lock()
+	if w.mu.unknownSeen == nil {
+		w.mu.unknownSeen = make(map[string]bool)
+	}
+	for _, name := range fresh {
+		if len(w.mu.unknownSeen) >= maxUnknownSeen {
+			break
+		}
+		w.mu.unknownSeen[name] = true
+	}
+	w.mu.Unlock()
 }
 
 // doStop runs Locust's stop sequence (§3.12): stop users, client_stopped,

@@ -3,6 +3,7 @@ package worker
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/cicada-load/cicada/protocol"
 )
@@ -65,12 +66,12 @@ func (w *Worker) onCustom(msg protocol.Message) {
 	h := w.custom[msg.Type]
 	w.customMu.RUnlock()
 	if h == nil {
-		w.log.Warn("unknown message type received", "type", msg.Type)
+		w.logRepeated(slog.LevelWarn, causeUnknownType, "unknown message type received", "type", msg.Type)
 		return
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			w.log.Error("custom message handler panicked", "type", msg.Type, "panic", fmt.Sprint(r))
+			w.logRepeated(slog.LevelError, causeHandlerPanic+" "+msg.Type, "custom message handler panicked", "type", msg.Type, "panic", fmt.Sprint(r))
 		}
 	}()
 	h(w, msg)

@@ -26,8 +26,30 @@
 //   - after a lost connection the worker registers again, so a restarted
 //     master finds it (Python workers stay zombies);
 //   - an unknown user class in a spawn is reported to the master as an
-//     exception (a Python worker hangs in spawning); a scenario with one
+//     exception (a Python worker hangs in spawning), once per class and
+//     test, all classes of one spawn in one report; a scenario with one
 //     class serves any class name;
+//   - a spawn asking for more users than Options.MaxUsers (by default twice
+//     the open-files limit: each HTTP user holds a connection) runs that many,
+//     each class its share, with an ERROR and an exception to the master
+//     (ErrTooManyUsers); spawning_complete reports the users that run.
+//     Users start in batches outside the pool lock, so heartbeats, stats
+//     and a newer spawn, stop, quit or signal are served while thousands
+//     start;
+//   - a spawn whose timestamp is not a finite positive number, or is more
+//     than MaxSpawnClockSkew ahead of the worker's clock, is refused with an
+//     ERROR and an exception (ErrBadSpawn): a Python worker would discard
+//     every later spawn as older;
+//   - log lines and exception messages that the master's messages can make
+//     the worker repeat (unknown classes, refused spawns, malformed or
+//     unknown messages) go out at most once per Options.RepeatInterval and
+//     cause (package internal/ratelimit); the repeats are counted and
+//     summarised in a later line;
+//   - a worker that did not run for a while (SIGSTOP, a paused VM: a gap
+//     between its heartbeat ticks over a quarter of
+//     Options.MasterHeartbeatTimeout) gives the master a fresh timeout
+//     instead of quitting on its first tick after resuming (a Python
+//     worker quits);
 //   - at quit, in-flight tasks get Options.QuitTimeout to finish, so the
 //     final stats report, sent before quit, holds every request;
 //   - heartbeats carry the worker's connection counters (open, established,

@@ -23,6 +23,7 @@ import (
 //	--master-port  (LOCUST_MASTER_NODE_PORT, default 5557)
 //	-H, --host     (LOCUST_HOST) default host when the master sends none
 //	-L, --loglevel (LOCUST_LOGLEVEL: DEBUG, INFO, WARNING, ERROR)
+//	--max-users    Options.MaxUsers (cicada only)
 //
 // The first SIGINT or SIGTERM makes the worker quit gracefully (final stats,
 // then quit to the master, as a Python worker does); a second one exits at
@@ -49,6 +50,7 @@ func mainArgs(ctx context.Context, args []string, getenv func(string) string, st
 	fs.IntVar(&port, "master-port", port, "port of the master")
 	target := fs.StringP("host", "H", envOr("LOCUST_HOST", sc.Host), "default host to load test, when the master sends none")
 	level := fs.StringP("loglevel", "L", envOr("LOCUST_LOGLEVEL", "INFO"), "DEBUG, INFO, WARNING or ERROR")
+	maxUsers := fs.Int64("max-users", 0, "most users a spawn may ask of this worker (0: the open-files limit, -1: no ceiling)")
 	fs.Bool("worker", true, "accepted for Locust compatibility; this program is always a worker")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -72,7 +74,7 @@ func mainArgs(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
 	sc.Host = *target
-	w, err := New(Options{MasterHost: *host, MasterPort: port, Logger: log}, sc)
+	w, err := New(Options{MasterHost: *host, MasterPort: port, Logger: log, MaxUsers: *maxUsers}, sc)
 	if err != nil {
 		log.Error("invalid scenario", "err", err)
 		return 1

@@ -26,6 +26,8 @@ const (
 	DefaultQuitTimeout            = 250 * time.Millisecond
 	DefaultForceWait              = 2 * time.Second
 	DefaultExceptionRate          = 100
+	DefaultRepeatInterval         = 10 * time.Second
+	DefaultMaxUsers               = 1_000_000 // if the open-files limit is unknown
 )
 
 // Options configure a Worker. The zero value works: it connects to a
@@ -76,6 +78,26 @@ type Options struct {
 	// ExceptionRate caps the exception messages sent per second; the rest
 	// are counted and logged. If zero, DefaultExceptionRate.
 	ExceptionRate int
+	// RepeatInterval is the shortest interval between two log lines (and
+	// exception messages to the master) of one cause the master's messages
+	// can make the worker repeat: unknown user classes, unusable spawns,
+	// malformed or unknown messages. Repeats are counted, and the count is
+	// logged with the next line or in a summary line. If zero,
+	// DefaultRepeatInterval; if negative, nothing is suppressed.
+	RepeatInterval time.Duration
+
+	// MaxUsers is the most users a spawn may ask of this worker. A spawn
+	// asking for more runs MaxUsers users (each class its share), with an
+	// ERROR and an exception to the master (ErrTooManyUsers), and
+	// spawning_complete reports the users that run. If zero, twice the
+	// process's open-files limit (RLIMIT_NOFILE, read by New): each HTTP
+	// user holds one connection, so beyond the limit users fail to connect
+	// (EMFILE, diagnosed), and far beyond it the worker would only grow;
+	// the port range × SourceIPs is per destination and only warned about.
+	// DefaultMaxUsers if the limit is unknown or unlimited. Set it for users
+	// that hold no connection. If negative, there is no ceiling, and memory
+	// is the limit.
+	MaxUsers int64
 
 	// SourceIPs, if set, are the local addresses the users' connections are
 	// bound to, in turn (user i gets SourceIPs[i % len]): each address
@@ -136,6 +158,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ExceptionRate <= 0 {
 		o.ExceptionRate = DefaultExceptionRate
+	}
+	if o.RepeatInterval == 0 {
+		o.RepeatInterval = DefaultRepeatInterval
 	}
 	if o.SecondRoundTimeout <= 0 {
 		o.SecondRoundTimeout = DefaultSecondRoundTimeout

@@ -1,10 +1,13 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -72,6 +75,7 @@ type pool struct {
 	mu      sync.Mutex
 	classes map[string]*classRT // by the name the master uses
 	aliased bool                // the one-class notice was logged
+	closed  bool                // the worker is shutting down: start no more users
 
 	live    sync.WaitGroup // users started and not finished
 	nLive   atomic.Int64
@@ -166,43 +170,171 @@ func (b *stopBatch) wait(grace, forceWait time.Duration, abort <-chan struct{}) 
 	}
 }
 
-// apply converges to the absolute per-class counts in target: it starts the
-// missing users at once and detaches the surplus (most recently started
-// first) into the returned batch, which the caller must start and wait for.
-// Class names the pool does not have are returned in unknown.
-func (p *pool) apply(target map[string]int64) (unknown []string, b *stopBatch) {
-	b = newBatch()
+// startBatch is the most users started under one hold of pool.mu: between
+// batches the lock is free for stats and stops, and a newer command can
+// interrupt the start.
+const startBatch = 256
+
+// spawnPlan is what converging to a spawn's counts takes.
+type spawnPlan struct {
+	// unknown are the class names the pool does not have (asked for > 0).
+	unknown []string
+	// counts are the users per known class the worker converges to: the
+	// spawn's, or their share of the ceiling if clamped.
+	counts map[string]int64
+	// asked is the total the spawn asks for of the known classes
+	// (saturated at math.MaxInt64); clamped tells that it exceeded the
+	// ceiling and counts were scaled down to it.
+	asked   int64
+	clamped bool
+	// starts are the users to start, per class, in class-name order.
+	starts []classStart
+	// stop holds the surplus users, already detached; the caller must start
+	// and wait for it.
+	stop *stopBatch
+}
+
+// classStart is a number of users to start in one class.
+type classStart struct {
+	c *classRT
+	n int64
+}
+
+// plan prepares converging to the absolute per-class counts in target,
+// with at most ceiling users in the known classes (negative: no ceiling):
+// it detaches the surplus users (most recently started first) into the
+// plan's stop batch and counts the missing ones, which start starts. Class
+// names the pool does not have are returned in the plan's unknown. It
+// holds p.mu for a time proportional to the classes and the surplus, not
+// to the users to start.
+func (p *pool) plan(target map[string]int64, ceiling int64) spawnPlan {
+	pl := spawnPlan{stop: newBatch(), counts: make(map[string]int64)}
 	names := make([]string, 0, len(target))
 	for n := range target {
 		names = append(names, n)
 	}
 	slices.Sort(names)
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	known := names[:0]
 	for _, name := range names {
-		want := target[name]
-		c := p.classLocked(name)
-		if c == nil {
+		want := max(target[name], 0)
+		if p.classLocked(name) == nil {
 			if want > 0 {
-				unknown = append(unknown, name)
+				pl.unknown = append(pl.unknown, name)
 			}
 			continue
 		}
-		if want < 0 {
-			want = 0
-		}
-		for int64(len(c.users)) < want {
-			p.startLocked(c)
+		known = append(known, name)
+		pl.counts[name] = want
+		pl.asked = addSat(pl.asked, want)
+	}
+	if ceiling >= 0 && pl.asked > ceiling {
+		pl.counts = clampCounts(known, pl.counts, pl.asked, ceiling)
+		pl.clamped = true
+	}
+	for _, name := range known {
+		c, want := p.classes[name], pl.counts[name]
+		if have := int64(len(c.users)); have < want {
+			pl.starts = append(pl.starts, classStart{c: c, n: want - have})
 		}
 		for int64(len(c.users)) > want {
 			u := c.users[len(c.users)-1]
 			c.users[len(c.users)-1] = nil
 			c.users = c.users[:len(c.users)-1]
 			u.idx = -1
-			b.users = append(b.users, u)
+			pl.stop.users = append(pl.stop.users, u)
 		}
 	}
-	p.mu.Unlock()
-	return unknown, b
+	return pl
+}
+
+// start starts the users of starts, at most startBatch under one hold of
+// p.mu. Before each batch it calls interrupted (if not nil) and stops
+// early when it returns true, or when the pool was closed. It returns the
+// number of users started and whether all were.
+func (p *pool) start(starts []classStart, interrupted func() bool) (started int64, complete bool) {
+	for _, cs := range starts {
+		for left := cs.n; left > 0; {
+			if interrupted != nil && interrupted() {
+				return started, false
+			}
+			k := min(left, startBatch)
+			p.mu.Lock()
+			if p.closed {
+				p.mu.Unlock()
+				return started, false
+			}
+			for range k {
+				p.startLocked(cs.c)
+			}
+			p.mu.Unlock()
+			left -= k
+			started += k
+		}
+	}
+	return started, true
+}
+
+// apply converges to the absolute per-class counts in target without a
+// ceiling or interruption: plan, then start. The caller must start and
+// wait for the returned batch of surplus users.
+func (p *pool) apply(target map[string]int64) (unknown []string, b *stopBatch) {
+	pl := p.plan(target, -1)
+	p.start(pl.starts, nil)
+	return pl.unknown, pl.stop
+}
+
+// clampCounts scales counts (per class; names lists them in a stable
+// order; asked is their sum, saturated) down to ceiling users, in
+// proportion (largest remainders). The result sums to ceiling.
+func clampCounts(names []string, counts map[string]int64, asked, ceiling int64) map[string]int64 {
+	scaled := counts
+	if asked == math.MaxInt64 && len(names) > 1 {
+		// The sum may have saturated: shares of counts/len(names) keep the
+		// proportions and sum to at most math.MaxInt64.
+		scaled = make(map[string]int64, len(counts))
+		asked = 0
+		for _, name := range names {
+			scaled[name] = counts[name] / int64(len(names))
+			asked += scaled[name]
+		}
+	}
+	out := make(map[string]int64, len(counts))
+	rem := make(map[string]uint64, len(counts)) // of each share's division
+	var sum int64
+	for _, name := range names {
+		if asked == 0 {
+			break
+		}
+		hi, lo := bits.Mul64(uint64(scaled[name]), uint64(ceiling))
+		share, r := bits.Div64(hi, lo, uint64(asked)) // scaled[name] <= asked: no overflow
+		out[name] = min(int64(share), ceiling-sum)
+		rem[name] = r
+		sum += out[name]
+	}
+	// The rounding's remainder (fewer users than classes) goes to the
+	// largest remainders, ties in names order.
+	order := slices.Clone(names)
+	slices.SortStableFunc(order, func(a, b string) int { return cmp.Compare(rem[b], rem[a]) })
+	for _, name := range order {
+		if sum >= ceiling {
+			break
+		}
+		if out[name] < counts[name] {
+			out[name]++
+			sum++
+		}
+	}
+	return out
+}
+
+// addSat returns a+b for non-negative a and b, saturated at math.MaxInt64.
+func addSat(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // startLocked starts one user of class c. Precondition: p.mu held.
@@ -231,6 +363,16 @@ func (p *pool) detach(u *User) {
 	us[last] = nil
 	u.class.users = us[:last]
 	u.idx = -1
+}
+
+// close makes start start no more users, and detaches every running user
+// into one batch (as stopAll): for the worker's teardown, which may run
+// while the controller is starting users.
+func (p *pool) close() *stopBatch {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	return p.stopAll()
 }
 
 // stopAll detaches every running user into one batch.

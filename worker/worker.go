@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"strconv"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/cicada-load/cicada/diag"
 	"github.com/cicada-load/cicada/internal/timespan"
+	"github.com/cicada-load/cicada/internal/ratelimit"
 	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/protocol/zmtp"
 	"github.com/cicada-load/cicada/stats"
@@ -48,6 +50,10 @@ type Worker struct {
 	dealer  atomic.Pointer[zmtp.Dealer] // set by Run
 	pool    *pool
 	exc     excLimiter
+	repeats *ratelimit.Limiter // repeated log lines and exception messages, per cause
+
+	maxUsers    int64  // the user ceiling; negative: none
+	maxUsersWhy string // where maxUsers comes from, for messages
 
 	customMu sync.RWMutex
 	custom   map[string]MessageHandler
@@ -128,6 +134,8 @@ func New(opts Options, sc Scenario) (*Worker, error) {
 	w.env.configs.sources = opts.SourceIPs
 	w.pool = newPool(w.env, w.classes)
 	w.exc.rate = opts.ExceptionRate
+	w.maxUsers, w.maxUsersWhy = userCeiling(opts.MaxUsers)
+	w.repeats = ratelimit.New(opts.RepeatInterval, maxRepeatCauses)
 	w.mu.state = protocol.StateReady
 	w.mu.readyWanted = true
 	w.mu.stopTimeout = opts.StopTimeout
@@ -191,7 +199,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	runCtx, cancelUsers := context.WithCancel(context.WithoutCancel(ctx))
 	w.env.runCtx = runCtx // before any user starts: users start from the controller
 	w.dealer.Store(d)
-	w.log.Info("worker starting", "master", endpoint, "classes", len(w.classes))
+	w.log.Info("worker starting", "master", endpoint, "classes", len(w.classes), "max_users", w.maxUsers)
 
 	loopCtx, stopLoops := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -216,8 +224,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 	}
 
-	// Teardown: interrupt whatever still runs.
-	b := w.pool.stopAll()
+	// Teardown: interrupt whatever still runs (and whatever the controller
+	// might still be starting).
+	b := w.pool.close()
 	b.start()
 	b.wait(0, w.opts.ForceWait, nil)
 	cancelUsers()
@@ -238,11 +247,11 @@ func (w *Worker) Run(ctx context.Context) error {
 func (w *Worker) send(typ string, data any) {
 	b, err := protocol.Encode(protocol.Message{Type: typ, Data: data, NodeID: w.nodeID})
 	if err != nil {
-		w.log.Error("cannot encode message", "type", typ, "err", err)
+		w.logRepeated(slog.LevelError, causeEncode+" "+typ, "cannot encode message", "type", typ, "err", err)
 		return
 	}
 	if err := w.dealer.Load().Send(b); err != nil {
-		w.log.Warn("cannot send message to master", "type", typ, "err", err)
+		w.logRepeated(slog.LevelWarn, causeSendFailed, "cannot send message to master", "type", typ, "err", err)
 	}
 }
 
@@ -310,7 +319,7 @@ func (w *Worker) recvLoop(ctx context.Context) {
 		}
 		msg, err := protocol.Decode(frames[0])
 		if err != nil {
-			w.log.Warn("ignoring malformed message from master", "err", err, "bytes", len(frames[0]))
+			w.logRepeated(slog.LevelWarn, causeMalformed, "ignoring malformed message from master", "err", err, "bytes", len(frames[0]))
 			continue
 		}
 		w.handle(msg)
@@ -330,13 +339,13 @@ func (w *Worker) handle(msg protocol.Message) {
 	case protocol.TypeSpawn:
 		w.onSpawn(msg)
 	case protocol.TypeStop:
-		w.log.Info("stop message from master")
+		w.logRepeated(slog.LevelInfo, causeStop, "stop message from master")
 		w.enqueue(command{kind: cmdStop})
 	case protocol.TypeQuit:
-		w.log.Info("quit message from master: shutting down")
+		w.logRepeated(slog.LevelInfo, causeQuit, "quit message from master: shutting down")
 		w.enqueue(command{kind: cmdQuit})
 	case protocol.TypeReconnect:
-		w.log.Warn("reconnect message from master: resetting the connection")
+		w.logRepeated(slog.LevelWarn, causeReconnect, "reconnect message from master: resetting the connection")
 		w.mu.Lock()
 		w.mu.selfReconnect = true
 		w.mu.Unlock()
@@ -346,7 +355,7 @@ func (w *Worker) handle(msg protocol.Message) {
 	case protocol.TypeCicadaSecondRound:
 		w.onSecondRound()
 	case protocol.TypeUpdateUserClass, protocol.TypeLocustfile:
-		w.log.Warn("message type not supported by this worker; ignored", "type", msg.Type)
+		w.logRepeated(slog.LevelWarn, causeUnsupported+" "+msg.Type, "message type not supported by this worker; ignored", "type", msg.Type)
 	default:
 		w.onCustom(msg)
 	}
@@ -381,7 +390,14 @@ func (w *Worker) onAck(msg protocol.Message) {
 func (w *Worker) onSpawn(msg protocol.Message) {
 	s, ok := msg.Data.(*protocol.Spawn)
 	if !ok || s == nil {
-		w.log.Error("spawn message without valid data; ignored", "data", fmt.Sprintf("%T", msg.Data))
+		w.logRepeated(slog.LevelError, causeSpawnData, "spawn message without valid data; ignored", "data", fmt.Sprintf("%T", msg.Data))
+		return
+	}
+	if err := checkSpawnTimestamp(s.Timestamp, time.Now()); err != nil {
+		// Refused before "spawning": the worker keeps its users and state.
+		w.reportProblem(causeSpawnTimestamp, err.Error(),
+			"spawn: the message's timestamp cannot order it after earlier spawns; the spawn was ignored\n",
+			"timestamp", s.Timestamp)
 		return
 	}
 	w.sendGated(protocol.TypeSpawning, nil)
@@ -389,7 +405,7 @@ func (w *Worker) onSpawn(msg protocol.Message) {
 	if s.Timestamp <= w.mu.lastSpawnTS {
 		last := w.mu.lastSpawnTS
 		w.mu.Unlock()
-		w.log.Info("discarding spawn message with an older or equal timestamp", "timestamp", s.Timestamp, "last", last)
+		w.logRepeated(slog.LevelInfo, causeSpawnOld, "discarding spawn message with an older or equal timestamp", "timestamp", s.Timestamp, "last", last)
 		return
 	}
 	w.mu.lastSpawnTS = s.Timestamp
@@ -415,6 +431,63 @@ func (w *Worker) onSpawn(msg protocol.Message) {
 	w.log.Debug("spawn", "users", s.UserClassesCount, "new_test", newTest)
 }
 
+// maxUsersFix says how to raise the user ceiling.
+const maxUsersFix = "raise the open-files limit (ulimit -n), or set Options.MaxUsers (worker.Main: --max-users)"
+
+// usersPerFile is the default user ceiling per open file allowed: users
+// up to the limit can all connect, and up to twice the limit the failures
+// (EMFILE) still tell the story; far beyond it a worker only grows.
+const usersPerFile = 2
+
+// userCeiling resolves Options.MaxUsers: the most users a spawn may ask of
+// this worker (negative: no ceiling), and where that number comes from.
+func userCeiling(opt int64) (int64, string) {
+	switch {
+	case opt > 0:
+		return opt, "its MaxUsers setting"
+	case opt < 0:
+		return -1, "no ceiling"
+	}
+	if l, _ := diag.ReadLimits(); l.OpenFiles > 0 && l.OpenFiles <= math.MaxInt64/usersPerFile {
+		return usersPerFile * l.OpenFiles, fmt.Sprintf("%d× its open-files limit (RLIMIT_NOFILE %d): each HTTP user holds one connection", usersPerFile, l.OpenFiles)
+	}
+	return DefaultMaxUsers, "DefaultMaxUsers: its open-files limit is unknown or unlimited"
+}
+
+// MaxSpawnClockSkew is how far ahead of the worker's clock a spawn's
+// timestamp (the master's clock) may be. Spawns are ordered by their
+// timestamps, and one far in the future would make the worker discard every
+// later spawn as older: such a spawn is refused with an ERROR and an
+// exception to the master, and so is a timestamp that is not a finite
+// positive number.
+const MaxSpawnClockSkew = time.Hour
+
+// checkSpawnTimestamp returns an error wrapping ErrBadSpawn when ts (Unix
+// seconds) cannot order a spawn: not finite, not positive, or more than
+// MaxSpawnClockSkew after now.
+func checkSpawnTimestamp(ts float64, now time.Time) error {
+	switch {
+	case math.IsNaN(ts) || math.IsInf(ts, 0):
+		return fmt.Errorf("%w: timestamp %v is not a finite number", ErrBadSpawn, ts)
+	case ts <= 0:
+		return fmt.Errorf("%w: timestamp %v is not after 1970", ErrBadSpawn, ts)
+	}
+	limit := float64(now.Add(MaxSpawnClockSkew).UnixNano()) / 1e9
+	if ts > limit {
+		return fmt.Errorf("%w: timestamp %.3f is %s ahead of this worker's clock (at most %v allowed): check the clocks of the master's and the worker's hosts",
+			ErrBadSpawn, ts, aheadString(ts-limit+MaxSpawnClockSkew.Seconds()), MaxSpawnClockSkew)
+	}
+	return nil
+}
+
+// aheadString formats a positive number of seconds, huge ones included.
+func aheadString(sec float64) string {
+	if sec < float64(math.MaxInt64/int64(time.Second)) {
+		return time.Duration(sec * float64(time.Second)).Round(time.Second).String()
+	}
+	return fmt.Sprintf("%.3g s", sec)
+}
+
 // ---- housekeeping: heartbeats, stats, registration, liveness ----
 
 func (w *Worker) housekeeping(ctx context.Context, fail chan<- error) {
@@ -430,6 +503,7 @@ func (w *Worker) housekeeping(ctx context.Context, fail chan<- error) {
 		connectDeadline = t.C
 	}
 	events := w.dealer.Load().Events()
+	lastTick := time.Now() // of the heartbeat ticker, for checkMaster
 	for {
 		select {
 		case <-ctx.Done():
@@ -445,7 +519,11 @@ func (w *Worker) housekeeping(ctx context.Context, fail chan<- error) {
 			w.sendStats()
 		case <-hb.C:
 			w.sendHeartbeat()
-			if err := w.checkMaster(); err != nil {
+			w.flushRepeated()
+			now := time.Now()
+			err := w.checkMaster(now, lastTick)
+			lastTick = now
+			if err != nil {
 				fail <- err
 				return
 			}
@@ -471,22 +549,43 @@ func (w *Worker) housekeeping(ctx context.Context, fail chan<- error) {
 }
 
 // checkMaster returns ErrMasterTimeout when a master that sends heartbeats
-// stopped doing so.
-func (w *Worker) checkMaster() error {
+// stopped doing so. now is the time of this heartbeat tick, lastTick that
+// of the previous one: a gap between them far longer than the ticker's
+// interval means the worker itself did not run (SIGSTOP, a paused VM, a
+// starved host), and the master's heartbeats of that time may still be on
+// their way. The master then gets a fresh MasterHeartbeatTimeout from now
+// instead of being declared gone on the worker's first tick after resuming.
+func (w *Worker) checkMaster(now, lastTick time.Time) error {
 	if w.opts.MasterHeartbeatTimeout < 0 {
 		return nil
 	}
+	paused := now.Sub(lastTick) > pauseGap(w.opts.HeartbeatInterval, w.opts.MasterHeartbeatTimeout)
 	w.mu.Lock()
 	last := w.mu.lastMasterHB
+	if paused && !last.IsZero() && last.Before(now) {
+		w.mu.lastMasterHB = now
+	}
 	w.mu.Unlock()
 	if last.IsZero() {
 		return nil
 	}
-	if since := time.Since(last); since > w.opts.MasterHeartbeatTimeout {
+	if paused {
+		w.log.Warn("the worker did not run for a while (stopped or paused?): the master gets a fresh heartbeat timeout",
+			"gap", now.Sub(lastTick).Round(time.Millisecond), "timeout", w.opts.MasterHeartbeatTimeout)
+		return nil
+	}
+	if since := now.Sub(last); since > w.opts.MasterHeartbeatTimeout {
 		w.log.Error("no heartbeat from the master: quitting", "since", since.Round(time.Second))
 		return fmt.Errorf("%w for %v", ErrMasterTimeout, since.Round(time.Second))
 	}
 	return nil
+}
+
+// pauseGap is the gap between two heartbeat ticks (of the given interval)
+// beyond which the worker counts itself as having been paused: a quarter of
+// the master heartbeat timeout, and at least three intervals.
+func pauseGap(interval, timeout time.Duration) time.Duration {
+	return max(3*interval, timeout/4)
 }
 
 // onEvent tracks the connection. After a lost connection the worker
@@ -544,6 +643,15 @@ type excLimiter struct {
 	second  int64
 	n       int
 	dropped int64
+}
+
+// takeDropped returns the exceptions dropped since the last call.
+func (l *excLimiter) takeDropped() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := l.dropped
+	l.dropped = 0
+	return n
 }
 
 func (l *excLimiter) allow(now time.Time) bool {
