@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/cicada-load/cicada/diag"
-	"github.com/cicada-load/cicada/internal/timespan"
 	"github.com/cicada-load/cicada/internal/ratelimit"
+	"github.com/cicada-load/cicada/internal/timespan"
 	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/protocol/zmtp"
 	"github.com/cicada-load/cicada/stats"
