@@ -4,6 +4,9 @@
 //
 //	command line > LOCUST_* environment > --config file > ./locust.conf > ~/.locust.conf > default
 //
+// Values are checked where Locust would silently pick something else: a port
+// option outside 1-65535 (0 included, see MinPort) is a usage error.
+//
 // It imports only the standard library and pflag.
 package config
 
@@ -394,6 +397,9 @@ func (p *Parser) Parse(args []string) (*Config, error) {
 
 func (p *Parser) validate() error {
 	c := p.cfg
+	if err := validatePorts(c); err != nil {
+		return err
+	}
 	switch {
 	case c.Master && c.Worker:
 		return fmt.Errorf("%w: The --master argument cannot be combined with --worker", ErrUsage)
@@ -415,6 +421,37 @@ func (p *Parser) validate() error {
 		c.LogLevel = strings.ToUpper(c.LogLevel)
 	default:
 		return fmt.Errorf("%w: Invalid --loglevel. Valid values are: DEBUG/INFO/WARNING/ERROR/CRITICAL", ErrUsage)
+	}
+	return nil
+}
+
+// Port bounds of the port options. No port option picks a free port: 0 is
+// refused like any other value outside MinPort..MaxPort, because a master,
+// worker or web UI on a port nobody is told about cannot be reached (Locust
+// binds a random port for --master-bind-port 0 and --web-port 0, and a
+// worker's --master-port 0 would connect nowhere). Library callers that
+// want a free port say so in the packages' Options (master.Options.BindPort
+// < 0, web.Options.Addr ":0", `cicada target --listen 127.0.0.1:0`).
+const (
+	MinPort = 1
+	MaxPort = 65535
+)
+
+// validatePorts refuses a port option outside MinPort..MaxPort, wherever it
+// was set (command line, environment or config file).
+func validatePorts(c *Config) error {
+	ports := []struct {
+		flag string
+		port int
+	}{
+		{"--web-port", c.WebPort},
+		{"--master-bind-port", c.MasterBindPort},
+		{"--master-port", c.MasterPort},
+	}
+	for _, p := range ports {
+		if p.port < MinPort || p.port > MaxPort {
+			return fmt.Errorf("%w: argument %s: invalid port %d: must be %d-%d", ErrUsage, p.flag, p.port, MinPort, MaxPort)
+		}
 	}
 	return nil
 }
