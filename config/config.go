@@ -7,7 +7,7 @@
 // Values are checked where Locust would silently pick something else: a port
 // option outside 1-65535 (0 included, see MinPort) is a usage error.
 //
-// It imports only the standard library and pflag.
+// It imports only the standard library, pflag and internal/filelimit.
 package config
 
 import (
@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/cicada-load/cicada/internal/filelimit"
 )
 
 // ErrUsage marks errors in the command line, the environment or a config
@@ -475,11 +477,16 @@ func parseBool(s string) (value, ok bool) {
 	return false, false
 }
 
+// MaxConfFileSize is the largest locust.conf-style file Parse reads; a
+// config file names a few dozen options, and a path that is not a regular
+// file (such as /dev/zero) is refused as well.
+const MaxConfFileSize = 1 << 20
+
 // readConfFile reads a locust.conf-style file: "key = value", "key: value",
 // "key value" or "--key value" per line; a bare key sets a flag; '#', ';'
 // and '[' lines and "---" are skipped; " # comment" after a value is removed.
 func readConfFile(path string) (map[string]string, error) {
-	data, err := os.ReadFile(path)
+	data, err := filelimit.Read(path, MaxConfFileSize)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cicada-load/cicada/internal/filelimit"
 )
 
 func TestParseTimespan(t *testing.T) {
@@ -241,5 +243,53 @@ func TestPortRange(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestConfFileLimits checks that a --config or locust.conf that is not a
+// regular file or is larger than MaxConfFileSize is refused at once with
+// ErrUsage (issue 20 item 11).
+func TestConfFileLimits(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "big.conf")
+	if err := os.WriteFile(big, []byte("headless = true\n#"+strings.Repeat("x", MaxConfFileSize)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	atLimit := filepath.Join(t.TempDir(), "limit.conf")
+	line := "headless = true\n#"
+	if err := os.WriteFile(atLimit, []byte(line+strings.Repeat("x", MaxConfFileSize-len(line)-1)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		path    string
+		wantErr error
+	}{
+		{"at the limit", atLimit, nil},
+		{"over the limit", big, filelimit.ErrTooLarge},
+		{"dev zero", "/dev/zero", filelimit.ErrNotRegular},
+		{"directory", t.TempDir(), filelimit.ErrNotRegular},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := NewParser(io.Discard, func(string) string { return "" }, t.TempDir(), t.TempDir()).Parse([]string{"--config", tt.path})
+			if tt.wantErr == nil {
+				if err != nil || !cfg.Headless {
+					t.Fatalf("Parse(--config %s) = %+v, %v; want headless, nil", tt.path, cfg, err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrUsage) || !errors.Is(err, tt.wantErr) || !strings.Contains(err.Error(), tt.path) {
+				t.Fatalf("Parse(--config %s) error = %v; want ErrUsage and %v naming the file", tt.path, err, tt.wantErr)
+			}
+		})
+	}
+	// ./locust.conf is optional, but one that exists and cannot be used
+	// is an error, not skipped.
+	work := t.TempDir()
+	if err := os.Mkdir(filepath.Join(work, "locust.conf"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewParser(io.Discard, func(string) string { return "" }, t.TempDir(), work).Parse(nil); !errors.Is(err, filelimit.ErrNotRegular) {
+		t.Errorf("Parse with ./locust.conf a directory: error = %v; want ErrNotRegular", err)
 	}
 }
