@@ -38,7 +38,7 @@ type Options struct {
 	// except static assets and CORS preflights (--web-auth). Empty: none.
 	Auth string
 	// TLSCert and TLSKey are PEM files; HTTPS is served when both are set
-	// (--tls-cert, --tls-key).
+	// (--tls-cert, --tls-key). Setting only one is refused (ErrTLSPair).
 	TLSCert, TLSKey string
 	// Logger receives server errors and Locust's info lines. If nil,
 	// logs are discarded.
@@ -87,6 +87,10 @@ type Server struct {
 	user, pass [32]byte // sha256 of the credentials
 	authOn     bool
 	authErr    error
+
+	tlsOnce sync.Once
+	tls     *tls.Config // nil: plain HTTP
+	tlsErr  error
 
 	cache statsCache
 
@@ -152,39 +156,77 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // History returns the chart history the server samples while it runs.
 func (s *Server) History() *History { return s.history }
 
+// Listen checks the options that can make the server fail to start
+// (credentials, the TLS certificate and key) and listens on Options.Addr,
+// so that a caller learns at once, before serving, that the web UI cannot
+// start. Hand the listener to Serve.
+func (s *Server) Listen() (net.Listener, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", s.opts.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("web: %w", err)
+	}
+	return ln, nil
+}
+
 // Run listens on Options.Addr and serves until ctx is done, then shuts down
 // gracefully (waiting up to Options.ShutdownTimeout for open requests). It
 // returns nil after a shutdown caused by ctx.
 func (s *Server) Run(ctx context.Context) error {
+	ln, err := s.Listen()
+	if err != nil {
+		return err
+	}
+	return s.Serve(ctx, ln)
+}
+
+// check returns the first reason the options cannot be served: bad
+// credentials, half a TLS pair, or a certificate that does not load.
+func (s *Server) check() error {
 	if s.authErr != nil {
 		return s.authErr
 	}
-	ln, err := net.Listen("tcp", s.opts.Addr)
-	if err != nil {
-		return fmt.Errorf("web: %w", err)
-	}
-	return s.Serve(ctx, ln)
+	_, err := s.tlsConfig()
+	return err
+}
+
+// tlsConfig loads the TLS certificate once; it returns nil without error
+// when TLS is not configured.
+func (s *Server) tlsConfig() (*tls.Config, error) {
+	s.tlsOnce.Do(func() {
+		cert, key := s.opts.TLSCert, s.opts.TLSKey
+		switch {
+		case cert == "" && key == "":
+		case cert == "" || key == "":
+			s.tlsErr = ErrTLSPair
+		default:
+			c, err := tls.LoadX509KeyPair(cert, key)
+			if err != nil {
+				s.tlsErr = fmt.Errorf("web: tls: %w", err)
+				return
+			}
+			s.tls = &tls.Config{Certificates: []tls.Certificate{c}, MinVersion: tls.VersionTLS12}
+		}
+	})
+	return s.tls, s.tlsErr
 }
 
 // Serve serves on ln until ctx is done, like Run. It takes ownership of ln.
 // It serves TLS when Options.TLSCert and TLSKey are both set. A Server can
 // be served once; later calls return ErrClosed.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	if s.authErr != nil {
+	if err := s.check(); err != nil {
 		ln.Close()
-		return s.authErr
+		return err
 	}
 	if !s.started.CompareAndSwap(false, true) {
 		ln.Close()
 		return ErrClosed
 	}
-	if s.opts.TLSCert != "" && s.opts.TLSKey != "" {
-		cert, err := tls.LoadX509KeyPair(s.opts.TLSCert, s.opts.TLSKey)
-		if err != nil {
-			ln.Close()
-			return fmt.Errorf("web: tls: %w", err)
-		}
-		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	if tc, _ := s.tlsConfig(); tc != nil {
+		ln = tls.NewListener(ln, tc)
 	}
 	hs := &http.Server{
 		Handler:           s.handler,
