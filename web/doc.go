@@ -67,6 +67,18 @@
 // match the master's --csv files. The "Starting web interface at ..." log
 // line is cmd's (Locust prints it from main.py).
 //
+// # Limits
+//
+// Run and Serve bound what one client can hold, since the web port shares
+// the master's file descriptors with its workers: request headers must
+// arrive within 10 s and a whole request within Options.ReadTimeout (30 s),
+// a response must be written within Options.WriteTimeout (1 min; GET /stop
+// is exempt while the test stops), an idle keep-alive connection is closed
+// after 2 min, and at most Options.MaxConns (256) connections are open at
+// once: further clients wait in the kernel's accept queue, costing no file
+// descriptor, until one closes. Locust (gevent's WSGI server) has none of
+// these bounds.
+//
 // # Concurrency
 //
 // Handlers run concurrently. The /stats/requests cache lock is held while

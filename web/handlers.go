@@ -213,7 +213,15 @@ func first(v []string) string {
 // handleStop stops the test (locust-outputs.md 6.5); synchronous, like
 // Locust. A pending run_time timer is not cancelled (Locust does not).
 func (s *Server) handleStop(w http.ResponseWriter, r *http.Request) {
+	// Stopping may take longer than WriteTimeout (the runner waits for the
+	// users to stop); only the reply is bounded. Without a real connection
+	// (tests, another server's mux) the controller returns an error.
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{})
 	err := s.runner.Stop(r.Context())
+	if s.opts.WriteTimeout > 0 {
+		_ = rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+	}
 	s.cache.invalidate()
 	var jw jsonWriter
 	jw.beginObject()

@@ -26,6 +26,22 @@ const (
 	DefaultHistorySize     = 7200
 	DefaultStatsCacheTTL   = 2 * time.Second
 	DefaultShutdownTimeout = 5 * time.Second
+	// DefaultReadTimeout bounds reading one request, headers and body:
+	// Locust's forms are a few hundred bytes.
+	DefaultReadTimeout = 30 * time.Second
+	// DefaultWriteTimeout bounds a response from the end of its request
+	// to its last byte (GET /stop waits for the test to stop first, see
+	// Options.WriteTimeout).
+	DefaultWriteTimeout = time.Minute
+	// DefaultMaxConns caps open web connections: a browser opens about
+	// six, so 256 serve dozens of dashboards, while slow or idle clients
+	// cannot take more than 256 of the master's file descriptors, which
+	// it needs for its workers (one each).
+	DefaultMaxConns = 256
+	// readHeaderTimeout and idleTimeout bound the request headers and an
+	// idle keep-alive connection.
+	readHeaderTimeout = 10 * time.Second
+	idleTimeout       = 2 * time.Minute
 )
 
 // Options configures a Server. The zero value serves plain HTTP on :8089
@@ -72,6 +88,21 @@ type Options struct {
 	Format stats.Format
 	// Now is the clock. If nil, time.Now is used.
 	Now func() time.Time
+	// ReadTimeout bounds reading a request, headers and body, so that a
+	// client sending its body slowly cannot hold a connection. If zero,
+	// DefaultReadTimeout is used; negative: no limit.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds a response, from the end of its request's
+	// headers to its last byte, so that a client that does not read
+	// cannot hold a connection. GET /stop is exempt while the runner
+	// stops the test (Locust's /stop is synchronous); its reply then has
+	// WriteTimeout. If zero, DefaultWriteTimeout is used; negative: no
+	// limit.
+	WriteTimeout time.Duration
+	// MaxConns caps the open connections of Run and Serve (TLS or not);
+	// at the cap, new connections wait in the kernel's accept queue until
+	// one closes. If zero, DefaultMaxConns is used; negative: no cap.
+	MaxConns int
 }
 
 // Server is Locust's web UI and HTTP API for a Runner, plus a Prometheus
@@ -124,6 +155,15 @@ func New(opts Options, runner Runner) *Server {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.ReadTimeout == 0 {
+		opts.ReadTimeout = DefaultReadTimeout
+	}
+	if opts.WriteTimeout == 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
+	}
+	if opts.MaxConns == 0 {
+		opts.MaxConns = DefaultMaxConns
 	}
 	log := opts.Logger
 	if log == nil {
@@ -225,13 +265,18 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ln.Close()
 		return ErrClosed
 	}
+	if s.opts.MaxConns > 0 {
+		ln = newLimitListener(ln, s.opts.MaxConns)
+	}
 	if tc, _ := s.tlsConfig(); tc != nil {
 		ln = tls.NewListener(ln, tc)
 	}
 	hs := &http.Server{
 		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       max(s.opts.ReadTimeout, 0),
+		WriteTimeout:      max(s.opts.WriteTimeout, 0),
+		IdleTimeout:       idleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 		BaseContext:       func(net.Listener) context.Context { return s.ctx },
 	}
