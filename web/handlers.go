@@ -55,6 +55,7 @@ func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
 	page = bytes.Replace(page, []byte(indexArgsMarker), append([]byte("window.cicadaArgs = "), js...), 1)
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", pageCSP(page))
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Content-Length", strconv.Itoa(len(page)))
 	w.Write(page)

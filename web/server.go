@@ -368,6 +368,7 @@ func (s *Server) wrap(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Access-Control-Allow-Origin", "*")
+		setSecurityHeaders(h)
 		if r.Method == http.MethodOptions {
 			allow, ok := s.methods[r.URL.Path]
 			if !ok {
@@ -415,9 +416,11 @@ func (s *Server) routes() http.Handler {
 	}
 	get := func(path string, h http.HandlerFunc) { handle(http.MethodGet, path, h) }
 	mux.HandleFunc("GET /{$}", s.handleIndex)
-	handle(http.MethodPost, "/swarm", http.HandlerFunc(s.handleSwarm))
-	get("/stop", s.handleStop)
-	get("/stats/reset", s.handleReset)
+	// The state-changing routes refuse cross-site browser requests; /stop
+	// and /stats/reset stay GET, as in Locust, for its scripts.
+	handle(http.MethodPost, "/swarm", sameOrigin(s.handleSwarm))
+	get("/stop", sameOrigin(s.handleStop))
+	get("/stats/reset", sameOrigin(s.handleReset))
 	get("/stats/requests", s.handleRequests)
 	get("/stats/requests/csv", s.handleRequestsCSV)
 	get("/stats/failures/csv", s.handleFailuresCSV)
