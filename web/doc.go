@@ -93,13 +93,16 @@
 //
 // Run and Serve bound what one client can hold, since the web port shares
 // the master's file descriptors with its workers: request headers must
-// arrive within 10 s and a whole request within Options.ReadTimeout (30 s),
+// arrive within 10 s and a whole request within Options.ReadTimeout (10 s),
 // a response must be written within Options.WriteTimeout (1 min; GET /stop
 // is exempt while the test stops), an idle keep-alive connection is closed
 // after 2 min, and at most Options.MaxConns (256) connections are open at
 // once: further clients wait in the kernel's accept queue, costing no file
-// descriptor, until one closes. Locust (gevent's WSGI server) has none of
-// these bounds.
+// descriptor, until one closes. The cap protects the master's descriptors
+// (and so its workers), not the UI's availability: while MaxConns slow
+// clients hold their connections, a normal request waits until their
+// timeouts cut them. Locust (gevent's WSGI server) has none of these
+// bounds.
 //
 // # Concurrency
 //

@@ -28,7 +28,7 @@ const (
 	DefaultShutdownTimeout = 5 * time.Second
 	// DefaultReadTimeout bounds reading one request, headers and body:
 	// Locust's forms are a few hundred bytes.
-	DefaultReadTimeout = 30 * time.Second
+	DefaultReadTimeout = 10 * time.Second
 	// DefaultWriteTimeout bounds a response from the end of its request
 	// to its last byte (GET /stop waits for the test to stop first, see
 	// Options.WriteTimeout).
