@@ -68,8 +68,9 @@ type Options struct {
 	IdleTimeout time.Duration
 	// MaxDelay caps /delay/<ms>. If zero, DefaultMaxDelay.
 	MaxDelay time.Duration
-	// Logger receives a warning when accepting starts failing and a note
-	// when it works again. If nil, nothing is logged.
+	// Logger receives a warning when accepting fails (at most one per
+	// 10 s, with the count of failures) and a note when it works again.
+	// If nil, nothing is logged.
 	Logger *slog.Logger
 }
 
@@ -212,23 +213,32 @@ func (s *Server) Close() error {
 	return nil
 }
 
+// acceptLogInterval is the least time between two accept-failure warnings.
+const acceptLogInterval = 10 * time.Second
+
 // retryListener retries a failed Accept with backoff instead of returning
 // the error, which would end fasthttp's Serve for good; only a closed
-// listener or a shutdown ends it.
+// listener or a shutdown ends it. fasthttp calls Accept from one goroutine,
+// so the log state needs no lock.
 type retryListener struct {
 	net.Listener
 	s *Server
+
+	lastWarn time.Time // when the last warning was logged
+	unlogged int64     // failures since then
 }
 
-// Accept returns the next connection, waiting out accept errors.
+// Accept returns the next connection, waiting out accept errors. It warns
+// at most once per acceptLogInterval, and notes the recovery after a
+// warning.
 func (l *retryListener) Accept() (net.Conn, error) {
 	var delay time.Duration
-	failures := 0
+	warned := false
 	for {
 		c, err := l.Listener.Accept()
 		if err == nil {
-			if failures > 0 {
-				l.s.opts.Logger.Info("target: accepting again", "failed_accepts", failures)
+			if warned {
+				l.s.opts.Logger.Info("target: accepting again")
 			}
 			return c, nil
 		}
@@ -241,10 +251,11 @@ func (l *retryListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		l.s.acceptErrors.Add(1)
-		if failures == 0 {
-			l.s.opts.Logger.Warn("target: accept failed, retrying with backoff", "err", err)
+		l.unlogged++
+		if now := time.Now(); now.Sub(l.lastWarn) >= acceptLogInterval {
+			l.s.opts.Logger.Warn("target: accept failed, retrying with backoff", "err", err, "failed_accepts", l.unlogged)
+			l.lastWarn, l.unlogged, warned = now, 0, true
 		}
-		failures++
 		delay = min(max(2*delay, 5*time.Millisecond), time.Second)
 		t := time.NewTimer(delay)
 		select {
