@@ -39,7 +39,9 @@ func runProcess(t *testing.T, args ...string) (int, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], append([]string{"-test.run=^TestHelperProcess$", "--"}, args...)...)
-	cmd.Env = append(os.Environ(), "CICADA_TEST_HELPER=1")
+	// A fresh home and working directory: no ~/.locust.conf or
+	// ./locust.conf of this machine is read.
+	cmd.Env = append(os.Environ(), "CICADA_TEST_HELPER=1", "HOME="+t.TempDir())
 	cmd.Dir = t.TempDir()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
