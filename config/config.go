@@ -4,7 +4,11 @@
 //
 //	command line > LOCUST_* environment > --config file > ./locust.conf > ~/.locust.conf > default
 //
-// It imports only the standard library, pflag and internal/timespan.
+// Values are checked where Locust would silently pick something else: a port
+// option outside 1-65535 (0 included, see MinPort) is a usage error.
+//
+// It imports only the standard library, pflag, internal/timespan and
+// internal/filelimit.
 package config
 
 import (
@@ -19,6 +23,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/cicada-load/cicada/internal/filelimit"
 	"github.com/cicada-load/cicada/internal/timespan"
 )
 
@@ -346,6 +351,9 @@ func (p *Parser) Parse(args []string) (*Config, error) {
 
 func (p *Parser) validate() error {
 	c := p.cfg
+	if err := validatePorts(c); err != nil {
+		return err
+	}
 	if err := validateSeconds(c); err != nil {
 		return err
 	}
@@ -390,6 +398,37 @@ func validateSeconds(c *Config) error {
 	return nil
 }
 
+// Port bounds of the port options. No port option picks a free port: 0 is
+// refused like any other value outside MinPort..MaxPort, because a master,
+// worker or web UI on a port nobody is told about cannot be reached (Locust
+// binds a random port for --master-bind-port 0 and --web-port 0, and a
+// worker's --master-port 0 would connect nowhere). Library callers that
+// want a free port say so in the packages' Options (master.Options.BindPort
+// < 0, web.Options.Addr ":0", `cicada target --listen 127.0.0.1:0`).
+const (
+	MinPort = 1
+	MaxPort = 65535
+)
+
+// validatePorts refuses a port option outside MinPort..MaxPort, wherever it
+// was set (command line, environment or config file).
+func validatePorts(c *Config) error {
+	ports := []struct {
+		flag string
+		port int
+	}{
+		{"--web-port", c.WebPort},
+		{"--master-bind-port", c.MasterBindPort},
+		{"--master-port", c.MasterPort},
+	}
+	for _, p := range ports {
+		if p.port < MinPort || p.port > MaxPort {
+			return fmt.Errorf("%w: argument %s: invalid port %d: must be %d-%d", ErrUsage, p.flag, p.port, MinPort, MaxPort)
+		}
+	}
+	return nil
+}
+
 func envName(opts []option, name string) string {
 	for _, o := range opts {
 		if o.name == name {
@@ -409,11 +448,16 @@ func parseBool(s string) (value, ok bool) {
 	return false, false
 }
 
+// MaxConfFileSize is the largest locust.conf-style file Parse reads; a
+// config file names a few dozen options, and a path that is not a regular
+// file (such as /dev/zero) is refused as well.
+const MaxConfFileSize = 1 << 20
+
 // readConfFile reads a locust.conf-style file: "key = value", "key: value",
 // "key value" or "--key value" per line; a bare key sets a flag; '#', ';'
 // and '[' lines and "---" are skipped; " # comment" after a value is removed.
 func readConfFile(path string) (map[string]string, error) {
-	data, err := os.ReadFile(path)
+	data, err := filelimit.Read(path, MaxConfFileSize)
 	if err != nil {
 		return nil, err
 	}

@@ -5,10 +5,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/cicada-load/cicada/internal/timespan"
+	"github.com/cicada-load/cicada/internal/filelimit"
 )
 
 // TestTimespanSources checks that -t/--run-time and -s/--stop-timeout take
@@ -224,5 +227,111 @@ func TestPositionalUserClasses(t *testing.T) {
 	}
 	if len(cfg.UserClasses) != 2 || cfg.UserClasses[0] != "WebUser" || !cfg.UsersSet {
 		t.Errorf("UserClasses = %v UsersSet=%v", cfg.UserClasses, cfg.UsersSet)
+	}
+}
+
+// TestPortRange checks that every port option refuses a value outside
+// 1-65535, from the command line, the environment or a config file, instead
+// of binding a random port or the default (issue 20 item 12).
+func TestPortRange(t *testing.T) {
+	type opt struct{ flag, env string }
+	opts := []opt{
+		{"--web-port", "LOCUST_WEB_PORT"},
+		{"--master-bind-port", "LOCUST_MASTER_BIND_PORT"},
+		{"--master-port", "LOCUST_MASTER_NODE_PORT"},
+	}
+	tests := []struct {
+		value string
+		ok    bool
+	}{
+		{"-1", false},
+		{"0", false},
+		{"1", true},
+		{"8089", true},
+		{"65535", true},
+		{"65536", false},
+		{"99999", false},
+	}
+	for _, o := range opts {
+		for _, tt := range tests {
+			for _, src := range []string{"flag", "env", "conf"} {
+				t.Run(o.flag+"="+tt.value+"/"+src, func(t *testing.T) {
+					work := t.TempDir()
+					var args []string
+					env := map[string]string{}
+					switch src {
+					case "flag":
+						args = []string{o.flag + "=" + tt.value}
+					case "env":
+						env[o.env] = tt.value
+					case "conf":
+						if err := os.WriteFile(filepath.Join(work, "locust.conf"), []byte(o.flag[2:]+" = "+tt.value+"\n"), 0o600); err != nil {
+							t.Fatal(err)
+						}
+					}
+					cfg, err := NewParser(io.Discard, func(k string) string { return env[k] }, t.TempDir(), work).Parse(args)
+					if tt.ok {
+						if err != nil {
+							t.Fatalf("Parse(%s %s) error = %v; want nil", o.flag, tt.value, err)
+						}
+						if got := map[string]int{"--web-port": cfg.WebPort, "--master-bind-port": cfg.MasterBindPort, "--master-port": cfg.MasterPort}[o.flag]; strconv.Itoa(got) != tt.value {
+							t.Errorf("Parse(%s %s): port = %d; want %s", o.flag, tt.value, got, tt.value)
+						}
+						return
+					}
+					if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), o.flag) || !strings.Contains(err.Error(), "1-65535") {
+						t.Errorf("Parse(%s %s) error = %v; want ErrUsage naming %s and 1-65535", o.flag, tt.value, err, o.flag)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestConfFileLimits checks that a --config or locust.conf that is not a
+// regular file or is larger than MaxConfFileSize is refused at once with
+// ErrUsage (issue 20 item 11).
+func TestConfFileLimits(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "big.conf")
+	if err := os.WriteFile(big, []byte("headless = true\n#"+strings.Repeat("x", MaxConfFileSize)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	atLimit := filepath.Join(t.TempDir(), "limit.conf")
+	line := "headless = true\n#"
+	if err := os.WriteFile(atLimit, []byte(line+strings.Repeat("x", MaxConfFileSize-len(line)-1)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		path    string
+		wantErr error
+	}{
+		{"at the limit", atLimit, nil},
+		{"over the limit", big, filelimit.ErrTooLarge},
+		{"dev zero", "/dev/zero", filelimit.ErrNotRegular},
+		{"directory", t.TempDir(), filelimit.ErrNotRegular},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := NewParser(io.Discard, func(string) string { return "" }, t.TempDir(), t.TempDir()).Parse([]string{"--config", tt.path})
+			if tt.wantErr == nil {
+				if err != nil || !cfg.Headless {
+					t.Fatalf("Parse(--config %s) = %+v, %v; want headless, nil", tt.path, cfg, err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrUsage) || !errors.Is(err, tt.wantErr) || !strings.Contains(err.Error(), tt.path) {
+				t.Fatalf("Parse(--config %s) error = %v; want ErrUsage and %v naming the file", tt.path, err, tt.wantErr)
+			}
+		})
+	}
+	// ./locust.conf is optional, but one that exists and cannot be used
+	// is an error, not skipped.
+	work := t.TempDir()
+	if err := os.Mkdir(filepath.Join(work, "locust.conf"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewParser(io.Discard, func(string) string { return "" }, t.TempDir(), work).Parse(nil); !errors.Is(err, filelimit.ErrNotRegular) {
+		t.Errorf("Parse with ./locust.conf a directory: error = %v; want ErrNotRegular", err)
 	}
 }

@@ -12,6 +12,11 @@
 //
 // The server is fasthttp's with ReduceMemoryUsage: an idle keep-alive
 // connection keeps its goroutine but no read or write buffer.
+//
+// A failing accept (out of file descriptors: EMFILE, ENFILE) does not stop
+// the server: it backs off (5 ms doubling to 1 s) and accepts again once
+// connections close, as protocol/zmtp's accept loop does, so that a load
+// test cannot kill its own target. Counters.AcceptErrors counts them.
 package target
 
 import (
@@ -19,6 +24,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"strconv"
 	"sync"
@@ -61,6 +68,10 @@ type Options struct {
 	IdleTimeout time.Duration
 	// MaxDelay caps /delay/<ms>. If zero, DefaultMaxDelay.
 	MaxDelay time.Duration
+	// Logger receives a warning when accepting fails (at most one per
+	// 10 s, with the count of failures) and a note when it works again.
+	// If nil, nothing is logged.
+	Logger *slog.Logger
 }
 
 // Counters are the server's counters at one moment.
@@ -68,6 +79,7 @@ type Counters struct {
 	Requests            int64 `json:"requests"`             // requests answered, /_cicada/stats excluded
 	ConnectionsAccepted int64 `json:"connections_accepted"` // connections accepted since New
 	ConnectionsOpen     int64 `json:"connections_open"`     // connections open now
+	AcceptErrors        int64 `json:"accept_errors"`        // failed accepts, retried (EMFILE...)
 }
 
 // Server is a running target server. Its methods are safe for concurrent
@@ -80,9 +92,10 @@ type Server struct {
 	ctype []byte
 	start time.Time
 
-	requests atomic.Int64
-	accepted atomic.Int64
-	open     atomic.Int64
+	requests     atomic.Int64
+	accepted     atomic.Int64
+	open         atomic.Int64
+	acceptErrors atomic.Int64
 
 	done      chan struct{} // closed when shutting down; wakes /delay
 	closeOnce sync.Once
@@ -102,6 +115,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.MaxDelay <= 0 {
 		opts.MaxDelay = DefaultMaxDelay
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
@@ -134,6 +150,7 @@ func (s *Server) Counters() Counters {
 		Requests:            s.requests.Load(),
 		ConnectionsAccepted: s.accepted.Load(),
 		ConnectionsOpen:     s.open.Load(),
+		AcceptErrors:        s.acceptErrors.Load(),
 	}
 }
 
@@ -152,7 +169,7 @@ func (s *Server) Run(ctx context.Context) error {
 	default:
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- s.srv.Serve(s.ln) }()
+	go func() { errc <- s.srv.Serve(&retryListener{Listener: s.ln, s: s}) }()
 	select {
 	case err := <-errc:
 		select {
@@ -194,6 +211,60 @@ func (s *Server) Close() error {
 		return fmt.Errorf("target: close: %w", err)
 	}
 	return nil
+}
+
+// acceptLogInterval is the least time between two accept-failure warnings.
+const acceptLogInterval = 10 * time.Second
+
+// retryListener retries a failed Accept with backoff instead of returning
+// the error, which would end fasthttp's Serve for good; only a closed
+// listener or a shutdown ends it. fasthttp calls Accept from one goroutine,
+// so the log state needs no lock.
+type retryListener struct {
+	net.Listener
+	s *Server
+
+	lastWarn time.Time // when the last warning was logged
+	unlogged int64     // failures since then
+}
+
+// Accept returns the next connection, waiting out accept errors. It warns
+// at most once per acceptLogInterval, and notes the recovery after a
+// warning.
+func (l *retryListener) Accept() (net.Conn, error) {
+	var delay time.Duration
+	warned := false
+	for {
+		c, err := l.Listener.Accept()
+		if err == nil {
+			if warned {
+				l.s.opts.Logger.Info("target: accepting again")
+			}
+			return c, nil
+		}
+		select {
+		case <-l.s.done:
+			return nil, err
+		default:
+		}
+		if errors.Is(err, net.ErrClosed) {
+			return nil, err
+		}
+		l.s.acceptErrors.Add(1)
+		l.unlogged++
+		if now := time.Now(); now.Sub(l.lastWarn) >= acceptLogInterval {
+			l.s.opts.Logger.Warn("target: accept failed, retrying with backoff", "err", err, "failed_accepts", l.unlogged)
+			l.lastWarn, l.unlogged, warned = now, 0, true
+		}
+		delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-l.s.done:
+			t.Stop()
+			return nil, err
+		}
+	}
 }
 
 func (s *Server) connState(_ net.Conn, st fasthttp.ConnState) {

@@ -100,6 +100,9 @@ func TestBrowser(t *testing.T) {
 	if len(starts) != 2 || starts[0].Users != 10 || starts[1].Users != 20 {
 		t.Errorf("runner starts = %+v; want start 10 then edit 20", starts)
 	}
+	if r.Resets() != 1 || r.Stops() != 1 {
+		t.Errorf("runner resets, stops = %d, %d; want 1, 1 from the dashboard's buttons", r.Resets(), r.Stops())
+	}
 }
 
 // TestBrowserRenderPerf measures the dashboard with 1,000 request names

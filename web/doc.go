@@ -71,6 +71,43 @@
 // match the master's --csv files. The "Starting web interface at ..." log
 // line is cmd's (Locust prints it from main.py).
 //
+// # Browser protections
+//
+// Beyond Locust, which has none of these, every response carries
+// X-Frame-Options: DENY, X-Content-Type-Options: nosniff, Referrer-Policy:
+// same-origin and a Content-Security-Policy: default-src 'none' for data,
+// and for the dashboard and the report a policy allowing scripts, styles,
+// images and fetches from this server only, plus the page's own inline
+// script and style elements by SHA-256 hash (no 'unsafe-inline').
+//
+// The state-changing routes (POST /swarm, GET /stop, GET /stats/reset)
+// refuse, with 403, a request a browser makes on behalf of another site:
+// one whose Sec-Fetch-Site is not same-origin or none (typed into the
+// address bar), or, from a browser without Fetch metadata, whose Origin
+// or Referer names another host:port than its Host header. Requests
+// without these headers (curl, Locust's scripts and tools) pass, so
+// nothing changes for them. /stop and /stats/reset stay GET, as in Locust
+// 2.12.1 and HEAD and as scripts call them; the cross-site check is what
+// keeps a link or an image on another page from triggering them. Behind
+// a reverse proxy that rewrites Host, browsers without Fetch metadata are
+// refused; modern ones send Sec-Fetch-Site and pass. Read-only routes keep
+// Locust's Access-Control-Allow-Origin: * and answer any site.
+//
+// # Limits
+//
+// Run and Serve bound what one client can hold, since the web port shares
+// the master's file descriptors with its workers: request headers must
+// arrive within 10 s and a whole request within Options.ReadTimeout (10 s),
+// a response must be written within Options.WriteTimeout (1 min; GET /stop
+// is exempt while the test stops), an idle keep-alive connection is closed
+// after 2 min, and at most Options.MaxConns (256) connections are open at
+// once: further clients wait in the kernel's accept queue, costing no file
+// descriptor, until one closes. The cap protects the master's descriptors
+// (and so its workers), not the UI's availability: while MaxConns slow
+// clients hold their connections, a normal request waits until their
+// timeouts cut them. Locust (gevent's WSGI server) has none of these
+// bounds.
+//
 // # Concurrency
 //
 // Handlers run concurrently. The /stats/requests cache lock is held while

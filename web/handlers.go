@@ -62,6 +62,7 @@ func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
 	page = bytes.Replace(page, []byte(indexArgsMarker), append([]byte("window.cicadaArgs = "), js...), 1)
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", pageCSP(page))
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Content-Length", strconv.Itoa(len(page)))
 	w.Write(page)
@@ -224,7 +225,15 @@ func first(v []string) string {
 // handleStop stops the test (locust-outputs.md 6.5); synchronous, like
 // Locust. A pending run_time timer is not cancelled (Locust does not).
 func (s *Server) handleStop(w http.ResponseWriter, r *http.Request) {
+	// Stopping may take longer than WriteTimeout (the runner waits for the
+	// users to stop); only the reply is bounded. Without a real connection
+	// (tests, another server's mux) the controller returns an error.
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{})
 	err := s.runner.Stop(r.Context())
+	if s.opts.WriteTimeout > 0 {
+		_ = rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+	}
 	s.cache.invalidate()
 	var jw jsonWriter
 	jw.beginObject()

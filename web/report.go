@@ -247,6 +247,7 @@ func (s *Server) handleReport(w http.ResponseWriter, r *http.Request) {
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", pageCSP(buf.Bytes()))
 	if download {
 		h.Set("Content-Disposition", "attachment;filename=report_"+strconv.FormatInt(s.opts.Now().Unix(), 10)+".html")
 	}

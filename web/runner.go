@@ -177,4 +177,8 @@ var (
 	ErrBadAuth = errors.New("web: credentials supplied with --web-auth should have the format: username:password")
 	// ErrClosed is returned by Serve when the Server was already used.
 	ErrClosed = errors.New("web: server closed")
+	// ErrTLSPair is returned by Listen, Run and Serve when only one of
+	// Options.TLSCert and Options.TLSKey is set: HTTPS needs both, and
+	// serving plain HTTP instead would not honour the option.
+	ErrTLSPair = errors.New("web: a TLS certificate and its key must be given together (--tls-cert and --tls-key)")
 )

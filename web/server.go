@@ -26,6 +26,22 @@ const (
 	DefaultHistorySize     = 7200
 	DefaultStatsCacheTTL   = 2 * time.Second
 	DefaultShutdownTimeout = 5 * time.Second
+	// DefaultReadTimeout bounds reading one request, headers and body:
+	// Locust's forms are a few hundred bytes.
+	DefaultReadTimeout = 10 * time.Second
+	// DefaultWriteTimeout bounds a response from the end of its request
+	// to its last byte (GET /stop waits for the test to stop first, see
+	// Options.WriteTimeout).
+	DefaultWriteTimeout = time.Minute
+	// DefaultMaxConns caps open web connections: a browser opens about
+	// six, so 256 serve dozens of dashboards, while slow or idle clients
+	// cannot take more than 256 of the master's file descriptors, which
+	// it needs for its workers (one each).
+	DefaultMaxConns = 256
+	// readHeaderTimeout and idleTimeout bound the request headers and an
+	// idle keep-alive connection.
+	readHeaderTimeout = 10 * time.Second
+	idleTimeout       = 2 * time.Minute
 )
 
 // Options configures a Server. The zero value serves plain HTTP on :8089
@@ -38,7 +54,7 @@ type Options struct {
 	// except static assets and CORS preflights (--web-auth). Empty: none.
 	Auth string
 	// TLSCert and TLSKey are PEM files; HTTPS is served when both are set
-	// (--tls-cert, --tls-key).
+	// (--tls-cert, --tls-key). Setting only one is refused (ErrTLSPair).
 	TLSCert, TLSKey string
 	// Logger receives server errors and Locust's info lines. If nil,
 	// logs are discarded.
@@ -72,6 +88,21 @@ type Options struct {
 	Format stats.Format
 	// Now is the clock. If nil, time.Now is used.
 	Now func() time.Time
+	// ReadTimeout bounds reading a request, headers and body, so that a
+	// client sending its body slowly cannot hold a connection. If zero,
+	// DefaultReadTimeout is used; negative: no limit.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds a response, from the end of its request's
+	// headers to its last byte, so that a client that does not read
+	// cannot hold a connection. GET /stop is exempt while the runner
+	// stops the test (Locust's /stop is synchronous); its reply then has
+	// WriteTimeout. If zero, DefaultWriteTimeout is used; negative: no
+	// limit.
+	WriteTimeout time.Duration
+	// MaxConns caps the open connections of Run and Serve (TLS or not);
+	// at the cap, new connections wait in the kernel's accept queue until
+	// one closes. If zero, DefaultMaxConns is used; negative: no cap.
+	MaxConns int
 }
 
 // Server is Locust's web UI and HTTP API for a Runner, plus a Prometheus
@@ -87,6 +118,10 @@ type Server struct {
 	user, pass [32]byte // sha256 of the credentials
 	authOn     bool
 	authErr    error
+
+	tlsOnce sync.Once
+	tls     *tls.Config // nil: plain HTTP
+	tlsErr  error
 
 	cache statsCache
 
@@ -121,6 +156,15 @@ func New(opts Options, runner Runner) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.ReadTimeout == 0 {
+		opts.ReadTimeout = DefaultReadTimeout
+	}
+	if opts.WriteTimeout == 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
+	}
+	if opts.MaxConns == 0 {
+		opts.MaxConns = DefaultMaxConns
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -152,44 +196,87 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // History returns the chart history the server samples while it runs.
 func (s *Server) History() *History { return s.history }
 
+// Listen checks the options that can make the server fail to start
+// (credentials, the TLS certificate and key) and listens on Options.Addr,
+// so that a caller learns at once, before serving, that the web UI cannot
+// start. Hand the listener to Serve.
+func (s *Server) Listen() (net.Listener, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", s.opts.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("web: %w", err)
+	}
+	return ln, nil
+}
+
 // Run listens on Options.Addr and serves until ctx is done, then shuts down
 // gracefully (waiting up to Options.ShutdownTimeout for open requests). It
 // returns nil after a shutdown caused by ctx.
 func (s *Server) Run(ctx context.Context) error {
+	ln, err := s.Listen()
+	if err != nil {
+		return err
+	}
+	return s.Serve(ctx, ln)
+}
+
+// check returns the first reason the options cannot be served: bad
+// credentials, half a TLS pair, or a certificate that does not load.
+func (s *Server) check() error {
 	if s.authErr != nil {
 		return s.authErr
 	}
-	ln, err := net.Listen("tcp", s.opts.Addr)
-	if err != nil {
-		return fmt.Errorf("web: %w", err)
-	}
-	return s.Serve(ctx, ln)
+	_, err := s.tlsConfig()
+	return err
+}
+
+// tlsConfig loads the TLS certificate once; it returns nil without error
+// when TLS is not configured.
+func (s *Server) tlsConfig() (*tls.Config, error) {
+	s.tlsOnce.Do(func() {
+		cert, key := s.opts.TLSCert, s.opts.TLSKey
+		switch {
+		case cert == "" && key == "":
+		case cert == "" || key == "":
+			s.tlsErr = ErrTLSPair
+		default:
+			c, err := tls.LoadX509KeyPair(cert, key)
+			if err != nil {
+				s.tlsErr = fmt.Errorf("web: tls: %w", err)
+				return
+			}
+			s.tls = &tls.Config{Certificates: []tls.Certificate{c}, MinVersion: tls.VersionTLS12}
+		}
+	})
+	return s.tls, s.tlsErr
 }
 
 // Serve serves on ln until ctx is done, like Run. It takes ownership of ln.
 // It serves TLS when Options.TLSCert and TLSKey are both set. A Server can
 // be served once; later calls return ErrClosed.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	if s.authErr != nil {
+	if err := s.check(); err != nil {
 		ln.Close()
-		return s.authErr
+		return err
 	}
 	if !s.started.CompareAndSwap(false, true) {
 		ln.Close()
 		return ErrClosed
 	}
-	if s.opts.TLSCert != "" && s.opts.TLSKey != "" {
-		cert, err := tls.LoadX509KeyPair(s.opts.TLSCert, s.opts.TLSKey)
-		if err != nil {
-			ln.Close()
-			return fmt.Errorf("web: tls: %w", err)
-		}
-		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	if s.opts.MaxConns > 0 {
+		ln = newLimitListener(ln, s.opts.MaxConns)
+	}
+	if tc, _ := s.tlsConfig(); tc != nil {
+		ln = tls.NewListener(ln, tc)
 	}
 	hs := &http.Server{
 		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       max(s.opts.ReadTimeout, 0),
+		WriteTimeout:      max(s.opts.WriteTimeout, 0),
+		IdleTimeout:       idleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 		BaseContext:       func(net.Listener) context.Context { return s.ctx },
 	}
@@ -281,6 +368,7 @@ func (s *Server) wrap(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Access-Control-Allow-Origin", "*")
+		setSecurityHeaders(h)
 		if r.Method == http.MethodOptions {
 			allow, ok := s.methods[r.URL.Path]
 			if !ok {
@@ -328,9 +416,11 @@ func (s *Server) routes() http.Handler {
 	}
 	get := func(path string, h http.HandlerFunc) { handle(http.MethodGet, path, h) }
 	mux.HandleFunc("GET /{$}", s.handleIndex)
-	handle(http.MethodPost, "/swarm", http.HandlerFunc(s.handleSwarm))
-	get("/stop", s.handleStop)
-	get("/stats/reset", s.handleReset)
+	// The state-changing routes refuse cross-site browser requests; /stop
+	// and /stats/reset stay GET, as in Locust, for its scripts.
+	handle(http.MethodPost, "/swarm", sameOrigin(s.handleSwarm))
+	get("/stop", sameOrigin(s.handleStop))
+	get("/stats/reset", sameOrigin(s.handleReset))
 	get("/stats/requests", s.handleRequests)
 	get("/stats/requests/csv", s.handleRequestsCSV)
 	get("/stats/failures/csv", s.handleFailuresCSV)

@@ -20,7 +20,7 @@ import (
 // Locust's worker options from the command line and the environment:
 //
 //	--master-host  (LOCUST_MASTER_NODE_HOST, default 127.0.0.1)
-//	--master-port  (LOCUST_MASTER_NODE_PORT, default 5557)
+//	--master-port  (LOCUST_MASTER_NODE_PORT, default 5557; 1-65535)
 //	-H, --host     (LOCUST_HOST) default host when the master sends none
 //	-L, --loglevel (LOCUST_LOGLEVEL: DEBUG, INFO, WARNING, ERROR)
 //	--max-users    Options.MaxUsers (cicada only)
@@ -56,6 +56,11 @@ func mainArgs(ctx context.Context, args []string, getenv func(string) string, st
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
+		return 2
+	}
+	if port < 1 || port > 65535 {
+		// 0 would silently become DefaultMasterPort, others dial nowhere.
+		fmt.Fprintf(stderr, "invalid --master-port %d: must be 1-65535\n", port)
 		return 2
 	}
 	var lv slog.Level

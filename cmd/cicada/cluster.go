@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cicada-load/cicada/internal/locustlog"
@@ -87,6 +88,7 @@ func (a *app) runCluster(ctx context.Context, distributed bool) int {
 	}
 
 	var hist *web.History
+	var webFailed atomic.Bool // the web UI stopped serving on its own
 	if withWeb {
 		srv := web.New(web.Options{
 			Addr:    webAddr(cfg.WebHost, cfg.WebPort),
@@ -104,6 +106,15 @@ func (a *app) runCluster(ctx context.Context, distributed bool) int {
 			}(),
 		}, runner)
 		hist = srv.History()
+		// Listen before anything is reported as started: a web UI that
+		// cannot start (port busy, TLS files missing) ends the process
+		// with exit code 1, not a master without its UI and exit code 0.
+		ln, err := srv.Listen()
+		if err != nil {
+			log.Error(fmt.Sprintf("web interface cannot start: %v", err))
+			m.Close()
+			return 1
+		}
 		if cfg.WebHost == "" || cfg.WebHost == "*" {
 			log.Info(fmt.Sprintf("Starting web interface at http://0.0.0.0:%d (accepting connections from all network interfaces)", cfg.WebPort))
 		} else {
@@ -112,8 +123,9 @@ func (a *app) runCluster(ctx context.Context, distributed bool) int {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := srv.Run(auxCtx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, web.ErrClosed) {
+			if err := srv.Serve(auxCtx, ln); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, web.ErrClosed) {
 				log.Error(fmt.Sprintf("web interface: %v", err))
+				webFailed.Store(true)
 				m.Quit()
 			}
 		}()
@@ -140,6 +152,9 @@ func (a *app) runCluster(ctx context.Context, distributed bool) int {
 		if code == 0 {
 			code = 1
 		}
+	}
+	if webFailed.Load() && code == 0 {
+		code = 1
 	}
 	if cfg.HTMLFile != "" {
 		if err := a.writeHTML(runner, hist); err != nil {

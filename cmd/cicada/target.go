@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os/signal"
 	"syscall"
 
@@ -31,7 +32,8 @@ func runTarget(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	srv, err := target.New(target.Options{Listen: *listen, IdleTimeout: *idle})
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	srv, err := target.New(target.Options{Listen: *listen, IdleTimeout: *idle, Logger: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "cicada target: %v\n", err)
 		return 1
@@ -42,6 +44,9 @@ func runTarget(args []string, stdout, stderr io.Writer) int {
 	err = srv.Run(ctx)
 	c := srv.Counters()
 	fmt.Fprintf(stderr, "cicada target served %d requests on %d connections\n", c.Requests, c.ConnectionsAccepted)
+	if c.AcceptErrors > 0 {
+		fmt.Fprintf(stderr, "cicada target: %d accepts failed and were retried (out of file descriptors?)\n", c.AcceptErrors)
+	}
 	if err != nil && !errors.Is(err, target.ErrClosed) && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(stderr, "cicada target: %v\n", err)
 		return 1

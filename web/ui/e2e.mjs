@@ -24,6 +24,24 @@ const T = 30000; // generous per-step timeout for a loaded 2-core machine
 const result = { mode };
 const problems = [];
 
+// watch records a page's script errors, console errors and Content
+// Security Policy violations (the server sends a CSP; the pages must work
+// under it).
+async function watch(page, name) {
+  page.on("pageerror", (e) => problems.push(name + " pageerror: " + e.message));
+  page.on("console", (m) => {
+    // The report has no favicon link, so Chromium asks for /favicon.ico.
+    if (m.type() === "error" && !(m.location().url || "").endsWith("/favicon.ico")) {
+      problems.push(name + " console: " + m.text());
+    }
+  });
+  await page.addInitScript(() => {
+    document.addEventListener("securitypolicyviolation", (e) => {
+      console.error("CSP violation: " + e.violatedDirective + " " + e.blockedURI);
+    });
+  });
+}
+
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
   headless: true,
@@ -134,9 +152,21 @@ async function flow(page) {
   await page.click('#tabs a[data-tab="ratio"]');
   await page.waitForFunction(() => document.querySelector("#ratio-total li") !== null, null, { timeout: T });
 
-  // Stop.
+  // Reset, then stop: GET routes that change state, which the server
+  // refuses from other sites and must accept from the dashboard.
   await page.click('#tabs a[data-tab="stats"]');
-  await page.click("#btn-stop");
+  const [reset] = await Promise.all([
+    page.waitForResponse((r) => r.url().endsWith("/stats/reset"), { timeout: T }),
+    page.click("#btn-reset"),
+  ]);
+  check(reset.status() === 200, "reset from the dashboard answered " + reset.status());
+  // The reset empties the chart history; let it fill again for the report.
+  await page.waitForFunction(() => window.cicada.state.history.time.length >= 3, null, { timeout: T });
+  const [stop] = await Promise.all([
+    page.waitForResponse((r) => r.url().endsWith("/stop"), { timeout: T }),
+    page.click("#btn-stop"),
+  ]);
+  check(stop.status() === 200, "stop from the dashboard answered " + stop.status());
   await page.waitForFunction(() => document.querySelector("#state").textContent === "stopped", null, { timeout: T });
   check(await page.isVisible("#btn-new"), "New test button hidden after stop");
   result.finalState = await page.textContent("#state");
@@ -144,6 +174,7 @@ async function flow(page) {
 
   // The report opens and draws its charts.
   const report = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  await watch(report, "report");
   await report.goto(base + "/stats/report", { waitUntil: "load", timeout: T });
   await report.waitForFunction(() => document.querySelectorAll(".uplot").length === 3, null, { timeout: T });
   await report.screenshot({ path: path.join(artifacts, "08-report.png"), fullPage: true });
@@ -223,10 +254,7 @@ async function perf(page) {
 let exitCode = 0;
 try {
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 }, acceptDownloads: true });
-  page.on("pageerror", (e) => problems.push("pageerror: " + e.message));
-  page.on("console", (m) => {
-    if (m.type() === "error") problems.push("console: " + m.text());
-  });
+  await watch(page, "dashboard");
   if (mode === "perf") await perf(page);
   else await flow(page);
   if (problems.length) throw new Error(problems.join("\n"));

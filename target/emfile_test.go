@@ -1,0 +1,177 @@
+//go:build linux
+
+package target
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// emfileLimit is the RLIMIT_NOFILE of the target child process: room for
+// the runtime's own descriptors and a few dozen connections.
+const emfileLimit = 48
+
+// TestHelperTargetLowFileLimit is not a test: TestTargetSurvivesEMFILE runs
+// the test binary again with TARGET_EMFILE_CHILD=1, and this function then
+// lowers its RLIMIT_NOFILE, serves a target, prints its address and serves
+// until stdin closes.
+func TestHelperTargetLowFileLimit(t *testing.T) {
+	if os.Getenv("TARGET_EMFILE_CHILD") != "1" {
+		t.Skip("helper process for TestTargetSurvivesEMFILE")
+	}
+	lim := syscall.Rlimit{Cur: emfileLimit, Max: emfileLimit}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		fmt.Println("ERR setrlimit:", err)
+		os.Exit(1)
+	}
+	s, err := New(Options{Listen: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+	if err != nil {
+		fmt.Println("ERR", err)
+		os.Exit(1)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+	fmt.Println("ADDR", s.Addr())
+	if err := s.Run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "RUN ENDED:", err)
+		os.Exit(3)
+	}
+	os.Exit(0)
+}
+
+// syncBuf is a strings.Builder safe for a writer and a reader.
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuf) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuf) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestTargetSurvivesEMFILE runs a target with a low file limit in a child
+// process, exhausts its descriptors with connections, releases them, and
+// checks that the target serves again (issue 20 item 6: `cicada target`
+// exited for good on EMFILE, so a load test could kill its own target).
+func TestTargetSurvivesEMFILE(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHelperTargetLowFileLimit$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "TARGET_EMFILE_CHILD=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncBuf
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	defer func() {
+		stdin.Close()
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			t.Errorf("target child did not exit after stdin closed")
+			cmd.Process.Kill()
+		}
+	}()
+	sc := bufio.NewScanner(out)
+	addr := ""
+	for sc.Scan() {
+		if a, ok := strings.CutPrefix(sc.Text(), "ADDR "); ok {
+			addr = a
+			break
+		}
+		if strings.HasPrefix(sc.Text(), "ERR") {
+			t.Fatal(sc.Text())
+		}
+	}
+	if addr == "" {
+		t.Fatalf("target child gave no address; stderr:\n%s", stderr.String())
+	}
+	go func() { io.Copy(io.Discard, out); exited <- cmd.Wait() }()
+
+	// Open far more connections than the child has descriptors; the
+	// kernel completes them into the accept queue, the child accepts until
+	// EMFILE.
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := 0; i < 4*emfileLimit; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("dial %d: %v (did the target exit?); stderr:\n%s", i, err, stderr.String())
+		}
+		conns = append(conns, c)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(stderr.String(), "accept failed") {
+		if time.Now().After(deadline) {
+			t.Fatalf("target child never ran out of descriptors; stderr:\n%s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	conns = nil
+
+	// Released: the target must serve again.
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("target child exited (%v) after running out of descriptors; stderr:\n%s", err, stderr.String())
+		default:
+		}
+		res, err := client.Get("http://" + addr + "/")
+		if err == nil {
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("target does not serve 20 s after the connections closed: %v; stderr:\n%s", err, stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(stderr.String(), "accepting again") {
+		t.Errorf("no recovery logged; stderr:\n%s", stderr.String())
+	}
+}
