@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cicada-load/cicada/internal/timespan"
 	"github.com/cicada-load/cicada/internal/filelimit"
+	"github.com/cicada-load/cicada/internal/timespan"
 )
 
 // TestTimespanSources checks that -t/--run-time and -s/--stop-timeout take

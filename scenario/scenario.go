@@ -33,9 +33,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/cicada-load/cicada/internal/filelimit"
 	"github.com/cicada-load/cicada/internal/timespan"
 	"github.com/cicada-load/cicada/master"
-	"github.com/cicada-load/cicada/internal/filelimit"
 	"github.com/cicada-load/cicada/worker"
 	"github.com/cicada-load/cicada/worker/httpc"
 )
