@@ -42,6 +42,15 @@
 //     the previous second while logging; a master (and cicada standalone,
 //     which goes through Merge) under the new second after merging.
 //   - Exception nodes keep insertion order (Python prints a set).
+//   - Sums saturate where Python's ints would grow: a count, size or bucket
+//     that would pass math.MaxInt64 stays there (Merge, the Recorder and
+//     the per-second counts), a float sum stays at ±math.MaxFloat64, and the
+//     tables print a float beyond the int64 range as the nearest int64. An
+//     exact histogram whose count would pass 2^64 is refused (the entry is
+//     then not exact-complete). On a master this can only come from a
+//     hostile worker: protocol.Decode refuses NaN, infinite and negative
+//     values (protocol.ErrOutOfRange), and Merge ignores a NaN start time.
+//   - The Recorder counts a negative response size as 0.
 //
 // The golden tests in golden_test.go replay the scenarios in
 // testdata/scenarios through this package and through Locust's own stats

@@ -126,10 +126,12 @@ func (r *Recorder) record(method, name string, rt time.Duration, none bool, cont
 		us = toMicros(rt)
 	}
 
+	contentLength = max(contentLength, 0)
+
 	e.mu.Lock()
 	d := &e.d
 	d.numRequests++
-	d.contentLength += contentLength
+	d.contentLength = addSat(d.contentLength, contentLength)
 	d.lastReq, d.hasLast = now, true
 	d.secs.add(sec, 1, fails)
 	if none {
@@ -142,7 +144,7 @@ func (r *Recorder) record(method, name string, rt time.Duration, none bool, cont
 		if ns > d.maxNs {
 			d.maxNs = ns
 		}
-		d.totalNs += ns
+		d.totalNs = addSat(d.totalNs, ns)
 		d.rt.add(key, 1)
 		d.exact.record(us)
 	}
@@ -302,11 +304,11 @@ func (d *entryData) merge(o *entryData) {
 			d.maxNs = o.maxNs
 		}
 	}
-	d.numRequests += o.numRequests
-	d.numNone += o.numNone
-	d.numFailures += o.numFailures
-	d.totalNs += o.totalNs
-	d.contentLength += o.contentLength
+	d.numRequests = addSat(d.numRequests, o.numRequests)
+	d.numNone = addSat(d.numNone, o.numNone)
+	d.numFailures = addSat(d.numFailures, o.numFailures)
+	d.totalNs = addSat(d.totalNs, o.totalNs)
+	d.contentLength = addSat(d.contentLength, o.contentLength)
 	if o.hasLast && (!d.hasLast || o.lastReq > d.lastReq) {
 		d.lastReq, d.hasLast = o.lastReq, true
 	}

@@ -173,8 +173,8 @@ func (e *mentry) snapshot(tot *mentry, now int64, scratch *snapScratch) EntrySta
 		var reqs, fails int64
 		for t := from; t < to; t++ {
 			r, f := e.secs.get(t)
-			reqs += r
-			fails += f
+			reqs = addSat(reqs, r)
+			fails = addSat(fails, f)
 		}
 		n := float64(max(to-from, 1))
 		es.CurrentRPS = float64(reqs) / n
@@ -330,7 +330,7 @@ func percentile(buckets []bucket, n int64, p float64, base []bucket) int64 {
 		if c == 0 {
 			continue
 		}
-		processed += c
+		processed = addSat(processed, c)
 		if n-processed <= k {
 			return b.Key
 		}

@@ -166,23 +166,25 @@ func (e *mentry) extendLocked(s *Stats, o *protocol.StatsEntry) {
 		}
 		e.hasLast = true
 	}
-	e.start = min(e.start, o.StartTime)
-	e.numRequests += o.NumRequests
-	e.numNone += o.NumNoneRequests
-	e.numFailures += o.NumFailures
-	e.totalRT += o.TotalResponseTime
+	if o.StartTime < e.start { // min, a NaN ignored
+		e.start = o.StartTime
+	}
+	e.numRequests = addSat(e.numRequests, o.NumRequests)
+	e.numNone = addSat(e.numNone, o.NumNoneRequests)
+	e.numFailures = addSat(e.numFailures, o.NumFailures)
+	e.totalRT = addSatF(e.totalRT, o.TotalResponseTime)
 	if o.MaxResponseTime > e.maxRT {
 		e.maxRT = o.MaxResponseTime
 	}
 	if o.MinResponseTime != nil && (!e.hasMin || *o.MinResponseTime < e.minRT) {
 		e.minRT, e.hasMin = *o.MinResponseTime, true
 	}
-	e.contentLength += o.TotalContentLength
+	e.contentLength = addSat(e.contentLength, o.TotalContentLength)
 	ch0 := e.rt.chunks[0] // keys below 100 ms, inlined; nil: rt.add allocates
 	if rt := o.ResponseTimeCounts; len(rt) > 0 && protocol.CountsSorted(rt) {
 		for _, p := range rt {
 			if uint64(p.Key) < 100 && ch0 != nil {
-				ch0[p.Key] += p.N
+				ch0[p.Key] = addSat(ch0[p.Key], p.N)
 			} else {
 				e.rt.add(p.Key, p.N)
 			}
@@ -190,7 +192,7 @@ func (e *mentry) extendLocked(s *Stats, o *protocol.StatsEntry) {
 	} else {
 		for k, n := range mapOf(rt, o.ResponseTimes) {
 			if uint64(k) < 100 && ch0 != nil {
-				ch0[k] += n
+				ch0[k] = addSat(ch0[k], n)
 			} else {
 				e.rt.add(k, n)
 			}
@@ -286,7 +288,7 @@ func (s *Stats) Merge(r *protocol.StatsReport) {
 	fresh := s.mu.fresh[:0]
 	for key, er := range r.Errors {
 		if me := s.mu.errors[key]; me != nil {
-			me.occurrences += er.Occurrences
+			me.occurrences = addSat(me.occurrences, er.Occurrences)
 			me.firstSeen = minSeen(me.firstSeen, er.FirstSeen, false)
 			me.lastSeen = minSeen(me.lastSeen, er.LastSeen, true)
 			continue
