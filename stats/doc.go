@@ -51,6 +51,19 @@
 //     hostile worker: protocol.Decode refuses NaN, infinite and negative
 //     values (protocol.ErrOutOfRange), and Merge ignores a NaN start time.
 //   - The Recorder counts a negative response size as 0.
+//   - Distinct rows are capped (Options; a Locust master keeps every name,
+//     error and traceback, several KB each, without bound): beyond
+//     DefaultMaxEntries (10,000) distinct (method, name) entries, requests
+//     of further names are counted under one entry with method OtherMethod
+//     ("OTHER") and name OtherName ("(other names)"); beyond
+//     DefaultMaxErrors (10,000) error rows, further errors under one row
+//     (OTHER, "(other names)", OtherError "(other errors)"); beyond
+//     DefaultMaxExceptions (1,000) tracebacks, further exceptions under
+//     OtherException. A warning is logged the first time each cap folds a
+//     row in a test. The Recorder applies the same entry cap (and the error
+//     cap per report window, folding into OtherError of the entry), so a
+//     cicada worker's report stays within protocol.MaxReportEntries, which
+//     a master's decoder enforces on every report.
 //
 // The golden tests in golden_test.go replay the scenarios in
 // testdata/scenarios through this package and through Locust's own stats

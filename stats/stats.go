@@ -3,6 +3,7 @@ package stats
 import (
 	"cmp"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -21,9 +22,15 @@ const cacheSize = 20
 // (locust-outputs.md §3); beside Locust's buckets it keeps the exact
 // histograms that cicada workers send in StatsEntry.Exact.
 //
+// Distinct entries, error rows and exceptions are capped (Options); what
+// exceeds a cap is counted under one folded row (OtherName, OtherError,
+// OtherException), a deliberate difference from Locust, whose master grows
+// without bound (each entry costs several KB).
+//
 // All methods are safe for concurrent use.
 type Stats struct {
-	now func() time.Time
+	now  func() time.Time
+	opts Options
 
 	mu struct {
 		sync.Mutex
@@ -41,7 +48,45 @@ type Stats struct {
 		counts         []protocol.Count // secCounts.addMap's scratch
 		fresh          []*merr          // Merge's new errors, reused
 		snapScratch    snapScratch
+		warned         folds // limits already logged since the last Clear
 	}
+}
+
+// folds is a set of limits that folded a row.
+type folds uint8
+
+const (
+	foldEntries folds = 1 << iota
+	foldErrors
+	foldExceptions
+)
+
+// warn logs, once per limit in f and Clear, that the limit folds rows.
+// It is called without s.mu held, with the limits newly hit.
+func (s *Stats) warn(f folds) {
+	if f&foldEntries != 0 {
+		s.opts.Logger.Warn("More than " + strconv.Itoa(s.opts.MaxEntries) + " distinct request names: the requests of further names are counted under " +
+			OtherMethod + " " + OtherName + " (stats limit MaxEntries)")
+	}
+	if f&foldErrors != 0 {
+		s.opts.Logger.Warn("More than " + strconv.Itoa(s.opts.MaxErrors) + " distinct errors: further errors are counted under " +
+			OtherMethod + " " + OtherName + ": " + OtherError + " (stats limit MaxErrors)")
+	}
+	if f&foldExceptions != 0 {
+		s.opts.Logger.Warn("More than " + strconv.Itoa(s.opts.MaxExceptions) + " distinct exceptions: further exceptions are counted under " +
+			OtherException + " (stats limit MaxExceptions)")
+	}
+}
+
+// foldLocked records that limit f folded a row; it returns f if that is
+// new since the last Clear (to be logged once s.mu is released), else 0.
+// Precondition: s.mu is held.
+func (s *Stats) foldLocked(f folds) folds {
+	if s.mu.warned&f != 0 {
+		return 0
+	}
+	s.mu.warned |= f
+	return f
 }
 
 // mentry is one entry of the master's statistics, in Locust's model.
@@ -91,20 +136,48 @@ type mexc struct {
 	nodes   []string
 }
 
-// New returns empty statistics reading time from now (time.Now if nil).
-// Like Locust's, the Aggregated entry has a nil method until the first Clear.
+// New returns empty statistics reading time from now (time.Now if nil),
+// with the default limits. Like Locust's, the Aggregated entry has a nil
+// method until the first Clear.
 func New(now func() time.Time) *Stats {
-	if now == nil {
-		now = time.Now
+	s, _ := NewWithOptions(Options{Now: now}) // the zero limits are valid
+	return s
+}
+
+// NewWithOptions is New with limits and a logger; errors wrap ErrBadOption.
+func NewWithOptions(opts Options) (*Stats, error) {
+	opts, err := opts.normalize()
+	if err != nil {
+		return nil, err
 	}
-	s := &Stats{now: now}
-	t := pyTime(now())
+	s := &Stats{now: opts.Now, opts: opts}
+	t := pyTime(s.now())
 	s.mu.entries = map[entryKey]*mentry{}
 	s.mu.total = s.newEntryLocked("Aggregated", "", t)
 	s.mu.total.methodNil = true
 	s.mu.errors = map[string]*merr{}
 	s.mu.exceptions = map[string]*mexc{}
-	return s
+	return s, nil
+}
+
+// entryLocked returns the entry for k, created with start time now (read
+// when first needed into *now) if there is room, else the folded entry;
+// f collects a newly hit limit.
+// Precondition: s.mu is held.
+func (s *Stats) entryLocked(k entryKey, now *float64, f *folds) *mentry {
+	if len(s.mu.entries) >= s.opts.MaxEntries {
+		k = entryKey{OtherMethod, OtherName}
+		*f |= s.foldLocked(foldEntries)
+		if e := s.mu.entries[k]; e != nil {
+			return e
+		}
+	}
+	if *now == 0 {
+		*now = pyTime(s.now())
+	}
+	e := s.newEntryLocked(k.name, k.method, *now)
+	s.mu.entries[k] = e
+	return e
 }
 
 // newEntryLocked creates an entry as Locust's StatsEntry constructor does:
@@ -255,14 +328,28 @@ func mapOf(pairs []protocol.Count, m map[int64]int64) map[int64]int64 {
 // Errors new to the master are appended to the error report's order; the
 // wire map has no order, so new errors of one report are ordered by
 // FirstSeen (cicada and Locust ≥ 2.44 workers send it), then by key.
+//
+// Names beyond Options.MaxEntries and errors beyond Options.MaxErrors are
+// counted in the folded rows (a warning is logged the first time). Sums
+// saturate instead of wrapping (see the package doc); the report should
+// hold the values protocol.Decode accepts (no NaN, no negative counts).
 func (s *Stats) Merge(r *protocol.StatsReport) {
 	if r == nil {
 		return
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	f := s.mergeLocked(r)
+	s.mu.Unlock()
+	if f != 0 {
+		s.warn(f)
+	}
+}
+
+// mergeLocked is Merge; it returns the limits newly hit.
+// Precondition: s.mu is held.
+func (s *Stats) mergeLocked(r *protocol.StatsReport) folds {
+	var f folds
 	var now float64 // a new entry's start time, read when first needed
-	haveNow := false
 	hint := &s.mu.firstHint
 	for i := range r.Stats {
 		st := &r.Stats[i]
@@ -274,11 +361,7 @@ func (s *Stats) Merge(r *protocol.StatsReport) {
 		if e == nil || e.name != st.Name || e.method != method {
 			k := entryKey{method, st.Name}
 			if e = s.mu.entries[k]; e == nil {
-				if !haveNow {
-					now, haveNow = pyTime(s.now()), true
-				}
-				e = s.newEntryLocked(st.Name, method, now)
-				s.mu.entries[k] = e
+				e = s.entryLocked(k, &now, &f)
 			}
 			*hint = e
 		}
@@ -287,13 +370,19 @@ func (s *Stats) Merge(r *protocol.StatsReport) {
 	}
 	fresh := s.mu.fresh[:0]
 	for key, er := range r.Errors {
-		if me := s.mu.errors[key]; me != nil {
+		me := s.mu.errors[key]
+		if me == nil && len(s.mu.errors) >= s.opts.MaxErrors {
+			key, er.Method, er.Name, er.Error = otherErrorKey, OtherMethod, OtherName, OtherError
+			f |= s.foldLocked(foldErrors)
+			me = s.mu.errors[key]
+		}
+		if me != nil {
 			me.occurrences = addSat(me.occurrences, er.Occurrences)
 			me.firstSeen = minSeen(me.firstSeen, er.FirstSeen, false)
 			me.lastSeen = minSeen(me.lastSeen, er.LastSeen, true)
 			continue
 		}
-		me := &merr{key: key, method: er.Method, name: er.Name, text: er.Error, occurrences: er.Occurrences}
+		me = &merr{key: key, method: er.Method, name: er.Name, text: er.Error, occurrences: er.Occurrences}
 		me.firstSeen = minSeen(nil, er.FirstSeen, false)
 		me.lastSeen = minSeen(nil, er.LastSeen, true)
 		s.mu.errors[key] = me
@@ -314,6 +403,7 @@ func (s *Stats) Merge(r *protocol.StatsReport) {
 	clear(fresh)
 	s.mu.fresh = fresh[:0]
 	s.mu.total.extendLocked(s, &r.Total)
+	return f
 }
 
 // minSeen combines two optional times: the smaller, or with larger set the
@@ -335,11 +425,23 @@ func minSeen(a, b *float64, larger bool) *float64 {
 
 // AddException records a task exception (Locust's runner.log_exception):
 // rows are keyed by traceback, count occurrences, keep the first message and
-// the set of nodes (insertion order; "local" for standalone).
+// the set of nodes (insertion order; "local" for standalone). Tracebacks
+// beyond Options.MaxExceptions are counted in the folded row.
 func (s *Stats) AddException(msg, traceback, node string) {
+	var f folds
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer func() {
+		s.mu.Unlock()
+		if f != 0 {
+			s.warn(f)
+		}
+	}()
 	x := s.mu.exceptions[traceback]
+	if x == nil && len(s.mu.exceptions) >= s.opts.MaxExceptions {
+		msg, traceback = OtherException, OtherException
+		f = s.foldLocked(foldExceptions)
+		x = s.mu.exceptions[traceback]
+	}
 	if x == nil {
 		x = &mexc{msg: msg, tb: traceback}
 		s.mu.exceptions[traceback] = x
@@ -365,6 +467,7 @@ func (s *Stats) Clear() {
 	s.mu.errOrder = nil
 	s.mu.exceptions = map[string]*mexc{}
 	s.mu.excOrder = nil
+	s.mu.warned = 0
 }
 
 // Reset is Locust's RequestStats.reset_all (--reset-stats, /stats/reset):
