@@ -64,6 +64,9 @@
 //     cap per report window, folding into OtherError of the entry), so a
 //     cicada worker's report stays within protocol.MaxReportEntries, which
 //     a master's decoder enforces on every report.
+//   - The console tables and the error report print at most Format.MaxRows
+//     (DefaultMaxRows, 1,000) rows and then a line counting the rows left
+//     out; the CSV files and snapshots keep every row the caps allow.
 //
 // The golden tests in golden_test.go replay the scenarios in
 // testdata/scenarios through this package and through Locust's own stats

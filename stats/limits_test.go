@@ -47,6 +47,7 @@ func namesReport(names []string, errs bool) *protocol.StatsReport {
 		}
 	}
 	r.Total.Name = "Aggregated"
+	r.Total.ResponseTimes = map[int64]int64{5: int64(len(names))}
 	return r
 }
 
@@ -271,5 +272,69 @@ func TestOptionsRefused(t *testing.T) {
 	}
 	if _, err := NewRecorderWithOptions(Options{MaxEntries: protocol.MaxReportEntries - 2, MaxErrors: 1}); err != nil {
 		t.Errorf("Recorder at the largest limits: %v", err)
+	}
+}
+
+// TestConsoleTablesBounded: the stats and percentile tables print at most
+// MaxRows entry rows and the error report at most MaxRows errors, then a
+// line counting the rest; the Total row always comes last; a negative
+// MaxRows prints everything. The CSV keeps every row.
+func TestConsoleTablesBounded(t *testing.T) {
+	s := New(nil)
+	s.Merge(namesReport(nameList("/n", 2500), true))
+	snap := s.Snapshot()
+	rows := func(out, prefix string) int {
+		n := 0
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, prefix) {
+				n++
+			}
+		}
+		return n
+	}
+	for _, c := range []struct {
+		name    string
+		f       Format
+		want    int
+		omitted string
+	}{
+		{"default", Format{}, DefaultMaxRows, "... 1500 more entries not shown"},
+		{"MaxRows 2", Format{MaxRows: 2}, 2, "... 2498 more entries not shown"},
+		{"no limit", Format{MaxRows: -1}, 2500, ""},
+	} {
+		var tab, pct, errs bytes.Buffer
+		if err := c.f.WriteStatsTable(&tab, snap, true); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.f.WritePercentileTable(&pct, snap); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.f.WriteErrorReport(&errs, snap); err != nil {
+			t.Fatal(err)
+		}
+		for name, out := range map[string]string{"stats table": tab.String(), "percentile table": pct.String()} {
+			if got := rows(out, "GET "); got != c.want {
+				t.Errorf("%s: %s prints %d rows; want %d", c.name, name, got, c.want)
+			}
+			if c.omitted != "" && !strings.Contains(out, c.omitted) || c.omitted == "" && strings.Contains(out, "not shown") {
+				t.Errorf("%s: %s omitted line wrong; want %q", c.name, name, c.omitted)
+			}
+			if !strings.Contains(out, "Aggregated") {
+				t.Errorf("%s: %s lacks the Aggregated row", c.name, name)
+			}
+		}
+		if got := rows(errs.String(), "1 "); got != c.want {
+			t.Errorf("%s: error report prints %d rows; want %d", c.name, got, c.want)
+		}
+		if want := strings.Replace(c.omitted, "entries", "errors", 1); c.omitted != "" && !strings.Contains(errs.String(), want) {
+			t.Errorf("%s: error report lacks %q", c.name, want)
+		}
+	}
+	var csv bytes.Buffer
+	if err := WriteStatsCSV(&csv, snap); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(csv.String(), "\n"); got != 2500+2 {
+		t.Errorf("stats CSV has %d lines; want %d", got, 2500+2)
 	}
 }
