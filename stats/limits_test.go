@@ -338,3 +338,26 @@ func TestConsoleTablesBounded(t *testing.T) {
 		t.Errorf("stats CSV has %d lines; want %d", got, 2500+2)
 	}
 }
+
+// TestRecorderMaskedErrorsAddUp: failure texts that differ only in an
+// object address are one error row whose occurrences add up (the second
+// text overwrote the first's count before).
+func TestRecorderMaskedErrorsAddUp(t *testing.T) {
+	clk := newFakeClock(1_700_000_000)
+	r := NewRecorder(clk.now)
+	r.Record("GET", "/x", time.Millisecond, 1, "E(<Foo object at 0x7f01>)")
+	clk.add(time.Second)
+	for range 3 {
+		r.Record("GET", "/x", time.Millisecond, 1, "E(<Foo object at 0x7f02>)")
+	}
+	rep := r.Report(nil, 1)
+	if len(rep.Errors) != 1 {
+		t.Fatalf("errors = %v; want one row", rep.Errors)
+	}
+	for _, e := range rep.Errors {
+		if e.Occurrences != 4 || e.Error != "E(<Foo object at 0x....>)" || *e.FirstSeen != 1_700_000_000 || *e.LastSeen != 1_700_000_001 {
+			t.Errorf("row = %q x%d, seen %v..%v; want the masked text x4, seen 1700000000..1700000001",
+				e.Error, e.Occurrences, *e.FirstSeen, *e.LastSeen)
+		}
+	}
+}

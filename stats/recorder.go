@@ -289,10 +289,18 @@ func (r *Recorder) Report(userClassesCount map[string]int64, userCount int64) *p
 					continue
 				}
 				masked := maskAddress(text)
+				key := errorKey(e.method, e.name, masked)
 				first, last := er.first, er.last
-				rep.Errors[errorKey(e.method, e.name, masked)] = protocol.StatsError{
+				occ := er.occurrences
+				if prev, ok := rep.Errors[key]; ok {
+					// Texts that differ only in an object address are one
+					// row, as in Locust.
+					occ = addSat(occ, prev.Occurrences)
+					first, last = min(first, *prev.FirstSeen), max(last, *prev.LastSeen)
+				}
+				rep.Errors[key] = protocol.StatsError{
 					Name: e.name, Method: e.method, Error: masked,
-					Occurrences: er.occurrences, FirstSeen: &first, LastSeen: &last,
+					Occurrences: occ, FirstSeen: &first, LastSeen: &last,
 				}
 			}
 		}
