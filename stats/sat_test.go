@@ -183,3 +183,80 @@ func TestExactPercentileHugeCount(t *testing.T) {
 		t.Errorf("percentile(1) of 2^64-1 samples = %g; want 5000", got)
 	}
 }
+
+// FuzzMergeDecoded: whatever DecodePooled accepts, merged twice, gives a
+// snapshot without negative counts or figures and without NaN, and tables
+// that render.
+func FuzzMergeDecoded(f *testing.F) {
+	clk := newFakeClock(1_700_000_000)
+	r := NewRecorder(clk.now)
+	r.Record("GET", "/a", 5*time.Millisecond, 10, "")
+	clk.add(time.Second)
+	r.Record("GET", "/b", 150*time.Millisecond, 10, "HTTPError('500')")
+	r.RecordNone("POST", "/c", 0, "")
+	seed, err := protocol.Encode(protocol.Message{Type: protocol.TypeStats, Data: r.Report(map[string]int64{"U": 1}, 1), NodeID: "w"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Add(hugeReport(3))
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		m, err := protocol.DecodePooled(payload)
+		if err != nil {
+			return
+		}
+		rep, ok := m.Data.(*protocol.StatsReport)
+		if !ok {
+			return
+		}
+		s := New(clk.now)
+		s.Merge(rep)
+		s.Merge(rep)
+		rep.Release()
+		snap := s.Snapshot()
+		bad := func(v float64) bool { return v != v || v < 0 }
+		for _, e := range append(snap.Entries, snap.Total) {
+			switch {
+			case e.NumRequests < 0 || e.NumNoneRequests < 0 || e.NumFailures < 0 || e.TotalContentLength < 0 || e.Timed() < 0:
+				t.Fatalf("%s: negative count: %+v", e.Name, e)
+			case bad(e.TotalResponseTime) || bad(e.AvgResponseTime()) || bad(e.Median()) || bad(e.StartTime):
+				t.Fatalf("%s: bad time: %+v", e.Name, e)
+			case bad(e.TotalRPS) || bad(e.CurrentRPS) || bad(e.TotalFailPerSec) || bad(e.CurrentFailPerSec):
+				t.Fatalf("%s: bad rate: %+v", e.Name, e)
+			case e.Percentile(0.99) < 0:
+				t.Fatalf("%s: negative percentile", e.Name)
+			}
+		}
+		for _, e := range snap.Errors {
+			if e.Occurrences < 0 {
+				t.Fatalf("negative occurrences: %+v", e)
+			}
+		}
+		var b bytes.Buffer
+		if err := WriteStatsTable(&b, snap, true); err != nil {
+			t.Fatal(err)
+		}
+		if err := WritePercentileTable(&b, snap); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestSnapshotInconsistentReport: a report with more None-time requests
+// than requests, or a last request before the start, gives no negative
+// figures (Locust shows a negative average and rate).
+func TestSnapshotInconsistentReport(t *testing.T) {
+	now := time.Unix(1_700_000_010, 0)
+	s := New(func() time.Time { return now })
+	last := float64(now.Unix() - 100) // before start_time
+	e := protocol.StatsEntry{Name: "Aggregated", StartTime: float64(now.Unix() - 5), NumRequests: 2, NumNoneRequests: 5,
+		TotalResponseTime: 30, LastRequestTimestamp: &last, ResponseTimes: map[int64]int64{10: 2}}
+	s.Merge(&protocol.StatsReport{Stats: []protocol.StatsEntry{e}, Total: e})
+	snap := s.Snapshot()
+	for _, es := range []EntryStats{snap.Entries[0], snap.Total} {
+		if es.Timed() != 0 || es.AvgResponseTime() != 0 || es.TotalRPS != 0 || es.TotalFailPerSec != 0 {
+			t.Errorf("Timed = %d, AvgResponseTime = %g, TotalRPS = %g, TotalFailPerSec = %g; want 0, 0, 0, 0",
+				es.Timed(), es.AvgResponseTime(), es.TotalRPS, es.TotalFailPerSec)
+		}
+	}
+}

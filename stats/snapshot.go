@@ -181,7 +181,9 @@ func (e *mentry) snapshot(tot *mentry, now int64, scratch *snapScratch) EntrySta
 		es.CurrentFailPerSec = float64(fails) / n
 	}
 	// Total rates: Locust's total_rps / total_fail_per_sec.
-	if tot.hasLast && tot.lastReq != 0 && tot.start != 0 && tot.lastReq != tot.start {
+	// A last request before the start (only from a broken worker) gives no
+	// rate rather than a negative one.
+	if tot.hasLast && tot.lastReq != 0 && tot.start != 0 && tot.lastReq > tot.start {
 		d := tot.lastReq - tot.start
 		es.TotalRPS = float64(e.numRequests) / d
 		es.TotalFailPerSec = float64(e.numFailures) / d
@@ -211,8 +213,9 @@ func (e *mentry) findCache(t int64) *currentBase {
 	return nil
 }
 
-// Timed returns the number of requests with a response time.
-func (e *EntryStats) Timed() int64 { return e.NumRequests - e.NumNoneRequests }
+// Timed returns the number of requests with a response time (0 if a
+// broken worker reported more None-time requests than requests).
+func (e *EntryStats) Timed() int64 { return max(e.NumRequests-e.NumNoneRequests, 0) }
 
 // AvgResponseTime is Locust's avg_response_time: total / timed requests, 0
 // without any.
