@@ -64,6 +64,12 @@
 //     cap per report window, folding into OtherError of the entry), so a
 //     cicada worker's report stays within protocol.MaxReportEntries, which
 //     a master's decoder enforces on every report.
+//   - Response-time bucket keys off Locust's dense grid (100 s and more, or
+//     not rounded as Locust rounds) are kept as sent up to
+//     DefaultMaxBuckets (100,000) over all entries (Options.MaxBuckets);
+//     beyond, a new such key counts under the largest power of two not
+//     above it, so distinct keys from a hostile worker cannot grow a master
+//     without bound.
 //   - The console tables and the error report print at most Format.MaxRows
 //     (DefaultMaxRows, 1,000) rows and then a line counting the rows left
 //     out; the CSV files and snapshots keep every row the caps allow.

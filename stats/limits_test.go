@@ -257,6 +257,7 @@ func TestOptionsRefused(t *testing.T) {
 		{"negative MaxEntries", Options{MaxEntries: -1}, false},
 		{"negative MaxErrors", Options{MaxErrors: -5}, true},
 		{"negative MaxExceptions", Options{MaxExceptions: -1}, false},
+		{"negative MaxBuckets", Options{MaxBuckets: -1}, false},
 		{"Recorder MaxEntries at the report limit", Options{MaxEntries: protocol.MaxReportEntries}, true},
 		{"Recorder errors past the report limit", Options{MaxErrors: protocol.MaxReportErrors - DefaultMaxEntries}, true},
 	} {
@@ -359,5 +360,47 @@ func TestRecorderMaskedErrorsAddUp(t *testing.T) {
 			t.Errorf("row = %q x%d, seen %v..%v; want the masked text x4, seen 1700000000..1700000001",
 				e.Error, e.Occurrences, *e.FirstSeen, *e.LastSeen)
 		}
+	}
+}
+
+// TestMergeBucketKeysBounded: response-time keys off Locust's dense grid
+// are kept as sent up to MaxBuckets over all entries; beyond, they count
+// under powers of two, so a hostile stream of distinct keys cannot grow
+// the master without bound. Counts are never lost.
+func TestMergeBucketKeysBounded(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		opts    Options
+		keys    int
+		maxKeys int // per entry: budget + 63 powers of two + the dense grid
+	}{
+		{"MaxBuckets 10", Options{MaxBuckets: 10}, 1000, 10 + 63 + 1},
+		{"default", Options{}, 3 * DefaultMaxBuckets / 2, DefaultMaxBuckets + 63 + 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := NewWithOptions(c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rt := map[int64]int64{5: 1}
+			for i := range c.keys {
+				rt[100_001+int64(i)] = 2
+			}
+			e := protocol.StatsEntry{Name: "/x", Method: ptr("GET"), StartTime: 1, NumRequests: int64(1 + 2*c.keys),
+				ResponseTimeCounts: protocol.Counts(rt)} // ascending, as DecodePooled gives them
+			s.Merge(&protocol.StatsReport{Stats: []protocol.StatsEntry{e}})
+			s.Merge(&protocol.StatsReport{Stats: []protocol.StatsEntry{e}})
+			got := s.Snapshot().Entries[0].ResponseTimes()
+			var sum int64
+			for _, n := range got {
+				sum += n
+			}
+			if len(got) > c.maxKeys || sum != 2*int64(1+2*c.keys) {
+				t.Errorf("%d keys, %d samples; want at most %d keys and %d samples", len(got), sum, c.maxKeys, 2*(1+2*c.keys))
+			}
+			if got[5] != 2 || got[100_001] != 4 {
+				t.Errorf("buckets 5 and 100001 = %d, %d; want 2, 4 (kept as sent)", got[5], got[100_001])
+			}
+		})
 	}
 }

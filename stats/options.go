@@ -17,6 +17,10 @@ const (
 	DefaultMaxEntries    = 10_000
 	DefaultMaxErrors     = 10_000
 	DefaultMaxExceptions = 1_000
+	// DefaultMaxBuckets bounds the response-time buckets off Locust's
+	// dense grid (see Options.MaxBuckets): Locust's rounding gives
+	// 280 keys below 100 s and one per second above.
+	DefaultMaxBuckets = 100_000
 )
 
 // The row that collects what is beyond a limit: entries are folded into the
@@ -53,6 +57,13 @@ type Options struct {
 	// keeps; further ones are counted under OtherException. If zero,
 	// DefaultMaxExceptions is used. A Recorder ignores it.
 	MaxExceptions int
+	// MaxBuckets is the most distinct response-time bucket keys of 100 s
+	// and more (or off Locust's rounding grid, as only a broken or hostile
+	// worker sends) a Stats keeps over all its entries; beyond it, a new
+	// such key counts under the largest power of two not above it. If
+	// zero, DefaultMaxBuckets is used. A Recorder ignores it (its keys come
+	// from BucketKey).
+	MaxBuckets int
 	// Logger receives one warning per limit the first time it folds a row
 	// (again after Clear). If nil, nothing is logged.
 	Logger *slog.Logger
@@ -65,7 +76,7 @@ func (o Options) normalize() (Options, error) {
 		v    *int
 		def  int
 	}{{"MaxEntries", &o.MaxEntries, DefaultMaxEntries}, {"MaxErrors", &o.MaxErrors, DefaultMaxErrors},
-		{"MaxExceptions", &o.MaxExceptions, DefaultMaxExceptions}} {
+		{"MaxExceptions", &o.MaxExceptions, DefaultMaxExceptions}, {"MaxBuckets", &o.MaxBuckets, DefaultMaxBuckets}} {
 		switch {
 		case *f.v < 0:
 			return o, fmt.Errorf("%w: %s %d is negative", ErrBadOption, f.name, *f.v)

@@ -2,6 +2,7 @@ package stats
 
 import (
 	"cmp"
+	"math/bits"
 	"slices"
 	"strconv"
 	"sync"
@@ -49,6 +50,7 @@ type Stats struct {
 		fresh          []*merr          // Merge's new errors, reused
 		snapScratch    snapScratch
 		warned         folds // limits already logged since the last Clear
+		overKeys       int   // keys in the entries' rtHist.over maps (addBucketLocked)
 	}
 }
 
@@ -259,7 +261,7 @@ func (e *mentry) extendLocked(s *Stats, o *protocol.StatsEntry) {
 			if uint64(p.Key) < 100 && ch0 != nil {
 				ch0[p.Key] = addSat(ch0[p.Key], p.N)
 			} else {
-				e.rt.add(p.Key, p.N)
+				e.addBucketLocked(s, p.Key, p.N)
 			}
 		}
 	} else {
@@ -267,7 +269,7 @@ func (e *mentry) extendLocked(s *Stats, o *protocol.StatsEntry) {
 			if uint64(k) < 100 && ch0 != nil {
 				ch0[k] = addSat(ch0[k], n)
 			} else {
-				e.rt.add(k, n)
+				e.addBucketLocked(s, k, n)
 			}
 		}
 	}
@@ -292,6 +294,38 @@ func (e *mentry) extendLocked(s *Stats, o *protocol.StatsEntry) {
 			e.cacheLocked(s, last)
 		}
 	}
+}
+
+// addBucketLocked adds n samples under bucket key k. Keys off Locust's
+// dense grid (100 s and more, or not rounded as Locust rounds) go to the
+// histogram's map; once the Stats hold Options.MaxBuckets such keys in all,
+// a new one is replaced by the largest power of two not above it (at most
+// 63 more keys per entry).
+// Precondition: s.mu is held.
+func (e *mentry) addBucketLocked(s *Stats, k, n int64) {
+	if c, i, ok := slot(k); ok {
+		ch := e.rt.chunks[c]
+		if ch == nil {
+			ch = new([100]int64)
+			e.rt.chunks[c] = ch
+		}
+		ch[i] = addSat(ch[i], n)
+		return
+	}
+	if _, ok := e.rt.over[k]; !ok {
+		if s.mu.overKeys >= s.opts.MaxBuckets && k > 0 {
+			k = 1 << (bits.Len64(uint64(k)) - 1)
+			if _, ok := e.rt.over[k]; !ok {
+				s.mu.overKeys++
+			}
+		} else {
+			s.mu.overKeys++
+		}
+	}
+	if e.rt.over == nil {
+		e.rt.over = make(map[int64]int64)
+	}
+	e.rt.over[k] = addSat(e.rt.over[k], n)
 }
 
 // addSecs adds a report's num_reqs_per_sec (or, with fails set,
@@ -468,6 +502,7 @@ func (s *Stats) Clear() {
 	s.mu.exceptions = map[string]*mexc{}
 	s.mu.excOrder = nil
 	s.mu.warned = 0
+	s.mu.overKeys = 0
 }
 
 // Reset is Locust's RequestStats.reset_all (--reset-stats, /stats/reset):
@@ -481,6 +516,7 @@ func (s *Stats) Reset() {
 	for _, e := range s.mu.entries {
 		e.resetLocked(s, now)
 	}
+	s.mu.overKeys = 0
 	s.mu.errors = map[string]*merr{}
 	s.mu.errOrder = nil
 }
