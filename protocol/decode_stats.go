@@ -271,13 +271,20 @@ func (d *decoder) nonNegFloatSlow() (float64, error) {
 }
 
 // nonNegFloatOrNil is floatOrNil for a value that must be nil or a finite
-// number ≥ 0.
+// number ≥ 0, with floatOrNil's common case (a valid float64) inlined.
 func (d *decoder) nonNegFloatOrNil() (*float64, error) {
-	p, err := d.floatOrNil()
-	if err == nil && p != nil && !validFloat(*p) {
-		err = badFloat(*p)
+	if p := d.off; p+9 <= len(d.buf) && d.buf[p] == msgpcode.Double && len(d.floats) < cap(d.floats) {
+		if v := math.Float64frombits(binary.BigEndian.Uint64(d.buf[p+1:])); validFloat(v) {
+			d.off = p + 9
+			d.floats = append(d.floats, v)
+			return &d.floats[len(d.floats)-1], nil
+		}
 	}
-	return p, err
+	f, err := d.floatOrNil()
+	if err == nil && f != nil && !validFloat(*f) {
+		err = badFloat(*f)
+	}
+	return f, err
 }
 
 // validFloat reports whether v is a finite number ≥ 0 (NaN fails both
