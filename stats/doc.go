@@ -70,6 +70,10 @@
 //     beyond, a new such key counts under the largest power of two not
 //     above it, so distinct keys from a hostile worker cannot grow a master
 //     without bound.
+//   - A master stores names, methods, error texts and keys, exception
+//     messages, tracebacks and nodes of at most DefaultMaxText (16 KiB)
+//     bytes (Options.MaxText); longer ones are cut and end with
+//     TruncatedMark, so that the capped rows are bounded in bytes too.
 //   - The console tables and the error report print at most Format.MaxRows
 //     (DefaultMaxRows, 1,000) rows and then a line counting the rows left
 //     out; the CSV files and snapshots keep every row the caps allow.

@@ -258,6 +258,7 @@ func TestOptionsRefused(t *testing.T) {
 		{"negative MaxErrors", Options{MaxErrors: -5}, true},
 		{"negative MaxExceptions", Options{MaxExceptions: -1}, false},
 		{"negative MaxBuckets", Options{MaxBuckets: -1}, false},
+		{"negative MaxText", Options{MaxText: -1}, false},
 		{"Recorder MaxEntries at the report limit", Options{MaxEntries: protocol.MaxReportEntries}, true},
 		{"Recorder errors past the report limit", Options{MaxErrors: protocol.MaxReportErrors - DefaultMaxEntries}, true},
 	} {
@@ -402,5 +403,33 @@ func TestMergeBucketKeysBounded(t *testing.T) {
 				t.Errorf("buckets 5 and 100001 = %d, %d; want 2, 4 (kept as sent)", got[5], got[100_001])
 			}
 		})
+	}
+}
+
+// TestStatsClipsLongTexts: names, error texts and keys, tracebacks and
+// nodes longer than MaxText are stored cut, ending with TruncatedMark (at a
+// rune boundary); names cut to one prefix share an entry.
+func TestStatsClipsLongTexts(t *testing.T) {
+	s, err := NewWithOptions(Options{MaxText: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := func(tail string) string { return "/123456789é" + strings.Repeat("x", 1<<20) + tail }
+	r := namesReport([]string{long("a"), long("b"), "/short"}, false)
+	r.Errors[long("key")] = protocol.StatsError{Name: long("n"), Method: "GET", Error: long("e"), Occurrences: 2}
+	s.Merge(r)
+	s.AddException(long("m"), long("tb"), long("node"))
+	snap := s.Snapshot()
+	want := "/123456789" + TruncatedMark // "é" would pass 10 bytes: cut before it
+	if len(snap.Entries) != 2 || entryByName(snap, "GET", want) == nil || entryByName(snap, "GET", want).NumRequests != 2 {
+		t.Fatalf("entries = %d, %+v; want /short and %q with 2 requests", len(snap.Entries), entryByName(snap, "GET", want), want)
+	}
+	e := snap.Errors[0]
+	x := snap.Exceptions[0]
+	for name, got := range map[string]string{"error key": e.Key, "error name": e.Name, "error text": e.Error,
+		"exception msg": x.Msg, "traceback": x.Traceback, "node": x.Nodes[0]} {
+		if got != want {
+			t.Errorf("%s = %.40q (%d bytes); want %q", name, got, len(got), want)
+		}
 	}
 }

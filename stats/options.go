@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cicada-load/cicada/protocol"
 )
@@ -21,7 +22,14 @@ const (
 	// dense grid (see Options.MaxBuckets): Locust's rounding gives
 	// 280 keys below 100 s and one per second above.
 	DefaultMaxBuckets = 100_000
+	// DefaultMaxText is the longest name, method, error text, error key,
+	// exception message, traceback or node a Stats stores, in bytes
+	// (Options.MaxText).
+	DefaultMaxText = 16 << 10
 )
+
+// TruncatedMark ends a text that a Stats cut at Options.MaxText.
+const TruncatedMark = " [truncated]"
 
 // The row that collects what is beyond a limit: entries are folded into the
 // entry (OtherMethod, OtherName), error rows into the row (OtherMethod,
@@ -64,6 +72,13 @@ type Options struct {
 	// zero, DefaultMaxBuckets is used. A Recorder ignores it (its keys come
 	// from BucketKey).
 	MaxBuckets int
+	// MaxText is the most bytes of a name, method, error text or key,
+	// exception message, traceback or node name a Stats stores; a longer
+	// one is cut (at a UTF-8 boundary) and ends with TruncatedMark, so a
+	// hostile worker cannot make each of the capped rows megabytes large.
+	// Texts cut to the same prefix share a row. If zero, DefaultMaxText
+	// is used. A Recorder ignores it.
+	MaxText int
 	// Logger receives one warning per limit the first time it folds a row
 	// (again after Clear). If nil, nothing is logged.
 	Logger *slog.Logger
@@ -76,7 +91,8 @@ func (o Options) normalize() (Options, error) {
 		v    *int
 		def  int
 	}{{"MaxEntries", &o.MaxEntries, DefaultMaxEntries}, {"MaxErrors", &o.MaxErrors, DefaultMaxErrors},
-		{"MaxExceptions", &o.MaxExceptions, DefaultMaxExceptions}, {"MaxBuckets", &o.MaxBuckets, DefaultMaxBuckets}} {
+		{"MaxExceptions", &o.MaxExceptions, DefaultMaxExceptions}, {"MaxBuckets", &o.MaxBuckets, DefaultMaxBuckets},
+		{"MaxText", &o.MaxText, DefaultMaxText}} {
 		switch {
 		case *f.v < 0:
 			return o, fmt.Errorf("%w: %s %d is negative", ErrBadOption, f.name, *f.v)
@@ -109,6 +125,20 @@ func (o Options) normalizeRecorder() (Options, error) {
 			ErrBadOption, o.MaxErrors, o.MaxEntries, protocol.MaxReportErrors)
 	}
 	return o, nil
+}
+
+// clip returns s, or a copy of its first max bytes (cut at a rune start)
+// followed by TruncatedMark when it is longer: the copy keeps no reference
+// to a large received buffer.
+func clip(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + TruncatedMark
 }
 
 // otherErrorKey is the key of a master's folded error row.

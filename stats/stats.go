@@ -393,7 +393,7 @@ func (s *Stats) mergeLocked(r *protocol.StatsReport) folds {
 		}
 		e := *hint
 		if e == nil || e.name != st.Name || e.method != method {
-			k := entryKey{method, st.Name}
+			k := entryKey{clip(method, s.opts.MaxText), clip(st.Name, s.opts.MaxText)}
 			if e = s.mu.entries[k]; e == nil {
 				e = s.entryLocked(k, &now, &f)
 			}
@@ -404,6 +404,7 @@ func (s *Stats) mergeLocked(r *protocol.StatsReport) folds {
 	}
 	fresh := s.mu.fresh[:0]
 	for key, er := range r.Errors {
+		key = clip(key, s.opts.MaxText)
 		me := s.mu.errors[key]
 		if me == nil && len(s.mu.errors) >= s.opts.MaxErrors {
 			key, er.Method, er.Name, er.Error = otherErrorKey, OtherMethod, OtherName, OtherError
@@ -416,7 +417,8 @@ func (s *Stats) mergeLocked(r *protocol.StatsReport) folds {
 			me.lastSeen = minSeen(me.lastSeen, er.LastSeen, true)
 			continue
 		}
-		me = &merr{key: key, method: er.Method, name: er.Name, text: er.Error, occurrences: er.Occurrences}
+		me = &merr{key: key, method: clip(er.Method, s.opts.MaxText), name: clip(er.Name, s.opts.MaxText),
+			text: clip(er.Error, s.opts.MaxText), occurrences: er.Occurrences}
 		me.firstSeen = minSeen(nil, er.FirstSeen, false)
 		me.lastSeen = minSeen(nil, er.LastSeen, true)
 		s.mu.errors[key] = me
@@ -463,6 +465,7 @@ func minSeen(a, b *float64, larger bool) *float64 {
 // beyond Options.MaxExceptions are counted in the folded row.
 func (s *Stats) AddException(msg, traceback, node string) {
 	var f folds
+	msg, traceback, node = clip(msg, s.opts.MaxText), clip(traceback, s.opts.MaxText), clip(node, s.opts.MaxText)
 	s.mu.Lock()
 	defer func() {
 		s.mu.Unlock()
