@@ -132,12 +132,16 @@ func New(opts Options) (*Master, error) {
 		log:      opts.Logger.With("logger", "locust.runners"),
 		mainLog:  opts.Logger.With("logger", "locust.main"),
 		rootLog:  opts.Logger.With("logger", "root"),
-		stats:    stats.New(opts.Now),
 		inbox:    newInbox(),
 		calls:    make(chan func()),
 		quitReq:  make(chan struct{}),
 		loopDone: make(chan struct{}),
 	}
+	st, err := stats.NewWithOptions(stats.Options{Now: opts.Now, Logger: opts.Logger.With("logger", "locust.stats")})
+	if err != nil {
+		return nil, fmt.Errorf("master: %w", err)
+	}
+	m.stats = st
 	m.st.init(&m.opts)
 	topts := opts.Transport
 	topts.Handler = m.inbox

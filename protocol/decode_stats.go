@@ -2,10 +2,22 @@ package protocol
 
 import (
 	"encoding/binary"
+	"math"
 	"strconv"
 
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
+
+// MaxReportEntries is the most entries the "stats" array of one stats
+// report may hold: Decode refuses a longer array (ErrOutOfRange) before
+// allocating anything for it. A cicada worker sends at most its Recorder's
+// distinct-entry cap plus one folded row (stats.DefaultMaxEntries is
+// 10,000); a master folds what exceeds its own cap.
+const MaxReportEntries = 100_000
+
+// MaxReportErrors is the most rows the "errors" map of one stats report may
+// hold; Decode refuses a larger map (ErrOutOfRange) before allocating it.
+const MaxReportErrors = 100_000
 
 // The stats decoder is the master's hot path (one report per worker every
 // 3 s, thousands of workers), so it walks the map keys itself instead of
@@ -87,6 +99,9 @@ func (d *decoder) statsEntries(r *StatsReport, mem *statsMem) error {
 	if err != nil || n == 0 {
 		return err
 	}
+	if n > MaxReportEntries {
+		return outOfRange(strconv.Itoa(n) + " entries, more than MaxReportEntries (" + strconv.Itoa(MaxReportEntries) + ")")
+	}
 	var ems []entryMem
 	if mem != nil {
 		r.Stats, ems = mem.entryStorage(n)
@@ -109,7 +124,8 @@ func (d *decoder) statsEntries(r *StatsReport, mem *statsMem) error {
 // knows and keeps a fresh entry's defaults for the others; likewise only
 // name, method and start_time are required here (Locust defaults start_time
 // to "now", which a codec cannot know). Unknown keys are ignored. A non-nil
-// em lends its maps and buffer.
+// em lends its maps and buffer. Counts, times and sizes must be finite and
+// not negative (ErrOutOfRange), keys of the stats maps included.
 func (d *decoder) statsEntry(s *StatsEntry, em *entryMem) error {
 	n, err := d.mapLen()
 	if err != nil {
@@ -152,23 +168,23 @@ func (d *decoder) statsEntry(s *StatsEntry, em *entryMem) error {
 			}
 		case "start_time":
 			seen |= 4
-			s.StartTime, err = d.float64()
+			s.StartTime, err = d.nonNegFloat()
 		case "last_request_timestamp":
-			s.LastRequestTimestamp, err = d.floatOrNil()
+			s.LastRequestTimestamp, err = d.nonNegFloatOrNil()
 		case "num_requests":
-			s.NumRequests, err = d.int64()
+			s.NumRequests, err = d.count()
 		case "num_none_requests":
-			s.NumNoneRequests, err = d.int64()
+			s.NumNoneRequests, err = d.count()
 		case "num_failures":
-			s.NumFailures, err = d.int64()
+			s.NumFailures, err = d.count()
 		case "total_response_time":
-			s.TotalResponseTime, err = d.float64()
+			s.TotalResponseTime, err = d.nonNegFloat()
 		case "max_response_time":
-			s.MaxResponseTime, err = d.float64()
+			s.MaxResponseTime, err = d.nonNegFloat()
 		case "min_response_time":
-			s.MinResponseTime, err = d.floatOrNil()
+			s.MinResponseTime, err = d.nonNegFloatOrNil()
 		case "total_content_length":
-			s.TotalContentLength, err = d.int64()
+			s.TotalContentLength, err = d.count()
 		case "response_times":
 			if em != nil {
 				s.ResponseTimeCounts, err = d.countsInto(&em.rt)
@@ -209,6 +225,74 @@ func (d *decoder) statsEntry(s *StatsEntry, em *entryMem) error {
 		return missing("start_time")
 	}
 	return nil
+}
+
+// count is int64 for a value that must not be negative (counts, sizes):
+// the fast path's encodings cannot be, the others are checked.
+func (d *decoder) count() (int64, error) {
+	if v, q := uintAt(d.buf, d.off); q != 0 {
+		d.off = q
+		return v, nil
+	}
+	return d.countSlow()
+}
+
+func (d *decoder) countSlow() (int64, error) {
+	v, err := d.int64Slow()
+	if err == nil && v < 0 {
+		err = negative(v)
+	}
+	return v, err
+}
+
+// negative is the error for a negative count, size or key.
+func negative(v int64) error {
+	return outOfRange(strconv.FormatInt(v, 10) + " is negative")
+}
+
+// nonNegFloat is float64 for a value that must be a finite number ≥ 0
+// (times and durations): NaN, ±Inf and negative values are errors.
+func (d *decoder) nonNegFloat() (float64, error) {
+	if p := d.off; p+9 <= len(d.buf) && d.buf[p] == msgpcode.Double {
+		if v := math.Float64frombits(binary.BigEndian.Uint64(d.buf[p+1:])); validFloat(v) {
+			d.off = p + 9
+			return v, nil
+		}
+	}
+	return d.nonNegFloatSlow()
+}
+
+func (d *decoder) nonNegFloatSlow() (float64, error) {
+	v, err := d.float64Slow()
+	if err == nil && !validFloat(v) {
+		err = badFloat(v)
+	}
+	return v, err
+}
+
+// nonNegFloatOrNil is floatOrNil for a value that must be nil or a finite
+// number ≥ 0, with floatOrNil's common case (a valid float64) inlined.
+func (d *decoder) nonNegFloatOrNil() (*float64, error) {
+	if p := d.off; p+9 <= len(d.buf) && d.buf[p] == msgpcode.Double && len(d.floats) < cap(d.floats) {
+		if v := math.Float64frombits(binary.BigEndian.Uint64(d.buf[p+1:])); validFloat(v) {
+			d.off = p + 9
+			d.floats = append(d.floats, v)
+			return &d.floats[len(d.floats)-1], nil
+		}
+	}
+	f, err := d.floatOrNil()
+	if err == nil && f != nil && !validFloat(*f) {
+		err = badFloat(*f)
+	}
+	return f, err
+}
+
+// validFloat reports whether v is a finite number ≥ 0 (NaN fails both
+// comparisons).
+func validFloat(v float64) bool { return v >= 0 && v <= math.MaxFloat64 }
+
+func badFloat(v float64) error {
+	return outOfRange(strconv.FormatFloat(v, 'g', -1, 64) + " is not a finite number >= 0")
 }
 
 // nameLike is stringOrNil (nil reads as "") for an entry name, given the
@@ -362,7 +446,8 @@ func fixPair(buf []byte, p int) (k, v byte, ok bool) {
 
 // intIntPair decodes the i-th key and value of a stats map. Fast paths: key
 // and value are both positive fixints (most response-time buckets), or
-// non-negative ints up to uint32 (the per-second maps' timestamps).
+// non-negative ints up to uint32 (the per-second maps' timestamps). Neither
+// key nor value may be negative.
 func (d *decoder) intIntPair(i int) (k, v int64, err error) {
 	buf, p := d.buf, d.off
 	if c0, c1, ok := fixPair(buf, p); ok {
@@ -373,11 +458,11 @@ func (d *decoder) intIntPair(i int) (k, v int64, err error) {
 		d.off = q
 		return k, v, nil
 	}
-	k, err = d.int64()
+	k, err = d.count()
 	if err != nil {
 		return 0, 0, at(err, "[key "+strconv.Itoa(i)+"]")
 	}
-	v, err = d.int64()
+	v, err = d.count()
 	if err != nil {
 		return 0, 0, at(err, "["+strconv.FormatInt(k, 10)+"]")
 	}
@@ -429,6 +514,9 @@ func (d *decoder) statsErrors(reuse *reuseMap[string, StatsError]) (map[string]S
 	if err != nil || n == 0 {
 		return nil, err
 	}
+	if n > MaxReportErrors {
+		return nil, outOfRange(strconv.Itoa(n) + " error rows, more than MaxReportErrors (" + strconv.Itoa(MaxReportErrors) + ")")
+	}
 	var m map[string]StatsError
 	if reuse != nil {
 		m = reuse.get(n)
@@ -451,7 +539,8 @@ func (d *decoder) statsErrors(reuse *reuseMap[string, StatsError]) (map[string]S
 
 // statsError decodes one error row. name, method, error and occurrences are
 // required (Locust's StatsError.unserialize indexes them); name, method and
-// error may be nil, read as "".
+// error may be nil, read as "". occurrences must not be negative, the times
+// must be finite and not negative.
 func (d *decoder) statsError(se *StatsError) error {
 	n, err := d.mapLen()
 	if err != nil {
@@ -481,11 +570,11 @@ func (d *decoder) statsError(se *StatsError) error {
 			se.Error, _, err = d.stringOrNil()
 		case "occurrences":
 			seen |= 8
-			se.Occurrences, err = d.int64()
+			se.Occurrences, err = d.count()
 		case "first_seen":
-			se.FirstSeen, err = d.floatOrNil()
+			se.FirstSeen, err = d.nonNegFloatOrNil()
 		case "last_seen":
-			se.LastSeen, err = d.floatOrNil()
+			se.LastSeen, err = d.nonNegFloatOrNil()
 		default:
 			err = d.skip(MaxDepth - 4)
 		}

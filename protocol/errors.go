@@ -12,6 +12,15 @@ import (
 // error names the message type and the offending field. Test with errors.Is.
 var ErrMalformed = errors.New("protocol: malformed message")
 
+// ErrOutOfRange is wrapped, beside ErrMalformed, by the errors Decode
+// returns for a stats report holding a value cicada refuses to merge: a
+// NaN or infinite float, a negative count, time or size, or more entries or
+// error rows than MaxReportEntries or MaxReportErrors. Locust's master
+// merges such values as they come (a NaN start_time turns every rate into
+// nan, sums wrap); cicada drops the report, and the wrapping error names
+// the field.
+var ErrOutOfRange = errors.New("protocol: stats value out of range")
+
 // ErrUnsupported is wrapped by the errors Encode and AppendEncode return when
 // a Message cannot be put on the wire: Data of a type this package cannot
 // encode, a typed Data value under the wrong Type, or a time.Time outside the
@@ -72,6 +81,11 @@ func malformedCause(msg string, cause error) error {
 		cause = io.ErrUnexpectedEOF
 	}
 	return &fieldError{kind: ErrMalformed, msg: msg, cause: cause}
+}
+
+// outOfRange is malformed for a value Decode refuses (see ErrOutOfRange).
+func outOfRange(msg string) error {
+	return &fieldError{kind: ErrMalformed, msg: msg, cause: ErrOutOfRange}
 }
 
 func unsupported(msg string) error { return &fieldError{kind: ErrUnsupported, msg: msg} }

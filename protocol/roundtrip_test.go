@@ -57,6 +57,25 @@ func (g gen) float() float64 {
 	}
 }
 
+// stat is a float a stats report may hold (ErrOutOfRange): finite, ≥ 0.
+func (g gen) stat() float64 {
+	switch g.n(8) {
+	case 0:
+		return []float64{0, math.Copysign(0, -1), math.SmallestNonzeroFloat64, math.MaxFloat64, 1796011105.4425347}[g.n(5)]
+	case 1:
+		return float64(g.count())
+	default:
+		return math.Abs(g.r.NormFloat64() * 1000)
+	}
+}
+
+func (g gen) optStat() *float64 {
+	if g.n(3) == 0 {
+		return nil
+	}
+	return fp(g.stat())
+}
+
 func (g gen) optFloat() *float64 {
 	if g.n(3) == 0 {
 		return nil
@@ -104,13 +123,13 @@ func (g gen) intMap(keys func() int64) map[int64]int64 {
 
 func (g gen) entry() StatsEntry {
 	e := StatsEntry{
-		Name: g.str(), Method: g.optStr(), LastRequestTimestamp: g.optFloat(), StartTime: g.float(),
+		Name: g.str(), Method: g.optStr(), LastRequestTimestamp: g.optStat(), StartTime: g.stat(),
 		NumRequests: g.count(), NumNoneRequests: g.count(), NumFailures: g.count(),
-		TotalResponseTime: g.float(), MaxResponseTime: g.float(), MinResponseTime: g.optFloat(),
-		TotalContentLength: g.int(),
+		TotalResponseTime: g.stat(), MaxResponseTime: g.stat(), MinResponseTime: g.optStat(),
+		TotalContentLength: max(g.int(), 0),
 		ResponseTimes:      g.intMap(func() int64 { return int64(g.n(12000)) }),
 		NumReqsPerSec:      g.intMap(func() int64 { return 1796011105 + int64(g.n(5)) }),
-		NumFailPerSec:      g.intMap(g.int),
+		NumFailPerSec:      g.intMap(func() int64 { return max(g.int(), 0) }),
 	}
 	if g.n(3) == 0 {
 		e.Exact = make([]byte, g.n(300))
@@ -229,7 +248,7 @@ func (g gen) message() Message {
 			r.Errors = map[string]StatsError{}
 			for ; n > 0; n-- {
 				r.Errors[g.str()] = StatsError{Name: g.str(), Method: g.str(), Error: g.str(), Occurrences: g.count(),
-					FirstSeen: g.optFloat(), LastSeen: g.optFloat()}
+					FirstSeen: g.optStat(), LastSeen: g.optStat()}
 			}
 		}
 		m.Type, m.Data = TypeStats, r

@@ -87,13 +87,13 @@ func (h *rtHist) add(k, n int64) {
 			ch = new([100]int64)
 			h.chunks[c] = ch
 		}
-		ch[i] += n
+		ch[i] = addSat(ch[i], n)
 		return
 	}
 	if h.over == nil {
 		h.over = make(map[int64]int64)
 	}
-	h.over[k] += n
+	h.over[k] = addSat(h.over[k], n)
 }
 
 // empty reports whether no key has a non-zero count.
@@ -173,7 +173,7 @@ func (h *rtHist) toMap() map[int64]int64 {
 	}
 	for k, n := range h.over {
 		if n != 0 {
-			m[k] += n
+			m[k] = addSat(m[k], n)
 		}
 	}
 	return m
@@ -216,8 +216,8 @@ func (s *secCounts) add(sec, reqs, fails int64) {
 		}
 		return
 	}
-	sl.reqs += reqs
-	sl.fails += fails
+	sl.reqs = addSat(sl.reqs, reqs)
+	sl.fails = addSat(sl.fails, fails)
 }
 
 // secProbes is how many seconds addMap looks up, ending at the last
@@ -304,8 +304,8 @@ func (s *secCounts) spill(sl secSlot) {
 	}
 	o := s.over[sl.sec]
 	o.sec = sl.sec
-	o.reqs += sl.reqs
-	o.fails += sl.fails
+	o.reqs = addSat(o.reqs, sl.reqs)
+	o.fails = addSat(o.fails, sl.fails)
 	s.over[sl.sec] = o
 }
 
@@ -316,8 +316,8 @@ func (s *secCounts) get(sec int64) (reqs, fails int64) {
 		reqs, fails = sl.reqs, sl.fails
 	}
 	if o, ok := s.over[sec]; ok {
-		reqs += o.reqs
-		fails += o.fails
+		reqs = addSat(reqs, o.reqs)
+		fails = addSat(fails, o.fails)
 	}
 	return reqs, fails
 }
@@ -333,10 +333,10 @@ func (s *secCounts) maps() (reqs, fails map[int64]int64) {
 	fails = make(map[int64]int64)
 	put := func(sl secSlot) {
 		if sl.reqs != 0 {
-			reqs[sl.sec] += sl.reqs
+			reqs[sl.sec] = addSat(reqs[sl.sec], sl.reqs)
 		}
 		if sl.fails != 0 {
-			fails[sl.sec] += sl.fails
+			fails[sl.sec] = addSat(fails[sl.sec], sl.fails)
 		}
 	}
 	for _, sl := range s.ring {

@@ -42,6 +42,41 @@
 //     the previous second while logging; a master (and cicada standalone,
 //     which goes through Merge) under the new second after merging.
 //   - Exception nodes keep insertion order (Python prints a set).
+//   - Sums saturate where Python's ints would grow: a count, size or bucket
+//     that would pass math.MaxInt64 stays there (Merge, the Recorder and
+//     the per-second counts), a float sum stays at ±math.MaxFloat64, and the
+//     tables print a float beyond the int64 range as the nearest int64. An
+//     exact histogram whose count would pass 2^64 is refused (the entry is
+//     then not exact-complete). On a master this can only come from a
+//     hostile worker: protocol.Decode refuses NaN, infinite and negative
+//     values (protocol.ErrOutOfRange), and Merge ignores a NaN start time.
+//   - The Recorder counts a negative response size as 0.
+//   - Distinct rows are capped (Options; a Locust master keeps every name,
+//     error and traceback, several KB each, without bound): beyond
+//     DefaultMaxEntries (10,000) distinct (method, name) entries, requests
+//     of further names are counted under one entry with method OtherMethod
+//     ("OTHER") and name OtherName ("(other names)"); beyond
+//     DefaultMaxErrors (10,000) error rows, further errors under one row
+//     (OTHER, "(other names)", OtherError "(other errors)"); beyond
+//     DefaultMaxExceptions (1,000) tracebacks, further exceptions under
+//     OtherException. A warning is logged the first time each cap folds a
+//     row in a test. The Recorder applies the same entry cap (and the error
+//     cap per report window, folding into OtherError of the entry), so a
+//     cicada worker's report stays within protocol.MaxReportEntries, which
+//     a master's decoder enforces on every report.
+//   - Response-time bucket keys off Locust's dense grid (100 s and more, or
+//     not rounded as Locust rounds) are kept as sent up to
+//     DefaultMaxBuckets (100,000) over all entries (Options.MaxBuckets);
+//     beyond, a new such key counts under the largest power of two not
+//     above it, so distinct keys from a hostile worker cannot grow a master
+//     without bound.
+//   - A master stores names, methods, error texts and keys, exception
+//     messages, tracebacks and nodes of at most DefaultMaxText (16 KiB)
+//     bytes (Options.MaxText); longer ones are cut and end with
+//     TruncatedMark, so that the capped rows are bounded in bytes too.
+//   - The console tables and the error report print at most Format.MaxRows
+//     (DefaultMaxRows, 1,000) rows and then a line counting the rows left
+//     out; the CSV files and snapshots keep every row the caps allow.
 //
 // The golden tests in golden_test.go replay the scenarios in
 // testdata/scenarios through this package and through Locust's own stats

@@ -124,7 +124,9 @@ func (h *exactHist) reset() {
 	h.count, h.min, h.max = 0, 0, 0
 }
 
-// merge adds o into h.
+// merge adds o into h. Only the worker merges (its total), where no count
+// can overflow: each is at most the samples recorded in one report window.
+// The master adds reports with addEncoded, which refuses an overflow.
 func (h *exactHist) merge(o *exactHist) {
 	if o.count == 0 {
 		return
@@ -221,8 +223,9 @@ func slowUvarint(b []byte, i int) (uint64, int) {
 }
 
 var (
-	errBadVarint  = fmt.Errorf("%w: bad varint", ErrMalformedExact)
-	errIndexRange = fmt.Errorf("%w: bucket index out of range", ErrMalformedExact)
+	errCountOverflow = fmt.Errorf("%w: count overflows", ErrMalformedExact)
+	errBadVarint     = fmt.Errorf("%w: bad varint", ErrMalformedExact)
+	errIndexRange    = fmt.Errorf("%w: bucket index out of range", ErrMalformedExact)
 )
 
 // parseExact validates an encoded histogram completely.
@@ -360,6 +363,12 @@ func (h *exactHist) addEncoded(b []byte) error {
 	if err == nil && exactIndex(hi) != idx {
 		err = fmt.Errorf("%w: minimum or maximum outside the buckets", ErrMalformedExact)
 	}
+	if err == nil && count > math.MaxUint64-h.count {
+		// Refused rather than saturated: a saturated count would no longer
+		// be the sum of the buckets. A bucket that wrapped meanwhile is
+		// restored exactly by subtract (modular arithmetic).
+		err = errCountOverflow
+	}
 	if err != nil {
 		h.subtract(b[:i])
 		return err
@@ -481,9 +490,14 @@ func (v exactView) percentile(p float64) (float64, bool) {
 	if v.count == 0 {
 		return 0, false
 	}
-	rank := uint64(math.Ceil(p * float64(v.count)))
-	if rank < 1 || p != p {
+	var rank uint64
+	switch f := math.Ceil(p * float64(v.count)); {
+	case p != p || f < 1:
 		rank = 1
+	case f >= float64(v.count): // also float64(v.count) = 2^64
+		rank = v.count
+	default:
+		rank = uint64(f)
 	}
 	if rank >= v.count {
 		return float64(v.max), true

@@ -15,8 +15,13 @@ func pyFixed(f float64, prec int) string {
 
 // pyTrunc is Python's int(f) (and "%d" % f): truncation toward zero.
 func pyTrunc(f float64) int64 {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
+	switch {
+	case math.IsNaN(f):
 		return 0
+	case f >= 0x1p63:
+		return math.MaxInt64
+	case f < -0x1p63:
+		return math.MinInt64
 	}
 	return int64(f)
 }

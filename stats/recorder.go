@@ -3,6 +3,7 @@ package stats
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,11 +28,24 @@ type entryKey struct{ method, name string }
 // names never share a lock or a cache line. Goroutines recording the same
 // name share its mutex; its critical section is a few tens of nanoseconds.
 //
+// Names beyond Options.MaxEntries are recorded under the entry
+// (OtherMethod, OtherName); error texts beyond about Options.MaxErrors in
+// one report window under OtherError in their entry. A warning is logged
+// the first time (again after Clear). Reports therefore stay within
+// protocol.MaxReportEntries and protocol.MaxReportErrors.
+//
 // All methods are safe for concurrent use. Lock order: Recorder.mu, then
-// an entry's mu (Report and Clear); Record takes only the entry's mu.
+// an entry's mu (Report and Clear); Record takes only the entry's mu (and
+// Recorder.mu to create an entry).
 type Recorder struct {
 	now     func() time.Time
+	opts    Options
 	entries atomic.Pointer[map[entryKey]*wentry]
+	// nErrs is about the number of error texts allocated in all entries
+	// (fold rows not counted): Record adds one per new text, Report
+	// recounts them.
+	nErrs        atomic.Int64
+	warnedErrors atomic.Bool // the MaxErrors warning was logged since Clear
 
 	mu struct {
 		sync.Mutex
@@ -39,6 +53,7 @@ type Recorder struct {
 		totalStart     float64
 		totalMethodNil bool
 		tot            entryData // scratch for the Aggregated total
+		warnedEntries  bool      // the MaxEntries warning was logged since Clear
 	}
 }
 
@@ -73,16 +88,26 @@ type entryData struct {
 // first Clear (a Locust worker clears on the first spawn of a test), and ""
 // afterwards.
 func NewRecorder(now func() time.Time) *Recorder {
-	if now == nil {
-		now = time.Now
+	r, _ := NewRecorderWithOptions(Options{Now: now}) // the zero limits are valid
+	return r
+}
+
+// NewRecorderWithOptions is NewRecorder with limits and a logger. Errors
+// wrap ErrBadOption; MaxEntries must be below protocol.MaxReportEntries and
+// MaxErrors+MaxEntries+1 at most protocol.MaxReportErrors, so that a master
+// accepts every report.
+func NewRecorderWithOptions(opts Options) (*Recorder, error) {
+	opts, err := opts.normalizeRecorder()
+	if err != nil {
+		return nil, err
 	}
-	r := &Recorder{now: now}
+	r := &Recorder{now: opts.Now, opts: opts}
 	m := map[entryKey]*wentry{}
 	r.entries.Store(&m)
-	r.mu.totalStart = pyTime(now())
+	r.mu.totalStart = pyTime(r.now())
 	r.mu.totalMethodNil = true
 	r.mu.tot.secs.keepAll = true
-	return r
+	return r, nil
 }
 
 // pyTime converts t to the float Python's time.time() would return.
@@ -127,10 +152,12 @@ func (r *Recorder) record(method, name string, rt time.Duration, none bool, cont
 		us = toMicros(rt)
 	}
 
+	contentLength = max(contentLength, 0)
+
 	e.mu.Lock()
 	d := &e.d
 	d.numRequests++
-	d.contentLength += contentLength
+	d.contentLength = addSat(d.contentLength, contentLength)
 	d.lastReq, d.hasLast = now, true
 	d.secs.add(sec, 1, fails)
 	if none {
@@ -143,35 +170,71 @@ func (r *Recorder) record(method, name string, rt time.Duration, none bool, cont
 		if ns > d.maxNs {
 			d.maxNs = ns
 		}
-		d.totalNs += ns
+		d.totalNs = addSat(d.totalNs, ns)
 		d.rt.add(key, 1)
 		d.exact.record(us)
 	}
+	warn := false
 	if fails != 0 {
 		d.numFailures++
 		er := e.errs[failure]
+		if er == nil && failure != OtherError && r.nErrs.Load() >= int64(r.opts.MaxErrors) {
+			failure = OtherError
+			er = e.errs[failure]
+			warn = !r.warnedErrors.Load() && r.warnedErrors.CompareAndSwap(false, true)
+		}
 		if er == nil {
 			if e.errs == nil {
 				e.errs = make(map[string]*werr)
 			}
 			er = &werr{first: now}
 			e.errs[failure] = er
+			if failure != OtherError {
+				r.nErrs.Add(1)
+			}
 		}
 		er.occurrences++
 		er.last = now
 	}
 	e.mu.Unlock()
+	if warn {
+		r.opts.Logger.Warn("More than " + strconv.Itoa(r.opts.MaxErrors) + " distinct errors in one report: further errors are counted as " +
+			OtherError + " (stats limit MaxErrors)")
+	}
 }
 
+// newEntry returns the entry for (method, name), created if there is room,
+// else the folded entry (created on first use).
 func (r *Recorder) newEntry(method, name string, now float64) *wentry {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	e, warn := r.newEntryLocked(method, name, now)
+	r.mu.Unlock()
+	if warn {
+		r.opts.Logger.Warn("More than " + strconv.Itoa(r.opts.MaxEntries) + " distinct request names: the requests of further names are counted under " +
+			OtherMethod + " " + OtherName + " (stats limit MaxEntries)")
+	}
+	return e
+}
+
+// newEntryLocked is newEntry; warn reports that the entry limit was hit for
+// the first time since Clear.
+// Precondition: r.mu is held.
+func (r *Recorder) newEntryLocked(method, name string, now float64) (e *wentry, warn bool) {
 	old := *r.entries.Load()
 	k := entryKey{method, name}
 	if e := old[k]; e != nil {
-		return e
+		return e, false
 	}
-	e := &wentry{method: method, name: name}
+	if len(old) >= r.opts.MaxEntries {
+		warn = !r.mu.warnedEntries
+		r.mu.warnedEntries = true
+		k = entryKey{OtherMethod, OtherName}
+		if e := old[k]; e != nil {
+			return e, warn
+		}
+		method, name = k.method, k.name
+	}
+	e = &wentry{method: method, name: name}
 	e.d.start = now
 	e.d.secs.keepAll = true
 	m := make(map[entryKey]*wentry, len(old)+1)
@@ -181,7 +244,7 @@ func (r *Recorder) newEntry(method, name string, now float64) *wentry {
 	m[k] = e
 	r.mu.order = append(r.mu.order, e)
 	r.entries.Store(&m)
-	return e
+	return e, warn
 }
 
 // Report returns the delta report since the previous Report (or Clear) in
@@ -212,6 +275,7 @@ func (r *Recorder) Report(userClassesCount map[string]int64, userCount int64) *p
 	}
 	tot := &r.mu.tot
 	tot.reset(r.mu.totalStart)
+	var nErrs int64 // error texts kept allocated, fold rows not counted
 	for _, e := range r.mu.order {
 		e.mu.Lock()
 		if e.d.numRequests > 0 || e.d.numFailures > 0 {
@@ -226,10 +290,18 @@ func (r *Recorder) Report(userClassesCount map[string]int64, userCount int64) *p
 					continue
 				}
 				masked := maskAddress(text)
+				key := errorKey(e.method, e.name, masked)
 				first, last := er.first, er.last
-				rep.Errors[errorKey(e.method, e.name, masked)] = protocol.StatsError{
+				occ := er.occurrences
+				if prev, ok := rep.Errors[key]; ok {
+					// Texts that differ only in an object address are one
+					// row, as in Locust.
+					occ = addSat(occ, prev.Occurrences)
+					first, last = min(first, *prev.FirstSeen), max(last, *prev.LastSeen)
+				}
+				rep.Errors[key] = protocol.StatsError{
 					Name: e.name, Method: e.method, Error: masked,
-					Occurrences: er.occurrences, FirstSeen: &first, LastSeen: &last,
+					Occurrences: occ, FirstSeen: &first, LastSeen: &last,
 				}
 			}
 		}
@@ -239,11 +311,16 @@ func (r *Recorder) Report(userClassesCount map[string]int64, userCount int64) *p
 		for text, er := range e.errs {
 			if er.occurrences == 0 {
 				delete(e.errs, text)
+			} else if text != OtherError {
+				nErrs++
 			}
 			er.occurrences = 0
 		}
 		e.mu.Unlock()
 	}
+	// Records of entries already visited may have added texts meanwhile;
+	// the next Report counts them.
+	r.nErrs.Store(nErrs)
 	var tm *string
 	if !r.mu.totalMethodNil {
 		tm = new(string)
@@ -264,6 +341,9 @@ func (r *Recorder) Clear() {
 	r.mu.order = nil
 	r.mu.totalStart = now
 	r.mu.totalMethodNil = false
+	r.mu.warnedEntries = false
+	r.nErrs.Store(0)
+	r.warnedErrors.Store(false)
 }
 
 // errorKey is Locust's StatsError.create_key for an error text that is
@@ -303,11 +383,11 @@ func (d *entryData) merge(o *entryData) {
 			d.maxNs = o.maxNs
 		}
 	}
-	d.numRequests += o.numRequests
-	d.numNone += o.numNone
-	d.numFailures += o.numFailures
-	d.totalNs += o.totalNs
-	d.contentLength += o.contentLength
+	d.numRequests = addSat(d.numRequests, o.numRequests)
+	d.numNone = addSat(d.numNone, o.numNone)
+	d.numFailures = addSat(d.numFailures, o.numFailures)
+	d.totalNs = addSat(d.totalNs, o.totalNs)
+	d.contentLength = addSat(d.contentLength, o.contentLength)
 	if o.hasLast && (!d.hasLast || o.lastReq > d.lastReq) {
 		d.lastReq, d.hasLast = o.lastReq, true
 	}

@@ -175,15 +175,17 @@ func (e *mentry) snapshot(tot *mentry, now int64, scratch *snapScratch) EntrySta
 		var reqs, fails int64
 		for t := from; t < to; t++ {
 			r, f := e.secs.get(t)
-			reqs += r
-			fails += f
+			reqs = addSat(reqs, r)
+			fails = addSat(fails, f)
 		}
 		n := float64(max(to-from, 1))
 		es.CurrentRPS = float64(reqs) / n
 		es.CurrentFailPerSec = float64(fails) / n
 	}
 	// Total rates: Locust's total_rps / total_fail_per_sec.
-	if tot.hasLast && tot.lastReq != 0 && tot.start != 0 && tot.lastReq != tot.start {
+	// A last request before the start (only from a broken worker) gives no
+	// rate rather than a negative one.
+	if tot.hasLast && tot.lastReq != 0 && tot.start != 0 && tot.lastReq > tot.start {
 		d := tot.lastReq - tot.start
 		es.TotalRPS = float64(e.numRequests) / d
 		es.TotalFailPerSec = float64(e.numFailures) / d
@@ -213,8 +215,9 @@ func (e *mentry) findCache(t int64) *currentBase {
 	return nil
 }
 
-// Timed returns the number of requests with a response time.
-func (e *EntryStats) Timed() int64 { return e.NumRequests - e.NumNoneRequests }
+// Timed returns the number of requests with a response time (0 if a
+// broken worker reported more None-time requests than requests).
+func (e *EntryStats) Timed() int64 { return max(e.NumRequests-e.NumNoneRequests, 0) }
 
 // AvgResponseTime is Locust's avg_response_time: total / timed requests, 0
 // without any.
@@ -332,7 +335,7 @@ func percentile(buckets []bucket, n int64, p float64, base []bucket) int64 {
 		if c == 0 {
 			continue
 		}
-		processed += c
+		processed = addSat(processed, c)
 		if n-processed <= k {
 			return b.Key
 		}

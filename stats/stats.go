@@ -2,7 +2,9 @@ package stats
 
 import (
 	"cmp"
+	"math/bits"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -21,9 +23,15 @@ const cacheSize = 20
 // (locust-outputs.md §3); beside Locust's buckets it keeps the exact
 // histograms that cicada workers send in StatsEntry.Exact.
 //
+// Distinct entries, error rows and exceptions are capped (Options); what
+// exceeds a cap is counted under one folded row (OtherName, OtherError,
+// OtherException), a deliberate difference from Locust, whose master grows
+// without bound (each entry costs several KB).
+//
 // All methods are safe for concurrent use.
 type Stats struct {
-	now func() time.Time
+	now  func() time.Time
+	opts Options
 
 	mu struct {
 		sync.Mutex
@@ -41,7 +49,46 @@ type Stats struct {
 		counts         []protocol.Count // secCounts.addMap's scratch
 		fresh          []*merr          // Merge's new errors, reused
 		snapScratch    snapScratch
+		warned         folds // limits already logged since the last Clear
+		overKeys       int   // keys in the entries' rtHist.over maps (addBucketLocked)
 	}
+}
+
+// folds is a set of limits that folded a row.
+type folds uint8
+
+const (
+	foldEntries folds = 1 << iota
+	foldErrors
+	foldExceptions
+)
+
+// warn logs, once per limit in f and Clear, that the limit folds rows.
+// It is called without s.mu held, with the limits newly hit.
+func (s *Stats) warn(f folds) {
+	if f&foldEntries != 0 {
+		s.opts.Logger.Warn("More than " + strconv.Itoa(s.opts.MaxEntries) + " distinct request names: the requests of further names are counted under " +
+			OtherMethod + " " + OtherName + " (stats limit MaxEntries)")
+	}
+	if f&foldErrors != 0 {
+		s.opts.Logger.Warn("More than " + strconv.Itoa(s.opts.MaxErrors) + " distinct errors: further errors are counted under " +
+			OtherMethod + " " + OtherName + ": " + OtherError + " (stats limit MaxErrors)")
+	}
+	if f&foldExceptions != 0 {
+		s.opts.Logger.Warn("More than " + strconv.Itoa(s.opts.MaxExceptions) + " distinct exceptions: further exceptions are counted under " +
+			OtherException + " (stats limit MaxExceptions)")
+	}
+}
+
+// foldLocked records that limit f folded a row; it returns f if that is
+// new since the last Clear (to be logged once s.mu is released), else 0.
+// Precondition: s.mu is held.
+func (s *Stats) foldLocked(f folds) folds {
+	if s.mu.warned&f != 0 {
+		return 0
+	}
+	s.mu.warned |= f
+	return f
 }
 
 // mentry is one entry of the master's statistics, in Locust's model.
@@ -91,20 +138,48 @@ type mexc struct {
 	nodes   []string
 }
 
-// New returns empty statistics reading time from now (time.Now if nil).
-// Like Locust's, the Aggregated entry has a nil method until the first Clear.
+// New returns empty statistics reading time from now (time.Now if nil),
+// with the default limits. Like Locust's, the Aggregated entry has a nil
+// method until the first Clear.
 func New(now func() time.Time) *Stats {
-	if now == nil {
-		now = time.Now
+	s, _ := NewWithOptions(Options{Now: now}) // the zero limits are valid
+	return s
+}
+
+// NewWithOptions is New with limits and a logger; errors wrap ErrBadOption.
+func NewWithOptions(opts Options) (*Stats, error) {
+	opts, err := opts.normalize()
+	if err != nil {
+		return nil, err
 	}
-	s := &Stats{now: now}
-	t := pyTime(now())
+	s := &Stats{now: opts.Now, opts: opts}
+	t := pyTime(s.now())
 	s.mu.entries = map[entryKey]*mentry{}
 	s.mu.total = s.newEntryLocked("Aggregated", "", t)
 	s.mu.total.methodNil = true
 	s.mu.errors = map[string]*merr{}
 	s.mu.exceptions = map[string]*mexc{}
-	return s
+	return s, nil
+}
+
+// entryLocked returns the entry for k, created with start time now (read
+// when first needed into *now) if there is room, else the folded entry;
+// f collects a newly hit limit.
+// Precondition: s.mu is held.
+func (s *Stats) entryLocked(k entryKey, now *float64, f *folds) *mentry {
+	if len(s.mu.entries) >= s.opts.MaxEntries {
+		k = entryKey{OtherMethod, OtherName}
+		*f |= s.foldLocked(foldEntries)
+		if e := s.mu.entries[k]; e != nil {
+			return e
+		}
+	}
+	if *now == 0 {
+		*now = pyTime(s.now())
+	}
+	e := s.newEntryLocked(k.name, k.method, *now)
+	s.mu.entries[k] = e
+	return e
 }
 
 // newEntryLocked creates an entry as Locust's StatsEntry constructor does:
@@ -166,33 +241,35 @@ func (e *mentry) extendLocked(s *Stats, o *protocol.StatsEntry) {
 		}
 		e.hasLast = true
 	}
-	e.start = min(e.start, o.StartTime)
-	e.numRequests += o.NumRequests
-	e.numNone += o.NumNoneRequests
-	e.numFailures += o.NumFailures
-	e.totalRT += o.TotalResponseTime
+	if o.StartTime < e.start { // min, a NaN ignored
+		e.start = o.StartTime
+	}
+	e.numRequests = addSat(e.numRequests, o.NumRequests)
+	e.numNone = addSat(e.numNone, o.NumNoneRequests)
+	e.numFailures = addSat(e.numFailures, o.NumFailures)
+	e.totalRT = addSatF(e.totalRT, o.TotalResponseTime)
 	if o.MaxResponseTime > e.maxRT {
 		e.maxRT = o.MaxResponseTime
 	}
 	if o.MinResponseTime != nil && (!e.hasMin || *o.MinResponseTime < e.minRT) {
 		e.minRT, e.hasMin = *o.MinResponseTime, true
 	}
-	e.contentLength += o.TotalContentLength
+	e.contentLength = addSat(e.contentLength, o.TotalContentLength)
 	ch0 := e.rt.chunks[0] // keys below 100 ms, inlined; nil: rt.add allocates
 	if rt := o.ResponseTimeCounts; len(rt) > 0 && protocol.CountsSorted(rt) {
 		for _, p := range rt {
 			if uint64(p.Key) < 100 && ch0 != nil {
-				ch0[p.Key] += p.N
+				ch0[p.Key] = addSat(ch0[p.Key], p.N)
 			} else {
-				e.rt.add(p.Key, p.N)
+				e.addBucketLocked(s, p.Key, p.N)
 			}
 		}
 	} else {
 		for k, n := range mapOf(rt, o.ResponseTimes) {
 			if uint64(k) < 100 && ch0 != nil {
-				ch0[k] += n
+				ch0[k] = addSat(ch0[k], n)
 			} else {
-				e.rt.add(k, n)
+				e.addBucketLocked(s, k, n)
 			}
 		}
 	}
@@ -217,6 +294,38 @@ func (e *mentry) extendLocked(s *Stats, o *protocol.StatsEntry) {
 			e.cacheLocked(s, last)
 		}
 	}
+}
+
+// addBucketLocked adds n samples under bucket key k. Keys off Locust's
+// dense grid (100 s and more, or not rounded as Locust rounds) go to the
+// histogram's map; once the Stats hold Options.MaxBuckets such keys in all,
+// a new one is replaced by the largest power of two not above it (at most
+// 63 more keys per entry).
+// Precondition: s.mu is held.
+func (e *mentry) addBucketLocked(s *Stats, k, n int64) {
+	if c, i, ok := slot(k); ok {
+		ch := e.rt.chunks[c]
+		if ch == nil {
+			ch = new([100]int64)
+			e.rt.chunks[c] = ch
+		}
+		ch[i] = addSat(ch[i], n)
+		return
+	}
+	if _, ok := e.rt.over[k]; !ok {
+		if s.mu.overKeys >= s.opts.MaxBuckets && k > 0 {
+			k = 1 << (bits.Len64(uint64(k)) - 1)
+			if _, ok := e.rt.over[k]; !ok {
+				s.mu.overKeys++
+			}
+		} else {
+			s.mu.overKeys++
+		}
+	}
+	if e.rt.over == nil {
+		e.rt.over = make(map[int64]int64)
+	}
+	e.rt.over[k] = addSat(e.rt.over[k], n)
 }
 
 // addSecs adds a report's num_reqs_per_sec (or, with fails set,
@@ -253,14 +362,28 @@ func mapOf(pairs []protocol.Count, m map[int64]int64) map[int64]int64 {
 // Errors new to the master are appended to the error report's order; the
 // wire map has no order, so new errors of one report are ordered by
 // FirstSeen (cicada and Locust ≥ 2.44 workers send it), then by key.
+//
+// Names beyond Options.MaxEntries and errors beyond Options.MaxErrors are
+// counted in the folded rows (a warning is logged the first time). Sums
+// saturate instead of wrapping (see the package doc); the report should
+// hold the values protocol.Decode accepts (no NaN, no negative counts).
 func (s *Stats) Merge(r *protocol.StatsReport) {
 	if r == nil {
 		return
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	f := s.mergeLocked(r)
+	s.mu.Unlock()
+	if f != 0 {
+		s.warn(f)
+	}
+}
+
+// mergeLocked is Merge; it returns the limits newly hit.
+// Precondition: s.mu is held.
+func (s *Stats) mergeLocked(r *protocol.StatsReport) folds {
+	var f folds
 	var now float64 // a new entry's start time, read when first needed
-	haveNow := false
 	hint := &s.mu.firstHint
 	for i := range r.Stats {
 		st := &r.Stats[i]
@@ -270,13 +393,9 @@ func (s *Stats) Merge(r *protocol.StatsReport) {
 		}
 		e := *hint
 		if e == nil || e.name != st.Name || e.method != method {
-			k := entryKey{method, st.Name}
+			k := entryKey{clip(method, s.opts.MaxText), clip(st.Name, s.opts.MaxText)}
 			if e = s.mu.entries[k]; e == nil {
-				if !haveNow {
-					now, haveNow = pyTime(s.now()), true
-				}
-				e = s.newEntryLocked(st.Name, method, now)
-				s.mu.entries[k] = e
+				e = s.entryLocked(k, &now, &f)
 			}
 			*hint = e
 		}
@@ -285,13 +404,21 @@ func (s *Stats) Merge(r *protocol.StatsReport) {
 	}
 	fresh := s.mu.fresh[:0]
 	for key, er := range r.Errors {
-		if me := s.mu.errors[key]; me != nil {
-			me.occurrences += er.Occurrences
+		key = clip(key, s.opts.MaxText)
+		me := s.mu.errors[key]
+		if me == nil && len(s.mu.errors) >= s.opts.MaxErrors {
+			key, er.Method, er.Name, er.Error = otherErrorKey, OtherMethod, OtherName, OtherError
+			f |= s.foldLocked(foldErrors)
+			me = s.mu.errors[key]
+		}
+		if me != nil {
+			me.occurrences = addSat(me.occurrences, er.Occurrences)
 			me.firstSeen = minSeen(me.firstSeen, er.FirstSeen, false)
 			me.lastSeen = minSeen(me.lastSeen, er.LastSeen, true)
 			continue
 		}
-		me := &merr{key: key, method: er.Method, name: er.Name, text: er.Error, occurrences: er.Occurrences}
+		me = &merr{key: key, method: clip(er.Method, s.opts.MaxText), name: clip(er.Name, s.opts.MaxText),
+			text: clip(er.Error, s.opts.MaxText), occurrences: er.Occurrences}
 		me.firstSeen = minSeen(nil, er.FirstSeen, false)
 		me.lastSeen = minSeen(nil, er.LastSeen, true)
 		s.mu.errors[key] = me
@@ -312,6 +439,7 @@ func (s *Stats) Merge(r *protocol.StatsReport) {
 	clear(fresh)
 	s.mu.fresh = fresh[:0]
 	s.mu.total.extendLocked(s, &r.Total)
+	return f
 }
 
 // minSeen combines two optional times: the smaller, or with larger set the
@@ -333,11 +461,24 @@ func minSeen(a, b *float64, larger bool) *float64 {
 
 // AddException records a task exception (Locust's runner.log_exception):
 // rows are keyed by traceback, count occurrences, keep the first message and
-// the set of nodes (insertion order; "local" for standalone).
+// the set of nodes (insertion order; "local" for standalone). Tracebacks
+// beyond Options.MaxExceptions are counted in the folded row.
 func (s *Stats) AddException(msg, traceback, node string) {
+	var f folds
+	msg, traceback, node = clip(msg, s.opts.MaxText), clip(traceback, s.opts.MaxText), clip(node, s.opts.MaxText)
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer func() {
+		s.mu.Unlock()
+		if f != 0 {
+			s.warn(f)
+		}
+	}()
 	x := s.mu.exceptions[traceback]
+	if x == nil && len(s.mu.exceptions) >= s.opts.MaxExceptions {
+		msg, traceback = OtherException, OtherException
+		f = s.foldLocked(foldExceptions)
+		x = s.mu.exceptions[traceback]
+	}
 	if x == nil {
 		x = &mexc{msg: msg, tb: traceback}
 		s.mu.exceptions[traceback] = x
@@ -363,6 +504,8 @@ func (s *Stats) Clear() {
 	s.mu.errOrder = nil
 	s.mu.exceptions = map[string]*mexc{}
 	s.mu.excOrder = nil
+	s.mu.warned = 0
+	s.mu.overKeys = 0
 }
 
 // Reset is Locust's RequestStats.reset_all (--reset-stats, /stats/reset):
@@ -376,6 +519,7 @@ func (s *Stats) Reset() {
 	for _, e := range s.mu.entries {
 		e.resetLocked(s, now)
 	}
+	s.mu.overKeys = 0
 	s.mu.errors = map[string]*merr{}
 	s.mu.errOrder = nil
 }

@@ -124,7 +124,11 @@ func New(opts Options, sc Scenario) (*Worker, error) {
 			return nil, fmt.Errorf("worker: %w", err)
 		}
 	}
-	w.rec = stats.NewRecorder(opts.Now)
+	rec, err := stats.NewRecorderWithOptions(stats.Options{Now: opts.Now, Logger: w.log.With("logger", "locust.stats")})
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	w.rec = rec
 	httpOpts := sc.HTTP
 	if httpOpts.Counters == nil {
 		httpOpts.Counters = new(httpc.Counters)
