@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cicada-load/cicada/internal/leakcheck"
+	"github.com/cicada-load/cicada/internal/testpeer"
 	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/protocol/zmtp"
 	"github.com/cicada-load/cicada/stats"
@@ -29,13 +30,7 @@ func TestMain(m *testing.M) { leakcheck.Main(m, "/cicada/master/") }
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testpeer.Eventually(t, within, what, cond)
 }
 
 // logBuf collects log lines (message text only) for assertions.
