@@ -1,12 +1,14 @@
 package testpeer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Paths of the Debian packages the interop tests run against (python3-locust
@@ -93,7 +95,7 @@ func CheckPython(modules ...string) error {
 	var err error
 	if _, lerr := LookPeer(PythonBin); lerr != nil {
 		err = lerr
-	} else if out, cerr := exec.Command(PythonBin, "-c", "import "+key).CombinedOutput(); cerr != nil {
+	} else if out, cerr := pythonImport(key); cerr != nil {
 		err = fmt.Errorf("%w: %s cannot import %s: %w: %s", ErrMissing, PythonBin, key, cerr, strings.TrimSpace(string(out)))
 	}
 	if python.checked == nil {
@@ -101,6 +103,13 @@ func CheckPython(modules ...string) error {
 	}
 	python.checked[key] = err
 	return err
+}
+
+// pythonImport runs PythonBin -c "import modules", bounded in time.
+func pythonImport(modules string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return exec.CommandContext(ctx, PythonBin, "-c", "import "+modules).CombinedOutput()
 }
 
 // RequirePython returns PythonBin when it imports every module, or ends t

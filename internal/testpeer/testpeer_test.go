@@ -3,8 +3,11 @@ package testpeer
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -180,5 +183,29 @@ func TestProcessLifecycle(t *testing.T) {
 	}
 	if long.Alive() || time.Since(start) > 9*time.Second {
 		t.Errorf("after Stop(SIGTERM): alive %v after %v; want ended at once", long.Alive(), time.Since(start))
+	}
+}
+
+// TestNginxScaleOptions starts nginx as the scale tests do: several
+// workers, reuseport, long keep-alive, many connections.
+func TestNginxScaleOptions(t *testing.T) {
+	n := StartNginx(t, NginxConfig{Workers: 2, ReusePort: true, Keepalive: 20 * time.Minute, Connections: 2000})
+	resp, err := http.Get(n.URL() + "/any")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 || string(body) != "hello\n" {
+		t.Errorf("GET /any = %d %q, %v; want 200 %q", resp.StatusCode, body, err, "hello\n")
+	}
+	conf, err := os.ReadFile(filepath.Join(n.Dir, "nginx.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"worker_processes 2;", "worker_connections 2000;", "keepalive_timeout 1200s;", "reuseport;", "access_log off;"} {
+		if !strings.Contains(string(conf), want) {
+			t.Errorf("nginx.conf lacks %q:\n%s", want, conf)
+		}
 	}
 }

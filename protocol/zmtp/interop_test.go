@@ -7,40 +7,25 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cicada-load/cicada/internal/testpeer"
 )
 
-// Debian's python3 with python3-zmq (pyzmq 24 / libzmq 4.3); "python3" on
-// PATH may be another Python without zmq.
-const debianPython = "/usr/bin/python3"
+// debianPython is Debian's python3 with python3-zmq (pyzmq 24 / libzmq
+// 4.3); "python3" on PATH may be another Python without zmq.
+const debianPython = testpeer.PythonBin
 
 // needPyZMQ skips the test when python3-zmq is missing, and fails it when
 // CI=true.
 func needPyZMQ(t *testing.T) {
 	t.Helper()
-	pyzmqOnce.Do(func() {
-		out, err := exec.Command(debianPython, "-c", "import zmq; print(zmq.zmq_version())").CombinedOutput()
-		if err != nil {
-			pyzmqErr = fmt.Errorf("%s -c 'import zmq': %v: %s", debianPython, err, out)
-		}
-	})
-	if pyzmqErr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("python3-zmq is required in CI: %v", pyzmqErr)
-		}
-		t.Skipf("python3-zmq not available: %v", pyzmqErr)
-	}
+	testpeer.RequirePython(t, "zmq")
 }
-
-var (
-	pyzmqOnce sync.Once
-	pyzmqErr  error
-)
 
 // pyPeer is a running testdata/zmqpeer.py.
 type pyPeer struct {
