@@ -155,6 +155,12 @@ func (c NginxConfig) Start() (*Nginx, error) {
 		errLog, _ := os.ReadFile(filepath.Join(c.Dir, "error.log"))
 		return nil, fmt.Errorf("testpeer: nginx does not listen on %s: %s%s", n.Addr(), n.Log(), errLog)
 	}
+	// The port accepts once one worker runs; the others follow. Where
+	// /proc lists no children (not Linux) this returns at the deadline's
+	// first check.
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d/task/%d/children", n.Pid(), n.Pid())); err == nil {
+		_ = Poll(c.StartWithin, 20*time.Millisecond, func() bool { return len(n.Children()) >= c.Workers })
+	}
 	return n, nil
 }
 
@@ -168,8 +174,27 @@ func (n *Nginx) accepts() bool {
 
 // Stop ends nginx gracefully (SIGQUIT, then SIGKILL after DefaultGrace) and
 // returns once it has exited. It may be called more than once.
-func (n *Nginx) Stop() error {
-	return n.Process.Stop(syscall.SIGQUIT, 0)
+func (n *Nginx) Stop() error { return n.StopWithin(syscall.SIGQUIT, DefaultGrace) }
+
+// StopWithin sends sig (SIGQUIT: graceful; SIGTERM: fast) and waits up to
+// grace; then it kills nginx and its worker processes, each by PID.
+func (n *Nginx) StopWithin(sig syscall.Signal, grace time.Duration) error {
+	if grace <= 0 {
+		grace = DefaultGrace
+	}
+	workers := n.Children()
+	if err := n.Signal(sig); err != nil {
+		return err
+	}
+	if exited, err := n.Wait(grace); exited {
+		return err // the master stops its workers first
+	}
+	_ = n.Cmd.Process.Kill()
+	<-n.Done()
+	for _, pid := range workers {
+		_ = syscall.Kill(pid, syscall.SIGKILL) // orphaned by the kill: they would keep the port
+	}
+	return n.err
 }
 
 // Requests counts the requests in the access log so far, in total and by

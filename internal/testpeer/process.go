@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -95,6 +97,22 @@ func (p *Process) Stop(sig syscall.Signal, grace time.Duration) error {
 	_ = p.Cmd.Process.Kill()
 	<-p.done
 	return p.err
+}
+
+// Children returns the PIDs of the process's child processes (nginx's
+// workers), from Linux's /proc; nil elsewhere or once it has exited.
+func (p *Process) Children() []int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", p.Pid(), p.Pid()))
+	if err != nil || !p.Alive() {
+		return nil
+	}
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // Log returns the process's output so far.

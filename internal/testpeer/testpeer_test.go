@@ -209,3 +209,36 @@ func TestNginxScaleOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestNginxStopEndsWorkers checks that Start waits for every worker and
+// that no worker outlives Stop, gracefully or killed.
+func TestNginxStopEndsWorkers(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		sig   syscall.Signal
+		grace time.Duration
+	}{
+		{"graceful", syscall.SIGQUIT, 10 * time.Second},
+		{"killed", syscall.SIGCONT, time.Millisecond}, // SIGCONT is ignored: Stop must kill
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := StartNginx(t, NginxConfig{Workers: 3})
+			workers := n.Children()
+			if len(workers) != 3 {
+				t.Fatalf("Children() after Start = %v; want 3 workers", workers)
+			}
+			_ = n.StopWithin(tc.sig, tc.grace)
+			Eventually(t, 10*time.Second, "the workers gone", func() bool {
+				for _, pid := range workers {
+					if syscall.Kill(pid, 0) == nil {
+						return false
+					}
+				}
+				return true
+			})
+			if n.Alive() {
+				t.Errorf("nginx alive after StopWithin(%v)", tc.sig)
+			}
+		})
+	}
+}
