@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cicada-load/cicada/internal/testpeer"
 )
 
 // pairResult is one generator's figures in the comparison.
@@ -88,8 +90,8 @@ func (r *runner) pair(ctx context.Context, kind string, port int, locustfile str
 	if err != nil {
 		return res, err
 	}
-	nginx0 := treeRSS(r.nginx.cmd.Process.Pid)
-	masterPort, err := freePort()
+	nginx0 := treeRSS(r.nginx)
+	masterPort, err := testpeer.PickPort()
 	if err != nil {
 		return res, err
 	}
@@ -163,7 +165,7 @@ func (r *runner) pair(ctx context.Context, kind string, port int, locustfile str
 	res.held = ssEstablished(port)
 	res.rssTotal = rss(pid)
 	res.rssGrowth = res.rssTotal - rss0
-	res.nginxGrowth = treeRSS(r.nginx.cmd.Process.Pid) - nginx0
+	res.nginxGrowth = treeRSS(r.nginx) - nginx0
 	c0, start := cpuSeconds(pid), time.Now()
 	select {
 	case <-time.After(r.o.idle):

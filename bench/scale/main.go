@@ -19,7 +19,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -29,6 +28,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cicada-load/cicada/internal/testpeer"
 )
 
 type options struct {
@@ -95,7 +96,7 @@ type proc struct {
 type runner struct {
 	o       options
 	dir     string
-	nginx   *proc
+	nginx   *testpeer.Nginx
 	master  *proc
 	workers []*proc
 }
@@ -130,9 +131,8 @@ func (p *proc) alive() bool {
 	}
 }
 
-// stop signals p and waits up to d, then kills it (and, for nginx, its
-// worker processes by PID).
-func (p *proc) stop(sig os.Signal, d time.Duration, children []int) {
+// stop signals p and waits up to d, then kills it.
+func (p *proc) stop(sig os.Signal, d time.Duration) {
 	if p == nil || !p.alive() {
 		return
 	}
@@ -143,21 +143,18 @@ func (p *proc) stop(sig os.Signal, d time.Duration, children []int) {
 	case <-time.After(d):
 	}
 	_ = p.cmd.Process.Kill()
-	for _, c := range children {
-		_ = syscall.Kill(c, syscall.SIGKILL)
-	}
 	<-p.done
 }
 
 func (r *runner) cleanup() {
 	if r.master != nil {
-		r.master.stop(os.Interrupt, 60*time.Second, nil)
+		r.master.stop(os.Interrupt, 60*time.Second)
 	}
 	for _, w := range r.workers {
-		w.stop(os.Interrupt, 20*time.Second, nil)
+		w.stop(os.Interrupt, 20*time.Second)
 	}
 	if r.nginx != nil {
-		r.nginx.stop(syscall.SIGTERM, 30*time.Second, children(r.nginx.cmd.Process.Pid))
+		_ = r.nginx.StopWithin(syscall.SIGTERM, 30*time.Second)
 	}
 }
 
@@ -202,9 +199,9 @@ func (r *runner) run(ctx context.Context) error {
 	if err := r.startNginx(nNginx); err != nil {
 		return err
 	}
-	nginxRSS0 := treeRSS(r.nginx.cmd.Process.Pid)
+	nginxRSS0 := treeRSS(r.nginx)
 
-	masterPort, err := freePort()
+	masterPort, err := testpeer.PickPort()
 	if err != nil {
 		return err
 	}
@@ -289,7 +286,7 @@ wait:
 	for _, w := range r.workers {
 		workersRSS += rss(w.cmd.Process.Pid)
 	}
-	nginxRSS := treeRSS(r.nginx.cmd.Process.Pid)
+	nginxRSS := treeRSS(r.nginx)
 	slab := meminfo("Slab")
 	cpu0 := r.cpuTimes()
 	t0 := time.Now()
@@ -340,52 +337,16 @@ wait:
 }
 
 func (r *runner) startNginx(workers int) error {
-	conf := fmt.Sprintf(`worker_processes %[3]d;
-worker_rlimit_nofile 20000;
-daemon off;
-pid %[1]s/nginx.pid;
-error_log %[1]s/nginx-error.log warn;
-events { worker_connections 19500; }
-http {
-  access_log off;
-  client_body_temp_path %[1]s/body;
-  proxy_temp_path %[1]s/proxy;
-  fastcgi_temp_path %[1]s/fastcgi;
-  uwsgi_temp_path %[1]s/uwsgi;
-  scgi_temp_path %[1]s/scgi;
-  keepalive_requests 1000000;
-  keepalive_timeout 3600s;
-  server {
-    listen 127.0.0.1:%[2]d backlog=65535 reuseport;
-    location / { return 200 "hello\n"; }
-  }
-}
-`, r.dir, r.o.port, workers)
-	cf := filepath.Join(r.dir, "nginx.conf")
-	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
+	dir := filepath.Join(r.dir, fmt.Sprintf("nginx-%d", r.o.port))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	var err error
-	if r.nginx, err = r.start("nginx", nil, "/usr/sbin/nginx", "-c", cf, "-p", r.dir); err != nil {
-		return err
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", r.o.port))
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) || !r.nginx.alive() {
-			return fmt.Errorf("nginx does not listen on %d: %w", r.o.port, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	deadline = time.Now().Add(20 * time.Second)
-	for len(children(r.nginx.cmd.Process.Pid)) < workers && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	return nil
+	r.nginx, err = testpeer.NginxConfig{
+		Dir: dir, Port: r.o.port, Workers: workers, Connections: 19500,
+		ReusePort: true, Keepalive: time.Hour,
+	}.Start()
+	return err
 }
 
 // cpuTimes returns CPU seconds used so far by the workers, the master and
@@ -396,9 +357,8 @@ func (r *runner) cpuTimes() map[string]float64 {
 		m["workers"] += cpuSeconds(w.cmd.Process.Pid)
 	}
 	m["master"] = cpuSeconds(r.master.cmd.Process.Pid)
-	n := r.nginx.cmd.Process.Pid
-	m["nginx"] = cpuSeconds(n)
-	for _, c := range children(n) {
+	m["nginx"] = cpuSeconds(r.nginx.Pid())
+	for _, c := range r.nginx.Children() {
 		m["nginx"] += cpuSeconds(c)
 	}
 	return m
@@ -430,23 +390,13 @@ func rss(pid int) int64 {
 	return 0
 }
 
-func treeRSS(pid int) int64 {
-	n := rss(pid)
-	for _, c := range children(pid) {
-		n += rss(c)
+// treeRSS is the resident memory of nginx and its workers.
+func treeRSS(n *testpeer.Nginx) int64 {
+	total := rss(n.Pid())
+	for _, c := range n.Children() {
+		total += rss(c)
 	}
-	return n
-}
-
-func children(pid int) []int {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-	var out []int
-	for _, f := range strings.Fields(string(b)) {
-		if n, err := strconv.Atoi(f); err == nil {
-			out = append(out, n)
-		}
-	}
-	return out
+	return total
 }
 
 func cpuSeconds(pid int) float64 {
@@ -471,15 +421,6 @@ func portRange() (int, int) {
 	lo, _ := strconv.Atoi(f[0])
 	hi, _ := strconv.Atoi(f[1])
 	return lo, hi
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func gib(b int64) float64 { return float64(b) / (1 << 30) }
