@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -31,6 +30,7 @@ import (
 	"time"
 
 	"github.com/cicada-load/cicada/internal/locustlog"
+	"github.com/cicada-load/cicada/internal/testpeer"
 	"github.com/cicada-load/cicada/master"
 	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/protocol/zmtp"
@@ -209,18 +209,9 @@ type result struct {
 	notes                      string
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 func measure(target string, n int, window, warmup time.Duration, names int, locustBin string) (result, error) {
 	var res result
-	port, err := freePort()
+	port, err := testpeer.PickPort()
 	if err != nil {
 		return res, err
 	}
