@@ -33,13 +33,14 @@ type NginxConfig struct {
 	Bin         string        // default NginxBin, or "nginx" on PATH when that is missing
 	Dir         string        // config, pid, logs, temp files; default: a new temporary directory
 	Port        int           // default: PickPort
-	Workers     int           // worker_processes; default 1
+	Workers     int           // worker_processes; default 1: one process that serves (master_process off)
 	Connections int           // worker_connections and worker_rlimit_nofile; default 1024
 	Backlog     int           // listen backlog; default 65535
 	ReusePort   bool          // listen ... reuseport (one accept queue per worker)
 	Keepalive   time.Duration // keepalive_timeout; default 300 s
 	AccessLog   bool          // log every request, counted by (*Nginx).Requests
-	Locations   []Location    // default: {"/", 200, "hello\n"}
+	Locations   []Location    // default: {"/", 200, "hello\n"}; not with Root
+	Root        string        // if set: serve the files of this directory (index.html, text/html) instead; with Workers > 1 they must be readable by nginx's worker user
 	StartWithin time.Duration // how long to wait for the port to accept; default 20 s
 }
 
@@ -70,6 +71,11 @@ func defaultNginx() string {
 // conf renders the nginx configuration for the resolved c.
 func (c NginxConfig) conf(accessLog string) string {
 	var b strings.Builder
+	if c.Workers == 1 {
+		// One process serving as the user who started it (no workers
+		// switching to nobody), ended by its own PID.
+		b.WriteString("master_process off;\n")
+	}
 	fmt.Fprintf(&b, "daemon off;\nworker_processes %d;\nworker_rlimit_nofile %d;\n", c.Workers, c.Connections)
 	fmt.Fprintf(&b, "pid %[1]s/nginx.pid;\nerror_log %[1]s/error.log warn;\n", c.Dir)
 	fmt.Fprintf(&b, "events { worker_connections %d; }\nhttp {\n", c.Connections)
@@ -88,6 +94,9 @@ func (c NginxConfig) conf(accessLog string) string {
 		b.WriteString(" reuseport")
 	}
 	b.WriteString(";\n")
+	if c.Root != "" {
+		fmt.Fprintf(&b, "    default_type text/html;\n    root %s;\n    location / { index index.html; }\n", c.Root)
+	}
 	for _, l := range c.Locations {
 		fmt.Fprintf(&b, "    location %s { return %d %s; }\n", l.Path, l.Status, strconv.Quote(l.Body))
 	}
@@ -127,7 +136,13 @@ func (c NginxConfig) Start() (*Nginx, error) {
 	if c.Keepalive <= 0 {
 		c.Keepalive = 300 * time.Second
 	}
-	if len(c.Locations) == 0 {
+	if c.Root != "" && len(c.Locations) > 0 {
+		return nil, fmt.Errorf("testpeer: nginx with both Root %q and Locations: want one", c.Root)
+	}
+	if c.Root != "" && (!filepath.IsAbs(c.Root) || strings.ContainsAny(c.Root, " ;{}\"'")) {
+		return nil, fmt.Errorf("testpeer: nginx Root %q: want a plain absolute path", c.Root)
+	}
+	if len(c.Locations) == 0 && c.Root == "" {
 		c.Locations = []Location{{Path: "/", Status: 200, Body: "hello\n"}}
 	}
 	if c.StartWithin <= 0 {
@@ -158,7 +173,7 @@ func (c NginxConfig) Start() (*Nginx, error) {
 	// The port accepts once one worker runs; the others follow. Where
 	// /proc lists no children (not Linux) this returns at the deadline's
 	// first check.
-	if _, err := os.Stat(fmt.Sprintf("/proc/%d/task/%d/children", n.Pid(), n.Pid())); err == nil {
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d/task/%d/children", n.Pid(), n.Pid())); err == nil && c.Workers > 1 {
 		_ = Poll(c.StartWithin, 20*time.Millisecond, func() bool { return len(n.Children()) >= c.Workers })
 	}
 	return n, nil

@@ -242,3 +242,30 @@ func TestNginxStopEndsWorkers(t *testing.T) {
 		})
 	}
 }
+
+func TestNginxServesRoot(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "index.html"), []byte("<p>page</p>\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := StartNginx(t, NginxConfig{Root: root})
+	resp, err := http.Get(n.URL() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || string(body) != "<p>page</p>\n" || resp.Header.Get("Content-Type") != "text/html" {
+		t.Errorf("GET / = %q (%s), %v; want the index.html as text/html", body, resp.Header.Get("Content-Type"), err)
+	}
+	for _, cfg := range []NginxConfig{
+		{Root: root, Locations: []Location{{Path: "/", Status: 200}}},
+		{Root: "relative/dir"},
+	} {
+		cfg.Bin, cfg.Dir, cfg.Port = "sh", t.TempDir(), 1
+		if n, err := cfg.Start(); err == nil {
+			_ = n.Stop()
+			t.Errorf("NginxConfig{Root: %q, Locations: %v}.Start() = nil error; want a refusal", cfg.Root, cfg.Locations)
+		}
+	}
+}
