@@ -48,7 +48,7 @@ func (c LocustConfig) Start() (*Process, error) {
 	cmd.Dir = c.Dir
 	cmd.Env = append(append(os.Environ(), "PYTHONUNBUFFERED=1"), c.Env...)
 	logPath := filepath.Join(c.Dir, "locust-"+strconv.FormatInt(locustSeq.Add(1), 10)+".log")
-	return startProcess(cmd, logPath)
+	return StartProcess(cmd, logPath)
 }
 
 // StartLocust starts Locust for t (in t.TempDir unless cfg.Dir is set) and

@@ -162,7 +162,7 @@ func (c NginxConfig) Start() (*Nginx, error) {
 		return nil, fmt.Errorf("testpeer: nginx config: %w", err)
 	}
 	cmd := exec.Command(c.Bin, "-c", cf, "-p", c.Dir, "-e", filepath.Join(c.Dir, "error.log"))
-	if n.Process, err = startProcess(cmd, filepath.Join(c.Dir, "nginx.out")); err != nil {
+	if n.Process, err = StartProcess(cmd, filepath.Join(c.Dir, "nginx.out")); err != nil {
 		return nil, err
 	}
 	if err := Poll(c.StartWithin, 20*time.Millisecond, func() bool { return n.accepts() || !n.Alive() }); err != nil || !n.Alive() {

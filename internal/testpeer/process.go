@@ -23,8 +23,9 @@ type Process struct {
 	err  error // Wait's result, set before done closes
 }
 
-// startProcess starts cmd with stdout and stderr appended to logPath.
-func startProcess(cmd *exec.Cmd, logPath string) (*Process, error) {
+// StartProcess starts cmd (configured but not started) with stdout and
+// stderr appended to logPath. The caller ends it with Stop.
+func StartProcess(cmd *exec.Cmd, logPath string) (*Process, error) {
 	lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("testpeer: log file: %w", err)
