@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/cicada-load/cicada/internal/testpeer"
@@ -127,8 +128,8 @@ func (r *runner) pair(ctx context.Context, kind string, port int, locustfile str
 	if err != nil {
 		return res, err
 	}
-	r.workers = []*proc{w}
-	pid := w.cmd.Process.Pid
+	r.workers = []*testpeer.Process{w}
+	pid := w.Pid()
 	masterLog := filepath.Join(r.dir, kind+"-master.log")
 	startLine, err := waitLog(ctx, masterLog, "Sending spawn jobs", r.master)
 	if err != nil {
@@ -144,7 +145,7 @@ func (r *runner) pair(ctx context.Context, kind string, port int, locustfile str
 			t1 = time.Now()
 			break
 		}
-		if !w.alive() || !r.master.alive() {
+		if !w.Alive() || !r.master.Alive() {
 			return res, fmt.Errorf("%s exited during the ramp (logs in %s)", kind, r.dir)
 		}
 		select {
@@ -173,9 +174,9 @@ func (r *runner) pair(ctx context.Context, kind string, port int, locustfile str
 		return res, ctx.Err()
 	}
 	res.cpuIdle = (cpuSeconds(pid) - c0) / time.Since(start).Seconds() * 100
-	_ = r.master.cmd.Process.Signal(os.Interrupt)
+	_ = r.master.Signal(syscall.SIGINT)
 	select {
-	case <-r.master.done:
+	case <-r.master.Done():
 	case <-time.After(2 * time.Minute):
 	}
 	out, _ := os.ReadFile(masterLog)

@@ -87,71 +87,35 @@ func main() {
 	}
 }
 
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
 type runner struct {
 	o       options
 	dir     string
 	nginx   *testpeer.Nginx
-	master  *proc
-	workers []*proc
+	master  *testpeer.Process
+	workers []*testpeer.Process
 }
 
 func (r *runner) logf(format string, args ...any) {
 	fmt.Printf("[%s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
 
-func (r *runner) start(name string, env []string, bin string, args ...string) (*proc, error) {
-	f, err := os.Create(filepath.Join(r.dir, name+".log"))
-	if err != nil {
-		return nil, err
-	}
+// start runs bin with its output in name.log under the run's directory.
+func (r *runner) start(name string, env []string, bin string, args ...string) (*testpeer.Process, error) {
 	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = append(os.Environ(), env...)
-	if err := cmd.Start(); err != nil {
-		f.Close()
+	p, err := testpeer.StartProcess(cmd, filepath.Join(r.dir, name+".log"))
+	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); f.Close(); close(p.done) }()
 	return p, nil
-}
-
-func (p *proc) alive() bool {
-	select {
-	case <-p.done:
-		return false
-	default:
-		return true
-	}
-}
-
-// stop signals p and waits up to d, then kills it.
-func (p *proc) stop(sig os.Signal, d time.Duration) {
-	if p == nil || !p.alive() {
-		return
-	}
-	_ = p.cmd.Process.Signal(sig)
-	select {
-	case <-p.done:
-		return
-	case <-time.After(d):
-	}
-	_ = p.cmd.Process.Kill()
-	<-p.done
 }
 
 func (r *runner) cleanup() {
 	if r.master != nil {
-		r.master.stop(os.Interrupt, 60*time.Second)
+		_ = r.master.Stop(syscall.SIGINT, 60*time.Second)
 	}
 	for _, w := range r.workers {
-		w.stop(os.Interrupt, 20*time.Second)
+		_ = w.Stop(syscall.SIGINT, 20*time.Second)
 	}
 	if r.nginx != nil {
 		_ = r.nginx.StopWithin(syscall.SIGTERM, 30*time.Second)
@@ -226,7 +190,7 @@ func (r *runner) run(ctx context.Context) error {
 	}
 	var workersRSS0 int64
 	for _, w := range r.workers {
-		workersRSS0 += rss(w.cmd.Process.Pid)
+		workersRSS0 += rss(w.Pid())
 	}
 	r.logf("test started; baseline: workers RSS %.0f MiB, nginx RSS %.0f MiB, Slab %.0f MiB", mib(workersRSS0), mib(nginxRSS0), float64(slab0)/1024)
 
@@ -284,7 +248,7 @@ wait:
 	established, _ := strconv.ParseInt(tot["Established"], 10, 64)
 	var workersRSS int64
 	for _, w := range r.workers {
-		workersRSS += rss(w.cmd.Process.Pid)
+		workersRSS += rss(w.Pid())
 	}
 	nginxRSS := treeRSS(r.nginx)
 	slab := meminfo("Slab")
@@ -300,13 +264,13 @@ wait:
 	tot2 := csvTotal(prefix + "_connections.csv")
 
 	// End the test: the master quits its workers and prints the summary.
-	_ = r.master.cmd.Process.Signal(os.Interrupt)
+	_ = r.master.Signal(syscall.SIGINT)
 	select {
-	case <-r.master.done:
+	case <-r.master.Done():
 	case <-time.After(3 * time.Minute):
 		return errors.New("the master did not exit within 3 minutes of SIGINT")
 	}
-	code := r.master.cmd.ProcessState.ExitCode()
+	code := r.master.Cmd.ProcessState.ExitCode()
 	summary, _ := os.ReadFile(masterLog)
 	fails := aggregatedFailures(string(summary))
 	connErrs := tot2["Connect errors"] + "/" + tot2["Errors"]
@@ -354,9 +318,9 @@ func (r *runner) startNginx(workers int) error {
 func (r *runner) cpuTimes() map[string]float64 {
 	m := map[string]float64{}
 	for _, w := range r.workers {
-		m["workers"] += cpuSeconds(w.cmd.Process.Pid)
+		m["workers"] += cpuSeconds(w.Pid())
 	}
-	m["master"] = cpuSeconds(r.master.cmd.Process.Pid)
+	m["master"] = cpuSeconds(r.master.Pid())
 	m["nginx"] = cpuSeconds(r.nginx.Pid())
 	for _, c := range r.nginx.Children() {
 		m["nginx"] += cpuSeconds(c)
@@ -430,13 +394,13 @@ func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
 // waitLog polls a log file until a line contains sub; it fails when p
 // exits first or ctx ends.
-func waitLog(ctx context.Context, path, sub string, p *proc) (string, error) {
+func waitLog(ctx context.Context, path, sub string, p *testpeer.Process) (string, error) {
 	for {
 		if line := firstLine(path, sub); line != "" {
 			return line, nil
 		}
-		if !p.alive() {
-			return "", fmt.Errorf("%s exited before logging %q (see %s)", p.name, sub, path)
+		if !p.Alive() {
+			return "", fmt.Errorf("%s exited before logging %q (see %s)", filepath.Base(p.Cmd.Path), sub, path)
 		}
 		select {
 		case <-ctx.Done():
