@@ -11,8 +11,9 @@
 //
 //	t-form                      error form
 //	FreePort(t)                 PickPort()
-//	StartNginx(t, cfg)          cfg.Start() then (*Nginx).Stop
+//	StartNginx(t, cfg)          cfg.Start() then (*Nginx).Stop or StopWithin
 //	StartLocust(t, cfg)         cfg.Start() then (*Process).Stop
+//	-                           StartProcess(cmd, log) then (*Process).Stop
 //	Eventually(t, d, what, f)   Poll(d, interval, f)
 //	RequirePeer(t, name)        LookPeer(name)
 //	RequirePython(t, mods...)   CheckPython(mods...)
