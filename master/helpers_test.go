@@ -1,7 +1,6 @@
 package master
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -84,22 +83,7 @@ func (l *logBuf) String() string {
 }
 
 // syncBuf is a goroutine-safe bytes.Buffer for Options.Stderr.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuf = testpeer.SyncBuffer
 
 // testOptions returns options for an in-process master on an ephemeral
 // loopback port with fast timings.

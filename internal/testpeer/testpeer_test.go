@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -267,5 +268,23 @@ func TestNginxServesRoot(t *testing.T) {
 			_ = n.Stop()
 			t.Errorf("NginxConfig{Root: %q, Locations: %v}.Start() = nil error; want a refusal", cfg.Root, cfg.Locations)
 		}
+	}
+}
+
+func TestSyncBufferConcurrentWrites(t *testing.T) {
+	var b SyncBuffer
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 100 {
+				_, _ = b.Write([]byte("ab"))
+			}
+		}()
+	}
+	wg.Wait()
+	if got := len(b.String()); got != 8*100*2 {
+		t.Errorf("len(String()) after 800 writes of 2 bytes = %d; want 1600", got)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,7 +32,7 @@ type pyPeer struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	lines  chan string
-	stderr *bytes.Buffer
+	stderr *testpeer.SyncBuffer
 	exited chan struct{}
 }
 
@@ -48,8 +47,8 @@ func startPy(t testing.TB, args ...string) *pyPeer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &pyPeer{t: t, cmd: cmd, stdin: stdin, lines: make(chan string, 1000), stderr: &bytes.Buffer{}, exited: make(chan struct{})}
-	cmd.Stderr = &lockedWriter{w: p.stderr}
+	p := &pyPeer{t: t, cmd: cmd, stdin: stdin, lines: make(chan string, 1000), stderr: &testpeer.SyncBuffer{}, exited: make(chan struct{})}
+	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start zmqpeer.py: %v", err)
 	}
@@ -65,17 +64,6 @@ func startPy(t testing.TB, args ...string) *pyPeer {
 	}()
 	t.Cleanup(p.kill)
 	return p
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
 }
 
 // next returns the next output line.
