@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -49,13 +50,14 @@ func startNginx(t *testing.T) *nginxServer {
 	return &nginxServer{Nginx: n, url: n.URL()}
 }
 
+// stop ends nginx by its PID (SIGQUIT: graceful, logs flushed).
+func (n *nginxServer) stop() { _ = n.Stop() }
+
 // requests stops nginx (so that every answered request is logged) and
 // returns the number of requests in its access log, by status.
 func (n *nginxServer) requests(t *testing.T) (total int, byStatus map[string]int) {
 	t.Helper()
-	if err := n.Stop(); err != nil {
-		t.Logf("nginx exit: %v", err)
-	}
+	n.stop()
 	total, byStatus, err := n.Requests()
 	if err != nil {
 		t.Fatal(err)
@@ -63,8 +65,14 @@ func (n *nginxServer) requests(t *testing.T) (total int, byStatus map[string]int
 	return total, byStatus
 }
 
-// pythonWorker is a Debian python3-locust worker process.
-type pythonWorker struct{ *testpeer.Process }
+// pythonWorker is a Debian python3-locust worker process. cmd, log and
+// done are the Process's Cmd, LogPath and Done(), under their old names.
+type pythonWorker struct {
+	*testpeer.Process
+	cmd  *exec.Cmd
+	log  string
+	done <-chan struct{}
+}
 
 func writeLocustfile(t *testing.T, wait float64, paths map[string]string) string {
 	t.Helper()
@@ -93,7 +101,7 @@ func startPythonWorker(t *testing.T, locustfile string, port int) *pythonWorker 
 	p := testpeer.StartLocust(t, testpeer.LocustConfig{
 		Args: []string{"-f", locustfile, "--worker", "--master-host", "127.0.0.1", "--master-port", strconv.Itoa(port)},
 	})
-	return &pythonWorker{p}
+	return &pythonWorker{Process: p, cmd: p.Cmd, log: p.LogPath, done: p.Done()}
 }
 
 // exited waits for the worker process to end by itself.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,16 +33,24 @@ class HelloWorldUser(HttpUser):
         self.client.get("/")
 `
 
-// locustMaster is a real Python Locust master process.
-type locustMaster struct{ *testpeer.Process }
+// locustMaster is a real Python Locust master process. cmd, stderr (the
+// log file) and done are the Process's Cmd, LogPath and Done(), under
+// their old names.
+type locustMaster struct {
+	*testpeer.Process
+	cmd    *exec.Cmd
+	stderr string
+	done   <-chan struct{}
+}
 
 func startLocust(t *testing.T, dir string, args ...string) *locustMaster {
 	t.Helper()
-	return &locustMaster{testpeer.StartLocust(t, testpeer.LocustConfig{
+	p := testpeer.StartLocust(t, testpeer.LocustConfig{
 		Dir:        dir,
 		Locustfile: locustfile,
 		Args:       append([]string{"--master", "--master-bind-host", "127.0.0.1", "--loglevel", "INFO"}, args...),
-	})}
+	})
+	return &locustMaster{Process: p, cmd: p.Cmd, stderr: p.LogPath, done: p.Done()}
 }
 
 // kill sends sig and waits for the master to exit (SIGKILL after 20 s).
