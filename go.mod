@@ -3,13 +3,15 @@ module github.com/cicada-load/cicada
 go 1.26.0
 
 require (
+	github.com/spf13/pflag v1.1.0
+	github.com/valyala/fasthttp v1.78.0
+	github.com/vmihailenco/msgpack/v5 v5.4.1
+	gopkg.in/yaml.v3 v3.0.1
+)
+
+require (
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/molecule-man/go-brrr v1.3.1 // indirect
-	github.com/spf13/pflag v1.1.0 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
-	github.com/valyala/fasthttp v1.78.0 // indirect
-	github.com/vmihailenco/msgpack/v5 v5.4.1 // indirect
 	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
-	golang.org/x/sync v0.25.0 // indirect
-	gopkg.in/yaml.v3 v3.0.1 // indirect
 )

@@ -1,7 +1,6 @@
 package master
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cicada-load/cicada/internal/leakcheck"
+	"github.com/cicada-load/cicada/internal/testpeer"
 	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/protocol/zmtp"
 	"github.com/cicada-load/cicada/stats"
@@ -29,13 +29,7 @@ func TestMain(m *testing.M) { leakcheck.Main(m, "/cicada/master/") }
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testpeer.Eventually(t, within, what, cond)
 }
 
 // logBuf collects log lines (message text only) for assertions.
@@ -89,22 +83,7 @@ func (l *logBuf) String() string {
 }
 
 // syncBuf is a goroutine-safe bytes.Buffer for Options.Stderr.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuf = testpeer.SyncBuffer
 
 // testOptions returns options for an in-process master on an ephemeral
 // loopback port with fast timings.

@@ -1,7 +1,6 @@
 package master
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/csv"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/internal/testpeer"
 	"github.com/cicada-load/cicada/master/dispatch"
 	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/stats"
@@ -26,146 +26,53 @@ import (
 // They are skipped with -short, and skipped when a peer is missing unless
 // CI=true, where they fail.
 
-const (
-	locustBin = "/usr/bin/locust"
-	nginxBin  = "/usr/sbin/nginx"
-)
-
+// requirePeers skips real-process tests with -short; startNginx and
+// startPythonWorker check that their peer is installed.
 func requirePeers(t *testing.T) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("real-process test: skipped with -short")
 	}
-	for _, bin := range []string{locustBin, nginxBin} {
-		if _, err := os.Stat(bin); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is required under CI=true: %v", bin, err)
-			}
-			t.Skipf("%s not available: %v", bin, err)
-		}
-	}
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// nginxServer is a private nginx on a free loopback port, with its access
-// log in a temporary directory.
+// nginxServer is a private nginx on a free loopback port that answers "/"
+// with 200 and "/fail" with 500, counting requests in its access log.
 type nginxServer struct {
-	url, dir string
-	cmd      *exec.Cmd
-	stopped  bool
+	*testpeer.Nginx
+	url string
 }
 
 func startNginx(t *testing.T) *nginxServer {
 	t.Helper()
-	dir := t.TempDir()
-	port := freePort(t)
-	conf := fmt.Sprintf(`daemon off;
-master_process off;
-worker_processes 1;
-pid %[1]s/nginx.pid;
-error_log %[1]s/error.log warn;
-events { worker_connections 1024; }
-http {
-    access_log %[1]s/access.log;
-    client_body_temp_path %[1]s/body;
-    proxy_temp_path %[1]s/proxy;
-    fastcgi_temp_path %[1]s/fastcgi;
-    uwsgi_temp_path %[1]s/uwsgi;
-    scgi_temp_path %[1]s/scgi;
-    keepalive_requests 1000000;
-    server {
-        listen 127.0.0.1:%[2]d;
-        location / { return 200 "ok\n"; }
-        location /fail { return 500 "no\n"; }
-    }
-}
-`, dir, port)
-	confPath := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(nginxBin, "-c", confPath, "-p", dir, "-e", filepath.Join(dir, "error.log"))
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	n := &nginxServer{url: fmt.Sprintf("http://127.0.0.1:%d", port), dir: dir, cmd: cmd}
-	t.Cleanup(n.stop)
-	deadline := time.Now().Add(waitShort)
-	for {
-		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			errLog, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-			t.Fatalf("nginx did not start: %v\n%s\n%s", err, out.String(), errLog)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return n
+	n := testpeer.StartNginx(t, testpeer.NginxConfig{AccessLog: true, Locations: []testpeer.Location{
+		{Path: "/", Status: 200, Body: "ok\n"},
+		{Path: "/fail", Status: 500, Body: "no\n"},
+	}})
+	return &nginxServer{Nginx: n, url: n.URL()}
 }
 
 // stop ends nginx by its PID (SIGQUIT: graceful, logs flushed).
-func (n *nginxServer) stop() {
-	if n.stopped {
-		return
-	}
-	n.stopped = true
-	_ = n.cmd.Process.Signal(syscall.SIGQUIT)
-	done := make(chan struct{})
-	go func() { _ = n.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(waitShort):
-		_ = n.cmd.Process.Kill()
-		<-done
-	}
-}
+func (n *nginxServer) stop() { _ = n.Stop() }
 
-// requests returns the number of requests in the access log, by status.
+// requests stops nginx (so that every answered request is logged) and
+// returns the number of requests in its access log, by status.
 func (n *nginxServer) requests(t *testing.T) (total int, byStatus map[string]int) {
 	t.Helper()
 	n.stop()
-	f, err := os.Open(filepath.Join(n.dir, "access.log"))
+	total, byStatus, err := n.Requests()
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer f.Close()
-	byStatus = map[string]int{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// combined format: ... "GET / HTTP/1.1" 200 3 ...
-		line := sc.Text()
-		i := strings.LastIndex(line, `" `)
-		if j := strings.Index(line, `HTTP/1.1" `); j >= 0 {
-			i = j + len(`HTTP/1.1"`)
-		}
-		fields := strings.Fields(line[i+1:])
-		if len(fields) > 0 {
-			byStatus[fields[0]]++
-		}
-		total++
 	}
 	return total, byStatus
 }
 
-// pythonWorker is a Debian python3-locust worker process.
+// pythonWorker is a Debian python3-locust worker process. cmd, log and
+// done are the Process's Cmd, LogPath and Done(), under their old names.
 type pythonWorker struct {
+	*testpeer.Process
 	cmd  *exec.Cmd
 	log  string
-	done chan struct{}
+	done <-chan struct{}
 }
 
 func writeLocustfile(t *testing.T, wait float64, paths map[string]string) string {
@@ -192,44 +99,21 @@ func writeLocustfile(t *testing.T, wait float64, paths map[string]string) string
 
 func startPythonWorker(t *testing.T, locustfile string, port int) *pythonWorker {
 	t.Helper()
-	logPath := filepath.Join(t.TempDir(), "worker.log")
-	lf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(locustBin, "-f", locustfile, "--worker", "--master-host", "127.0.0.1", "--master-port", strconv.Itoa(port))
-	cmd.Stdout, cmd.Stderr = lf, lf
-	cmd.Env = append(os.Environ(), "PYTHONUNBUFFERED=1")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	w := &pythonWorker{cmd: cmd, log: logPath, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); lf.Close(); close(w.done) }()
-	t.Cleanup(func() {
-		select {
-		case <-w.done:
-		default:
-			_ = cmd.Process.Kill()
-			<-w.done
-		}
+	p := testpeer.StartLocust(t, testpeer.LocustConfig{
+		Args: []string{"-f", locustfile, "--worker", "--master-host", "127.0.0.1", "--master-port", strconv.Itoa(port)},
 	})
-	return w
+	return &pythonWorker{Process: p, cmd: p.Cmd, log: p.LogPath, done: p.Done()}
 }
 
 // exited waits for the worker process to end by itself.
 func (w *pythonWorker) exited(t *testing.T) {
 	t.Helper()
-	select {
-	case <-w.done:
-	case <-time.After(waitShort):
-		t.Errorf("python worker %d did not exit after quit; log:\n%s", w.cmd.Process.Pid, w.logText())
+	if exited, _ := w.Wait(waitShort); !exited {
+		t.Errorf("python worker %d did not exit after quit; log:\n%s", w.Pid(), w.Log())
 	}
 }
 
-func (w *pythonWorker) logText() string {
-	b, _ := os.ReadFile(w.log)
-	return string(b)
-}
+func (w *pythonWorker) logText() string { return w.Log() }
 
 var webAPIClasses = []UserClass{{Name: "WebUser", Weight: 3}, {Name: "ApiUser", Weight: 1}}
 
@@ -459,8 +343,8 @@ func TestPythonWorkerKilled(t *testing.T) {
 		return s.State == protocol.StateRunning && s.UserCount == 6
 	})
 	// Worker ids carry no pid: kill w1 and see which id goes missing.
-	_ = w1.cmd.Process.Signal(syscall.SIGKILL)
-	<-w1.done
+	_ = w1.Signal(syscall.SIGKILL)
+	<-w1.Done()
 	var gone string
 	eventually(t, waitLong, "a worker missing", func() bool {
 		for _, w := range h.m.Status().Workers {

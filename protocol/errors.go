@@ -93,7 +93,7 @@ func unsupported(msg string) error { return &fieldError{kind: ErrUnsupported, ms
 // at prefixes a path element to err if it is a *fieldError. Elements that
 // start with "[" are joined without a dot.
 func at(err error, elem string) error {
-	if fe, ok := err.(*fieldError); ok {
+	if fe, ok := err.(*fieldError); ok { //nolint:errorlint // only this package's own unwrapped *fieldError takes the path
 		fe.path = append(fe.path, elem)
 	}
 	return err
@@ -101,7 +101,7 @@ func at(err error, elem string) error {
 
 // within records where in the message err happened ("envelope", "stats data").
 func within(err error, where string) error {
-	if fe, ok := err.(*fieldError); ok && fe.where == "" {
+	if fe, ok := err.(*fieldError); ok && fe.where == "" { //nolint:errorlint // as in at
 		fe.where = where
 	}
 	return err

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/cicada-load/cicada/internal/pyrepr"
+	"github.com/cicada-load/cicada/internal/testpeer"
 )
 
 // frame is one captured ZeroMQ payload from testdata/locust-frames, recorded
@@ -75,23 +76,16 @@ func loadFrames(tb testing.TB) []frame {
 	return out
 }
 
+// raceEnabled: under the race detector sync.Pool drops items on purpose, so
+// allocation counts are not meaningful.
+const raceEnabled = testpeer.RaceEnabled
+
 // pythonMsgpack returns the path of a Python with the msgpack module, the
 // unpacker Locust uses. Without one the test fails when CI=true and is
 // skipped otherwise.
 func pythonMsgpack(t *testing.T) string {
 	t.Helper()
-	const py = "/usr/bin/python3"
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, py, "-c", "import msgpack").CombinedOutput()
-	if err != nil {
-		msg := py + " with the msgpack module (Debian python3-msgpack) is needed: " + err.Error() + ": " + string(out)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return py
+	return testpeer.RequirePython(t, "msgpack")
 }
 
 // pyPair is one comparison for testdata/pycompare.py: the original payload

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cicada-load/cicada/internal/testpeer"
 )
 
 // TestLocustMasterMergesOurStats sends stats messages encoded by this
@@ -22,16 +23,9 @@ import (
 // not break Locust's sorting and min/max logic. A payload with str bucket
 // keys is included as a negative control.
 func TestLocustMasterMergesOurStats(t *testing.T) {
-	py := pythonMsgpack(t)
+	py := testpeer.RequirePython(t, "msgpack", "locust.stats")
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	if out, err := exec.CommandContext(ctx, py, "-c", "import locust.stats").CombinedOutput(); err != nil {
-		msg := "Debian python3-locust is needed: " + err.Error() + ": " + string(out)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
 
 	full := benchReport(50)
 	empty := &StatsReport{Total: StatsEntry{Name: "Aggregated", StartTime: 1796011105.5}, UserClassesCount: map[string]int64{"A": 0}, UserCount: 0}

@@ -938,8 +938,7 @@ func (d *refDecoder) statsReport() (*StatsReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	var r *StatsReport
-	r = &StatsReport{UserCount: -1}
+	r := &StatsReport{UserCount: -1}
 	var seen uint8
 	for i := 0; i < n; i++ {
 		k, ok, err := d.key()

@@ -17,12 +17,13 @@ import (
 	"time"
 
 	"github.com/cicada-load/cicada/internal/pyrepr"
+	"github.com/cicada-load/cicada/internal/testpeer"
 	"github.com/cicada-load/cicada/protocol"
 )
 
 var update = flag.Bool("update", false, "regenerate testdata/scenarios and the golden files by running Locust's stats code (/usr/bin/python3)")
 
-const pythonPath = "/usr/bin/python3"
+const pythonPath = testpeer.PythonBin
 
 // event is one step of a scenario, replayed identically by
 // testdata/locust_golden.py (through Locust's stats code) and by replay.
@@ -55,14 +56,11 @@ type scenario struct {
 // and msgpack. Under CI=true its absence fails the test.
 func pythonLocust(t *testing.T) bool {
 	t.Helper()
-	err := exec.Command(pythonPath, "-c", "import locust.stats, msgpack").Run()
-	if err == nil {
-		return true
+	err := testpeer.CheckPython("locust.stats", "msgpack")
+	if err != nil && testpeer.CI() {
+		t.Fatalf("required under CI=true: %v", err)
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true but %s cannot import locust.stats and msgpack: %v", pythonPath, err)
-	}
-	return false
+	return err == nil
 }
 
 func runLocust(t *testing.T, scenarioPath, outDir string) {

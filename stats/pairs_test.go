@@ -193,12 +193,11 @@ func TestMergePairsEqualsMaps(t *testing.T) {
 		mergeTwin(t, newFakeClock(start), payloads, func(i int) float64 { return start + float64(i) + 0.5 })
 	})
 	t.Run("locust-frames", func(t *testing.T) {
-		paths, _ := filepath.Glob("/work/shared/testdata/locust-frames/*.jsonl")
-		if len(paths) == 0 {
-			if os.Getenv("CI") == "true" {
-				t.Fatal("no captured frames in /work/shared/testdata/locust-frames")
-			}
-			t.Skip("no captured frames")
+		// The captures are committed beside the protocol package's tests.
+		dir := filepath.Join("..", "protocol", "testdata", "locust-frames")
+		paths, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+		if err != nil || len(paths) == 0 {
+			t.Fatalf("filepath.Glob(%s/*.jsonl) = %d files, %v; want the committed captures", dir, len(paths), err)
 		}
 		for _, path := range paths {
 			t.Run(filepath.Base(path), func(t *testing.T) {

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cicada-load/cicada/internal/testpeer"
 )
 
 // startServer runs a Server on a free port until the test ends.
@@ -46,15 +48,10 @@ func startServer(t testing.TB, opts Options) *Server {
 	return s
 }
 
+// waitFor polls cond until it holds or 10 s pass.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testpeer.Eventually(t, 10*time.Second, what, cond)
 }
 
 func TestDefaultBodyIs128Bytes(t *testing.T) {
@@ -334,6 +331,8 @@ func memNow() uint64 {
 
 // idleClientsChild opens n connections to addr, makes one request on each,
 // prints READY and holds them until stdin closes.
+//
+//nolint:forbidigo // a child process: stdout is its channel to the parent test
 func idleClientsChild(arg string) {
 	addr, ns, _ := strings.Cut(arg, ",")
 	n, _ := strconv.Atoi(ns)

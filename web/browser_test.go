@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/internal/testpeer"
 	"github.com/cicada-load/cicada/web"
 	"github.com/cicada-load/cicada/web/webtest"
 )
@@ -34,10 +35,7 @@ func browserTools(t *testing.T) string {
 		missing = "playwright-core (cd web/ui && npm ci)"
 	}
 	if missing != "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("browser test needs %s", missing)
-		}
-		t.Skipf("browser test needs %s", missing)
+		testpeer.Missing(t, "browser test needs %s", missing)
 	}
 	return node
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"net/url"
-	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -91,7 +90,7 @@ func parseExposition(text string) ([]promSample, map[string]string, error) {
 		}
 		s, err := parseSampleLine(line)
 		if err != nil {
-			return nil, nil, fmt.Errorf("line %d: %v", ln, err)
+			return nil, nil, fmt.Errorf("line %d: %w", ln, err)
 		}
 		fam := family(s.name)
 		if _, ok := types[fam]; !ok {
@@ -375,13 +374,7 @@ func TestMetrics(t *testing.T) {
 // TestMetricsPromtool runs Prometheus's own linter (Debian package
 // prometheus) over the exposition.
 func TestMetricsPromtool(t *testing.T) {
-	path, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("promtool not found (apt-get install prometheus): %v", err)
-		}
-		t.Skip("promtool not installed")
-	}
+	path := needTool(t, "promtool", "apt-get install prometheus")
 	_, text := metricsEnv(t)
 	cmd := exec.Command(path, "check", "metrics")
 	cmd.Stdin = strings.NewReader(text)

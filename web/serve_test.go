@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/internal/testpeer"
 	"github.com/cicada-load/cicada/web"
 	"github.com/cicada-load/cicada/web/webtest"
 )
@@ -61,12 +62,9 @@ func runFake(t *testing.T, r *webtest.Runner) {
 
 func needTool(t *testing.T, name, install string) string {
 	t.Helper()
-	p, err := exec.LookPath(name)
+	p, err := testpeer.LookPeer(name)
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s not found (%s): %v", name, install, err)
-		}
-		t.Skipf("%s not installed", name)
+		testpeer.Missing(t, "%v (%s)", err, install)
 	}
 	return p
 }

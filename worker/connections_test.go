@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/internal/testpeer"
 	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/target"
 	"github.com/cicada-load/cicada/worker/httpc"
@@ -336,17 +337,9 @@ func TestDiagnosisPortRange(t *testing.T) {
 func netns(t *testing.T, suffix string) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("network namespace tests need root under CI=true")
-		}
-		t.Skip("needs root for ip netns")
+		testpeer.Missing(t, "network namespace tests need root (ip netns)")
 	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("ip (iproute2) is required under CI=true")
-		}
-		t.Skip("ip (iproute2) not installed")
-	}
+	testpeer.RequirePeer(t, "ip") // iproute2
 	name := "cicada-test-" + strconv.Itoa(os.Getpid()) + suffix
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add: %v: %s", err, out)

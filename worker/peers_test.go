@@ -5,20 +5,19 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/internal/testpeer"
 	"github.com/cicada-load/cicada/protocol/zmtp"
 	"github.com/cicada-load/cicada/scenario"
 	"github.com/cicada-load/cicada/worker"
@@ -34,73 +33,41 @@ class HelloWorldUser(HttpUser):
         self.client.get("/")
 `
 
-// locustMaster is a real Python Locust master process.
+// locustMaster is a real Python Locust master process. cmd, stderr (the
+// log file) and done are the Process's Cmd, LogPath and Done(), under
+// their old names.
 type locustMaster struct {
+	*testpeer.Process
 	cmd    *exec.Cmd
-	stderr string // file
-	done   chan struct{}
-	err    error
+	stderr string
+	done   <-chan struct{}
 }
 
 func startLocust(t *testing.T, dir string, args ...string) *locustMaster {
 	t.Helper()
-	bin := worker.RequirePeer(t, "/usr/bin/locust")
-	lf := filepath.Join(dir, "locustfile.py")
-	if err := os.WriteFile(lf, []byte(locustfile), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	m := &locustMaster{stderr: filepath.Join(dir, fmt.Sprintf("master-%d.log", time.Now().UnixNano())), done: make(chan struct{})}
-	ef, err := os.Create(m.stderr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.cmd = exec.Command(bin, append([]string{"-f", lf, "--master", "--master-bind-host", "127.0.0.1", "--loglevel", "INFO"}, args...)...)
-	m.cmd.Dir = dir
-	m.cmd.Stderr = ef
-	m.cmd.Stdout = ef
-	m.cmd.Env = append(os.Environ(), "PYTHONUNBUFFERED=1")
-	if err := m.cmd.Start(); err != nil {
-		t.Fatalf("start locust: %v", err)
-	}
-	go func() {
-		m.err = m.cmd.Wait()
-		ef.Close()
-		close(m.done)
-	}()
-	t.Cleanup(func() { m.kill(syscall.SIGKILL) })
-	return m
+	p := testpeer.StartLocust(t, testpeer.LocustConfig{
+		Dir:        dir,
+		Locustfile: locustfile,
+		Args:       append([]string{"--master", "--master-bind-host", "127.0.0.1", "--loglevel", "INFO"}, args...),
+	})
+	return &locustMaster{Process: p, cmd: p.Cmd, stderr: p.LogPath, done: p.Done()}
 }
 
-func (m *locustMaster) kill(sig syscall.Signal) {
-	select {
-	case <-m.done:
-		return
-	default:
-	}
-	_ = m.cmd.Process.Signal(sig)
-	select {
-	case <-m.done:
-	case <-time.After(20 * time.Second):
-		_ = m.cmd.Process.Kill()
-		<-m.done
-	}
-}
+// kill sends sig and waits for the master to exit (SIGKILL after 20 s).
+func (m *locustMaster) kill(sig syscall.Signal) { _ = m.Stop(sig, 20*time.Second) }
 
+// wait waits up to d for the master to exit by itself and returns its exit
+// error.
 func (m *locustMaster) wait(t *testing.T, d time.Duration) error {
 	t.Helper()
-	select {
-	case <-m.done:
-		return m.err
-	case <-time.After(d):
-		t.Fatalf("locust master still running after %v; log:\n%s", d, m.log())
-		return nil
+	exited, err := m.Wait(d)
+	if !exited {
+		t.Fatalf("locust master still running after %v; log:\n%s", d, m.Log())
 	}
+	return err
 }
 
-func (m *locustMaster) log() string {
-	b, _ := os.ReadFile(m.stderr)
-	return string(b)
-}
+func (m *locustMaster) log() string { return m.Log() }
 
 // problems returns the master's log lines at WARNING or above, and
 // tracebacks, except the ones listed as expected.

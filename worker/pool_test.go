@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cicada-load/cicada/internal/testpeer"
 )
 
 type nopRecorder struct{ n atomic.Int64 }
@@ -67,13 +69,7 @@ func newTestPool(t testing.TB, classes ...*UserClass) (*pool, *excLog) {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testpeer.Eventually(t, d, what, cond)
 }
 
 func TestPoolApplyAbsoluteCounts(t *testing.T) {

@@ -43,42 +43,18 @@ mkdir -p "$TMP/www" "$TMP/logs"
 # The same 128-byte page as the built-in target (target.DefaultBody).
 printf '<!DOCTYPE html>\n<html>\n<head><title>cicada</title></head>\n<body><h1>cicada target</h1><p>It works. Go ahead.</p></body>\n</html>\n' >"$TMP/www/index.html"
 [ "$(wc -c <"$TMP/www/index.html")" -eq 128 ] || { echo "page is not 128 bytes" >&2; exit 1; }
-: >"$TMP/access.log"
-cat >"$TMP/nginx.conf" <<CONF
-daemon off;
-master_process off;
-worker_processes 1;
-worker_rlimit_nofile 20000;
-pid $TMP/nginx.pid;
-error_log $TMP/error.log warn;
-events { worker_connections 19000; }
-http {
-    access_log $TMP/access.log;
-    client_body_temp_path $TMP/body;
-    proxy_temp_path $TMP/proxy;
-    fastcgi_temp_path $TMP/fastcgi;
-    uwsgi_temp_path $TMP/uwsgi;
-    scgi_temp_path $TMP/scgi;
-    keepalive_timeout 600s;
-    keepalive_requests 100000000;
-    default_type text/html;
-    server {
-        listen 127.0.0.1:$PORT backlog=4096;
-        root $TMP/www;
-        location / { index index.html; }
-    }
-}
-CONF
-# master_process off: one process that serves (the single worker), whose
-# PID is ours to stop.
-"$NGINX" -p "$TMP" -c "$TMP/nginx.conf" -e "$TMP/error.log" &
+# nginx from internal/testpeer (one serving process, the page as a static
+# file, access log counted by benchtool measure), ended by its PID.
+"$TMP/benchtool" nginx -bin "$NGINX" -dir "$TMP" -root "$TMP/www" -port "$PORT" >"$TMP/nginx.info" 2>&1 &
 NGINX_PID=$!
-for _ in $(seq 100); do
-	(exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break
+for _ in $(seq 200); do
+	grep -q '^nginx pid=' "$TMP/nginx.info" && break
+	kill -0 "$NGINX_PID" 2>/dev/null || { cat "$TMP/nginx.info" >&2; exit 1; }
 	sleep 0.1
 done
+grep -q '^nginx pid=' "$TMP/nginx.info" || { echo "bench/http: nginx did not start" >&2; cat "$TMP/nginx.info" >&2; exit 1; }
 URL="http://127.0.0.1:$PORT"
-echo "nginx $("$NGINX" -v 2>&1 | sed 's/.*\///') pid $NGINX_PID on $URL, page 128 bytes; $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "nginx $("$NGINX" -v 2>&1 | sed 's/.*\///') ($(cat "$TMP/nginx.info")), page 128 bytes; $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 M="$TMP/benchtool measure -log $TMP/access.log"
 RESULTS="$TMP/results"

@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -31,6 +30,7 @@ import (
 	"time"
 
 	"github.com/cicada-load/cicada/internal/locustlog"
+	"github.com/cicada-load/cicada/internal/testpeer"
 	"github.com/cicada-load/cicada/master"
 	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/protocol/zmtp"
@@ -209,18 +209,9 @@ type result struct {
 	notes                      string
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 func measure(target string, n int, window, warmup time.Duration, names int, locustBin string) (result, error) {
 	var res result
-	port, err := freePort()
+	port, err := testpeer.PickPort()
 	if err != nil {
 		return res, err
 	}
@@ -229,13 +220,7 @@ func measure(target string, n int, window, warmup time.Duration, names int, locu
 		return res, err
 	}
 	defer os.RemoveAll(dir)
-	logPath := filepath.Join(dir, "master.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return res, err
-	}
-	defer logf.Close()
-	var cmd *exec.Cmd
+	var p *testpeer.Process
 	switch target {
 	case "cicada":
 		self, err := os.Executable()
@@ -246,36 +231,27 @@ func measure(target string, n int, window, warmup time.Duration, names int, locu
 		if profileDir != "" {
 			args = append(args, "-cpuprofile", filepath.Join(profileDir, fmt.Sprintf("cicada-%d.prof", n)))
 		}
-		cmd = exec.Command(self, args...)
+		cmd := exec.Command(self, args...)
 		if masterProcs > 0 {
 			cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(masterProcs))
 		}
-	case "locust":
-		lf := filepath.Join(dir, "locustfile.py")
-		if err := os.WriteFile(lf, []byte(locustfile), 0o644); err != nil {
+		p, err = testpeer.StartProcess(cmd, filepath.Join(dir, "master.log"))
+		if err != nil {
 			return res, err
 		}
-		cmd = exec.Command(locustBin, "-f", lf, "--master", "--headless", "--master-bind-host", "127.0.0.1",
+	case "locust":
+		p, err = testpeer.LocustConfig{Bin: locustBin, Dir: dir, Locustfile: locustfile, Args: []string{
+			"--master", "--headless", "--master-bind-host", "127.0.0.1",
 			"--master-bind-port", strconv.Itoa(port), "--expect-workers", strconv.Itoa(n),
-			"-u", strconv.Itoa(n), "-r", strconv.Itoa(n), "-t", "1h", "--only-summary")
+			"-u", strconv.Itoa(n), "-r", strconv.Itoa(n), "-t", "1h", "--only-summary"}}.Start()
+		if err != nil {
+			return res, err
+		}
 	default:
 		return res, fmt.Errorf("unknown target %q", target)
 	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return res, err
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(3 * time.Second):
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-			<-exited
-		}
-	}()
+	defer func() { _ = p.Stop(syscall.SIGTERM, 3*time.Second) }()
+	logPath, exited := p.LogPath, p.Done()
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -295,7 +271,7 @@ func measure(target string, n int, window, warmup time.Duration, names int, locu
 		}
 	}
 	time.Sleep(warmup)
-	pid := cmd.Process.Pid
+	pid := p.Pid()
 	c0, err := cpuTicks(pid)
 	if err != nil {
 		return res, err
@@ -306,12 +282,12 @@ func measure(target string, n int, window, warmup time.Duration, names int, locu
 	t0 := time.Now()
 	profiling := target == "cicada" && profileDir != ""
 	if profiling {
-		_ = cmd.Process.Signal(syscall.SIGUSR1)
+		_ = p.Signal(syscall.SIGUSR1)
 	}
 	time.Sleep(window)
 	c1, err := cpuTicks(pid)
 	if profiling {
-		_ = cmd.Process.Signal(syscall.SIGUSR2)
+		_ = p.Signal(syscall.SIGUSR2)
 	}
 	if err != nil {
 		return res, err

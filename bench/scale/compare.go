@@ -8,7 +8,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/cicada-load/cicada/internal/testpeer"
 )
 
 // pairResult is one generator's figures in the comparison.
@@ -88,8 +91,8 @@ func (r *runner) pair(ctx context.Context, kind string, port int, locustfile str
 	if err != nil {
 		return res, err
 	}
-	nginx0 := treeRSS(r.nginx.cmd.Process.Pid)
-	masterPort, err := freePort()
+	nginx0 := treeRSS(r.nginx)
+	masterPort, err := testpeer.PickPort()
 	if err != nil {
 		return res, err
 	}
@@ -125,8 +128,8 @@ func (r *runner) pair(ctx context.Context, kind string, port int, locustfile str
 	if err != nil {
 		return res, err
 	}
-	r.workers = []*proc{w}
-	pid := w.cmd.Process.Pid
+	r.workers = []*testpeer.Process{w}
+	pid := w.Pid()
 	masterLog := filepath.Join(r.dir, kind+"-master.log")
 	startLine, err := waitLog(ctx, masterLog, "Sending spawn jobs", r.master)
 	if err != nil {
@@ -142,7 +145,7 @@ func (r *runner) pair(ctx context.Context, kind string, port int, locustfile str
 			t1 = time.Now()
 			break
 		}
-		if !w.alive() || !r.master.alive() {
+		if !w.Alive() || !r.master.Alive() {
 			return res, fmt.Errorf("%s exited during the ramp (logs in %s)", kind, r.dir)
 		}
 		select {
@@ -163,7 +166,7 @@ func (r *runner) pair(ctx context.Context, kind string, port int, locustfile str
 	res.held = ssEstablished(port)
 	res.rssTotal = rss(pid)
 	res.rssGrowth = res.rssTotal - rss0
-	res.nginxGrowth = treeRSS(r.nginx.cmd.Process.Pid) - nginx0
+	res.nginxGrowth = treeRSS(r.nginx) - nginx0
 	c0, start := cpuSeconds(pid), time.Now()
 	select {
 	case <-time.After(r.o.idle):
@@ -171,9 +174,9 @@ func (r *runner) pair(ctx context.Context, kind string, port int, locustfile str
 		return res, ctx.Err()
 	}
 	res.cpuIdle = (cpuSeconds(pid) - c0) / time.Since(start).Seconds() * 100
-	_ = r.master.cmd.Process.Signal(os.Interrupt)
+	_ = r.master.Signal(syscall.SIGINT)
 	select {
-	case <-r.master.done:
+	case <-r.master.Done():
 	case <-time.After(2 * time.Minute):
 	}
 	out, _ := os.ReadFile(masterLog)

@@ -19,7 +19,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -29,6 +28,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cicada-load/cicada/internal/testpeer"
 )
 
 type options struct {
@@ -86,78 +87,38 @@ func main() {
 	}
 }
 
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
 type runner struct {
 	o       options
 	dir     string
-	nginx   *proc
-	master  *proc
-	workers []*proc
+	nginx   *testpeer.Nginx
+	master  *testpeer.Process
+	workers []*testpeer.Process
 }
 
 func (r *runner) logf(format string, args ...any) {
 	fmt.Printf("[%s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
 
-func (r *runner) start(name string, env []string, bin string, args ...string) (*proc, error) {
-	f, err := os.Create(filepath.Join(r.dir, name+".log"))
-	if err != nil {
-		return nil, err
-	}
+// start runs bin with its output in name.log under the run's directory.
+func (r *runner) start(name string, env []string, bin string, args ...string) (*testpeer.Process, error) {
 	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = append(os.Environ(), env...)
-	if err := cmd.Start(); err != nil {
-		f.Close()
+	p, err := testpeer.StartProcess(cmd, filepath.Join(r.dir, name+".log"))
+	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); f.Close(); close(p.done) }()
 	return p, nil
-}
-
-func (p *proc) alive() bool {
-	select {
-	case <-p.done:
-		return false
-	default:
-		return true
-	}
-}
-
-// stop signals p and waits up to d, then kills it (and, for nginx, its
-// worker processes by PID).
-func (p *proc) stop(sig os.Signal, d time.Duration, children []int) {
-	if p == nil || !p.alive() {
-		return
-	}
-	_ = p.cmd.Process.Signal(sig)
-	select {
-	case <-p.done:
-		return
-	case <-time.After(d):
-	}
-	_ = p.cmd.Process.Kill()
-	for _, c := range children {
-		_ = syscall.Kill(c, syscall.SIGKILL)
-	}
-	<-p.done
 }
 
 func (r *runner) cleanup() {
 	if r.master != nil {
-		r.master.stop(os.Interrupt, 60*time.Second, nil)
+		_ = r.master.Stop(syscall.SIGINT, 60*time.Second)
 	}
 	for _, w := range r.workers {
-		w.stop(os.Interrupt, 20*time.Second, nil)
+		_ = w.Stop(syscall.SIGINT, 20*time.Second)
 	}
 	if r.nginx != nil {
-		r.nginx.stop(syscall.SIGTERM, 30*time.Second, children(r.nginx.cmd.Process.Pid))
+		_ = r.nginx.StopWithin(syscall.SIGTERM, 30*time.Second)
 	}
 }
 
@@ -202,9 +163,9 @@ func (r *runner) run(ctx context.Context) error {
 	if err := r.startNginx(nNginx); err != nil {
 		return err
 	}
-	nginxRSS0 := treeRSS(r.nginx.cmd.Process.Pid)
+	nginxRSS0 := treeRSS(r.nginx)
 
-	masterPort, err := freePort()
+	masterPort, err := testpeer.PickPort()
 	if err != nil {
 		return err
 	}
@@ -229,7 +190,7 @@ func (r *runner) run(ctx context.Context) error {
 	}
 	var workersRSS0 int64
 	for _, w := range r.workers {
-		workersRSS0 += rss(w.cmd.Process.Pid)
+		workersRSS0 += rss(w.Pid())
 	}
 	r.logf("test started; baseline: workers RSS %.0f MiB, nginx RSS %.0f MiB, Slab %.0f MiB", mib(workersRSS0), mib(nginxRSS0), float64(slab0)/1024)
 
@@ -287,9 +248,9 @@ wait:
 	established, _ := strconv.ParseInt(tot["Established"], 10, 64)
 	var workersRSS int64
 	for _, w := range r.workers {
-		workersRSS += rss(w.cmd.Process.Pid)
+		workersRSS += rss(w.Pid())
 	}
-	nginxRSS := treeRSS(r.nginx.cmd.Process.Pid)
+	nginxRSS := treeRSS(r.nginx)
 	slab := meminfo("Slab")
 	cpu0 := r.cpuTimes()
 	t0 := time.Now()
@@ -303,13 +264,13 @@ wait:
 	tot2 := csvTotal(prefix + "_connections.csv")
 
 	// End the test: the master quits its workers and prints the summary.
-	_ = r.master.cmd.Process.Signal(os.Interrupt)
+	_ = r.master.Signal(syscall.SIGINT)
 	select {
-	case <-r.master.done:
+	case <-r.master.Done():
 	case <-time.After(3 * time.Minute):
 		return errors.New("the master did not exit within 3 minutes of SIGINT")
 	}
-	code := r.master.cmd.ProcessState.ExitCode()
+	code := r.master.Cmd.ProcessState.ExitCode()
 	summary, _ := os.ReadFile(masterLog)
 	fails := aggregatedFailures(string(summary))
 	connErrs := tot2["Connect errors"] + "/" + tot2["Errors"]
@@ -340,52 +301,16 @@ wait:
 }
 
 func (r *runner) startNginx(workers int) error {
-	conf := fmt.Sprintf(`worker_processes %[3]d;
-worker_rlimit_nofile 20000;
-daemon off;
-pid %[1]s/nginx.pid;
-error_log %[1]s/nginx-error.log warn;
-events { worker_connections 19500; }
-http {
-  access_log off;
-  client_body_temp_path %[1]s/body;
-  proxy_temp_path %[1]s/proxy;
-  fastcgi_temp_path %[1]s/fastcgi;
-  uwsgi_temp_path %[1]s/uwsgi;
-  scgi_temp_path %[1]s/scgi;
-  keepalive_requests 1000000;
-  keepalive_timeout 3600s;
-  server {
-    listen 127.0.0.1:%[2]d backlog=65535 reuseport;
-    location / { return 200 "hello\n"; }
-  }
-}
-`, r.dir, r.o.port, workers)
-	cf := filepath.Join(r.dir, "nginx.conf")
-	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
+	dir := filepath.Join(r.dir, fmt.Sprintf("nginx-%d", r.o.port))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	var err error
-	if r.nginx, err = r.start("nginx", nil, "/usr/sbin/nginx", "-c", cf, "-p", r.dir); err != nil {
-		return err
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", r.o.port))
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) || !r.nginx.alive() {
-			return fmt.Errorf("nginx does not listen on %d: %w", r.o.port, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	deadline = time.Now().Add(20 * time.Second)
-	for len(children(r.nginx.cmd.Process.Pid)) < workers && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	return nil
+	r.nginx, err = testpeer.NginxConfig{
+		Dir: dir, Port: r.o.port, Workers: workers, Connections: 19500,
+		ReusePort: true, Keepalive: time.Hour,
+	}.Start()
+	return err
 }
 
 // cpuTimes returns CPU seconds used so far by the workers, the master and
@@ -393,12 +318,11 @@ http {
 func (r *runner) cpuTimes() map[string]float64 {
 	m := map[string]float64{}
 	for _, w := range r.workers {
-		m["workers"] += cpuSeconds(w.cmd.Process.Pid)
+		m["workers"] += cpuSeconds(w.Pid())
 	}
-	m["master"] = cpuSeconds(r.master.cmd.Process.Pid)
-	n := r.nginx.cmd.Process.Pid
-	m["nginx"] = cpuSeconds(n)
-	for _, c := range children(n) {
+	m["master"] = cpuSeconds(r.master.Pid())
+	m["nginx"] = cpuSeconds(r.nginx.Pid())
+	for _, c := range r.nginx.Children() {
 		m["nginx"] += cpuSeconds(c)
 	}
 	return m
@@ -430,23 +354,13 @@ func rss(pid int) int64 {
 	return 0
 }
 
-func treeRSS(pid int) int64 {
-	n := rss(pid)
-	for _, c := range children(pid) {
-		n += rss(c)
+// treeRSS is the resident memory of nginx and its workers.
+func treeRSS(n *testpeer.Nginx) int64 {
+	total := rss(n.Pid())
+	for _, c := range n.Children() {
+		total += rss(c)
 	}
-	return n
-}
-
-func children(pid int) []int {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-	var out []int
-	for _, f := range strings.Fields(string(b)) {
-		if n, err := strconv.Atoi(f); err == nil {
-			out = append(out, n)
-		}
-	}
-	return out
+	return total
 }
 
 func cpuSeconds(pid int) float64 {
@@ -473,15 +387,6 @@ func portRange() (int, int) {
 	return lo, hi
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 func gib(b int64) float64 { return float64(b) / (1 << 30) }
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
@@ -489,13 +394,13 @@ func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
 // waitLog polls a log file until a line contains sub; it fails when p
 // exits first or ctx ends.
-func waitLog(ctx context.Context, path, sub string, p *proc) (string, error) {
+func waitLog(ctx context.Context, path, sub string, p *testpeer.Process) (string, error) {
 	for {
 		if line := firstLine(path, sub); line != "" {
 			return line, nil
 		}
-		if !p.alive() {
-			return "", fmt.Errorf("%s exited before logging %q (see %s)", p.name, sub, path)
+		if !p.Alive() {
+			return "", fmt.Errorf("%s exited before logging %q (see %s)", filepath.Base(p.Cmd.Path), sub, path)
 		}
 		select {
 		case <-ctx.Done():

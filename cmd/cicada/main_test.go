@@ -5,36 +5,20 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/internal/testpeer"
 	"github.com/cicada-load/cicada/target"
 )
 
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of loggers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = testpeer.SyncBuffer
 
 func startTarget(t *testing.T) *target.Server {
 	t.Helper()
@@ -60,12 +44,7 @@ func writeScenario(t *testing.T, text string) string {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return testpeer.FreePort(t)
 }
 
 func TestVersionAndHelp(t *testing.T) {

@@ -129,7 +129,7 @@ func (a *app) loadScenario() error {
 		}
 		if len(unknown) > 0 {
 			sort.Strings(unknown)
-			return fmt.Errorf("Unknown User(s): %v", unknown) //lint:ignore ST1005 Locust's wording, which scripts match
+			return fmt.Errorf("Unknown User(s): %v", unknown) //nolint:staticcheck // ST1005: Locust's wording, which scripts match
 		}
 		f.Scenario.Classes = kept
 	}

@@ -11,88 +11,20 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-)
 
-// requirePeer returns the path of an external program, skipping the test
-// when it is missing (failing under CI=true).
-func requirePeer(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if _, serr := os.Stat(name); serr == nil {
-			return name
-		}
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is required under CI=true: %v", name, err)
-		}
-		t.Skipf("%s not installed: %v", name, err)
-	}
-	return p
-}
+	"github.com/cicada-load/cicada/internal/testpeer"
+)
 
 // startNginx runs a private nginx on 127.0.0.1:port that keeps idle
 // keep-alive connections for 20 minutes and serves "hello".
 func startNginx(t *testing.T, port, workers, connsPerWorker int) {
 	t.Helper()
-	bin := requirePeer(t, "/usr/sbin/nginx")
-	dir := t.TempDir()
-	conf := fmt.Sprintf(`worker_processes %[4]d;
-worker_rlimit_nofile %[5]d;
-daemon off;
-pid %[1]s/nginx.pid;
-error_log %[1]s/error.log warn;
-events { worker_connections %[5]d; }
-http {
-  access_log off;
-  client_body_temp_path %[1]s/body;
-  proxy_temp_path %[1]s/proxy;
-  fastcgi_temp_path %[1]s/fastcgi;
-  uwsgi_temp_path %[1]s/uwsgi;
-  scgi_temp_path %[1]s/scgi;
-  keepalive_requests 1000000;
-  keepalive_timeout 1200s;
-  server {
-    listen 127.0.0.1:%[2]d backlog=65535 reuseport;
-    location / { return 200 "hello\n"; }
-  }
-}
-`, dir, port, 0, workers, connsPerWorker)
-	cf := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(cf, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-c", cf, "-p", dir)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start nginx: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGQUIT)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
+	testpeer.StartNginx(t, testpeer.NginxConfig{
+		Port: port, Workers: workers, Connections: connsPerWorker,
+		ReusePort: true, Keepalive: 20 * time.Minute,
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
-		if err == nil {
-			c.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nginx does not listen: %v\n%s", err, stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond) // polling interval
-	}
 }
 
 // buildCicada builds the binary for child processes.
@@ -162,7 +94,7 @@ func TestHoldKeepAliveUsers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("holds 15,000 connections for about 40 s")
 	}
-	requirePeer(t, "ss")
+	testpeer.RequirePeer(t, "ss")
 	const workers, perWorker = 3, 5000
 	const users = workers * perWorker
 	nginxPort := freePort(t)

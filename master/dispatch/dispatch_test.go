@@ -7,12 +7,13 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cicada-load/cicada/internal/testpeer"
 )
 
 func TestSortWorkers(t *testing.T) {
@@ -425,14 +426,7 @@ func runGo(t *testing.T, c refCase) []refResult {
 // the test (failing it under CI=true) when there is none.
 func locustPython(t *testing.T) string {
 	t.Helper()
-	py := "/usr/bin/python3"
-	if err := exec.Command(py, "-c", "import locust.dispatch, roundrobin").Run(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("Locust is not installed for %s (%v); CI requires it", py, err)
-		}
-		t.Skipf("Locust is not installed for %s: %v", py, err)
-	}
-	return py
+	return testpeer.RequirePython(t, "locust.dispatch", "roundrobin")
 }
 
 func TestMatchesLocust(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cicada-load/cicada/internal/leakcheck"
+	"github.com/cicada-load/cicada/internal/testpeer"
 )
 
 // Generous deadlines: the tests run on a loaded 2-core machine with -race.
@@ -28,13 +29,7 @@ func checkNoLeakedGoroutines(timeout time.Duration) error {
 // waitFor polls cond until it holds or timeout passes.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testpeer.Eventually(t, timeout, what, cond)
 }
 
 // logCapture is a slog.Handler that keeps records for assertions.

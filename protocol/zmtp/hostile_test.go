@@ -310,7 +310,7 @@ func TestFrozenPeerDoesNotStallOthers(t *testing.T) {
 		for i := range n {
 			f, err := healthy.Recv(t.Context())
 			if err != nil || string(f[0]) != fmt.Sprint(i) {
-				done <- fmt.Errorf("healthy message %d: %q, %v", i, f, err)
+				done <- fmt.Errorf("healthy message %d: %q, %w", i, f, err)
 				return
 			}
 		}

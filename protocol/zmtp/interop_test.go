@@ -7,40 +7,24 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/cicada-load/cicada/internal/testpeer"
 )
 
-// Debian's python3 with python3-zmq (pyzmq 24 / libzmq 4.3); "python3" on
-// PATH may be another Python without zmq.
-const debianPython = "/usr/bin/python3"
+// debianPython is Debian's python3 with python3-zmq (pyzmq 24 / libzmq
+// 4.3); "python3" on PATH may be another Python without zmq.
+const debianPython = testpeer.PythonBin
 
 // needPyZMQ skips the test when python3-zmq is missing, and fails it when
 // CI=true.
 func needPyZMQ(t *testing.T) {
 	t.Helper()
-	pyzmqOnce.Do(func() {
-		out, err := exec.Command(debianPython, "-c", "import zmq; print(zmq.zmq_version())").CombinedOutput()
-		if err != nil {
-			pyzmqErr = fmt.Errorf("%s -c 'import zmq': %v: %s", debianPython, err, out)
-		}
-	})
-	if pyzmqErr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("python3-zmq is required in CI: %v", pyzmqErr)
-		}
-		t.Skipf("python3-zmq not available: %v", pyzmqErr)
-	}
+	testpeer.RequirePython(t, "zmq")
 }
-
-var (
-	pyzmqOnce sync.Once
-	pyzmqErr  error
-)
 
 // pyPeer is a running testdata/zmqpeer.py.
 type pyPeer struct {
@@ -48,7 +32,7 @@ type pyPeer struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	lines  chan string
-	stderr *bytes.Buffer
+	stderr *testpeer.SyncBuffer
 	exited chan struct{}
 }
 
@@ -63,8 +47,8 @@ func startPy(t testing.TB, args ...string) *pyPeer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &pyPeer{t: t, cmd: cmd, stdin: stdin, lines: make(chan string, 1000), stderr: &bytes.Buffer{}, exited: make(chan struct{})}
-	cmd.Stderr = &lockedWriter{w: p.stderr}
+	p := &pyPeer{t: t, cmd: cmd, stdin: stdin, lines: make(chan string, 1000), stderr: &testpeer.SyncBuffer{}, exited: make(chan struct{})}
+	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start zmqpeer.py: %v", err)
 	}
@@ -80,17 +64,6 @@ func startPy(t testing.TB, args ...string) *pyPeer {
 	}()
 	t.Cleanup(p.kill)
 	return p
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
 }
 
 // next returns the next output line.

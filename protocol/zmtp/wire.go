@@ -3,6 +3,7 @@ package zmtp
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -351,7 +352,7 @@ func (fr *frameReader) readBody(n int) ([]byte, error) {
 
 // unexpected turns an EOF inside a frame into io.ErrUnexpectedEOF.
 func unexpected(err error) error {
-	if err == io.EOF {
+	if errors.Is(err, io.EOF) {
 		return io.ErrUnexpectedEOF
 	}
 	return err
@@ -366,7 +367,7 @@ func (fr *frameReader) readMessage(onCommand func(name, data []byte) error) ([][
 	for {
 		flags, body, err := fr.readFrame(fr.max - total)
 		if err != nil {
-			if err == io.EOF && frames != nil {
+			if errors.Is(err, io.EOF) && frames != nil {
 				err = io.ErrUnexpectedEOF
 			}
 			return nil, err

@@ -253,6 +253,7 @@ func memNow() (heapStack uint64, rss uint64) {
 	return ms.HeapAlloc + ms.StackInuse, rss
 }
 
+//nolint:forbidigo // a child process: stdout is its channel to the parent test
 func idleServerChild() {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

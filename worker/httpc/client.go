@@ -823,9 +823,9 @@ func (c *Client) receive(x *exchange, conn net.Conn, cl *call, resp *Response) r
 		switch {
 		case errors.Is(err, fasthttp.ErrBodyTooLarge):
 			res.err = &bodyTooLargeError{limit: c.cfg.maxBody}
-		case raw == io.EOF && x.rd.n == 0:
+		case errors.Is(raw, io.EOF) && x.rd.n == 0:
 			res.err = ErrEOFBeforeResponse
-		case raw == io.EOF:
+		case errors.Is(raw, io.EOF):
 			res.err = &incompleteError{n: x.rd.n}
 		case raw != nil:
 			res.err = raw

@@ -271,6 +271,7 @@ func TestFileLimit(t *testing.T) {
 	}
 }
 
+//nolint:forbidigo // a child process: stdout is its channel to the parent test
 func fileLimitChild() {
 	lim := syscall.Rlimit{Cur: 64, Max: 64}
 	var cur syscall.Rlimit

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cicada-load/cicada/internal/testpeer"
 )
 
 // rawServer is a TCP server on 127.0.0.1 whose connection handler the test
@@ -147,16 +149,13 @@ func get(t testing.TB, c *Client, path string) *Response {
 	return resp
 }
 
-// waitFor polls cond until it holds or the deadline passes.
+// raceEnabled reports whether the tests run under the race detector.
+const raceEnabled = testpeer.RaceEnabled
+
+// waitFor polls cond until it holds or 10 s pass.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testpeer.Eventually(t, 10*time.Second, what, cond)
 }
 
 func asError(t testing.TB, err error) *Error {

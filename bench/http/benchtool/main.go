@@ -11,6 +11,10 @@
 //	    nginx access log. Prints the steady-state requests/s and
 //	    requests per CPU-second of cmd, or with -rss-at the RSS of cmd
 //	    when the log reached each request count (then stops cmd).
+//	benchtool nginx -dir D -root D/www -port P
+//	    runs the benchmark's nginx (internal/testpeer: one process,
+//	    access log D/access.log) until SIGINT or SIGTERM; prints
+//	    "nginx pid=N url=U log=L" once it accepts connections.
 package main
 
 import (
@@ -23,6 +27,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -31,12 +36,42 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cicada-load/cicada/internal/testpeer"
 	"github.com/cicada-load/cicada/worker/httpc"
 )
 
+// nginx runs the target of the benchmark until a signal.
+func nginx(args []string) error {
+	fs := flag.NewFlagSet("nginx", flag.ExitOnError)
+	bin := fs.String("bin", "", "nginx executable (default: testpeer's)")
+	dir := fs.String("dir", "", "directory for the config and logs")
+	root := fs.String("root", "", "directory of the files served")
+	port := fs.Int("port", 0, "port on 127.0.0.1")
+	_ = fs.Parse(args)
+	if *dir == "" || *root == "" || *port == 0 {
+		return errors.New("nginx: need -dir, -root and -port")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	n, err := testpeer.NginxConfig{
+		Bin: *bin, Dir: *dir, Root: *root, Port: *port, AccessLog: true,
+		Connections: 19000, Backlog: 4096, Keepalive: 600 * time.Second,
+	}.Start()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("nginx pid=%d url=%s log=%s\n", n.Pid(), n.URL(), filepath.Join(*dir, "access.log"))
+	select {
+	case <-ctx.Done():
+	case <-n.Done():
+		return fmt.Errorf("nginx exited: %s", n.Log())
+	}
+	return n.StopWithin(syscall.SIGQUIT, 10*time.Second)
+}
+
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchtool load|idle|measure ...")
+		fmt.Fprintln(os.Stderr, "usage: benchtool load|idle|measure|nginx ...")
 		os.Exit(2)
 	}
 	var err error
@@ -47,6 +82,8 @@ func main() {
 		err = idle(os.Args[2:])
 	case "measure":
 		err = measure(os.Args[2:])
+	case "nginx":
+		err = nginx(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
 	}

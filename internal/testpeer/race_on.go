@@ -1,0 +1,8 @@
+//go:build race
+
+package testpeer
+
+// RaceEnabled reports whether the binary runs under the race detector,
+// where sync.Pool drops items on purpose and allocation and timing bounds
+// do not hold.
+const RaceEnabled = true

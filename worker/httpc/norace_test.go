@@ -1,5 +1,0 @@
-//go:build !race
-
-package httpc
-
-const raceEnabled = false
