@@ -33,12 +33,12 @@ func TestHelperTargetLowFileLimit(t *testing.T) {
 	}
 	lim := syscall.Rlimit{Cur: emfileLimit, Max: emfileLimit}
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		fmt.Println("ERR setrlimit:", err)
+		fmt.Fprintln(os.Stdout, "ERR setrlimit:", err)
 		os.Exit(1)
 	}
 	s, err := New(Options{Listen: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 	if err != nil {
-		fmt.Println("ERR", err)
+		fmt.Fprintln(os.Stdout, "ERR", err)
 		os.Exit(1)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -46,7 +46,7 @@ func TestHelperTargetLowFileLimit(t *testing.T) {
 		io.Copy(io.Discard, os.Stdin)
 		cancel()
 	}()
-	fmt.Println("ADDR", s.Addr())
+	fmt.Fprintln(os.Stdout, "ADDR", s.Addr())
 	if err := s.Run(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "RUN ENDED:", err)
 		os.Exit(3)
