@@ -353,14 +353,70 @@ func sFields(v any, f func(k string, v any) (handled bool, err error)) error {
 	return nil
 }
 
-// required returns the "missing" error for the first of keys not in seen.
-func required(seen map[string]bool, keys ...string) error {
-	for _, k := range keys {
-		if !seen[k] {
-			return under(bad("missing"), k)
+// field is one known key of a typed map: how to read its value, and
+// whether the key is required.
+type field struct {
+	key      string
+	required bool
+	read     func(v any) error
+}
+
+func opt(key string, read func(any) error) field { return field{key, false, read} }
+func req(key string, read func(any) error) field { return field{key, true, read} }
+
+// sStruct reads the known fields of a map (with sFields) and then checks
+// that the required ones were there, in the order given. seen holds the
+// keys found.
+func sStruct(v any, fields ...field) (seen map[string]bool, err error) {
+	seen = map[string]bool{}
+	err = sFields(v, func(k string, v any) (bool, error) {
+		for _, f := range fields {
+			if f.key == k {
+				seen[k] = true
+				return true, f.read(v)
+			}
+		}
+		return false, nil
+	})
+	for _, f := range fields {
+		if err == nil && f.required && !seen[f.key] {
+			err = under(bad("missing"), f.key)
 		}
 	}
-	return nil
+	return seen, err
+}
+
+// Readers that store a field's value.
+func str(p *string) func(any) error {
+	return func(v any) (err error) { *p, err = sString(v); return err }
+}
+func strOrNil(p *string) func(any) error {
+	return func(v any) (err error) { *p, _, err = sStringOrNil(v); return err }
+}
+func optStr(p **string) func(any) error { // nil stays nil
+	return func(v any) error {
+		s, ok, err := sStringOrNil(v)
+		*p = nil
+		if ok {
+			*p = &s
+		}
+		return err
+	}
+}
+func integer(p *int64) func(any) error {
+	return func(v any) (err error) { *p, err = sInt(v); return err }
+}
+func number(p *float64) func(any) error {
+	return func(v any) (err error) { *p, err = sFloat(v); return err }
+}
+func optNumber(p **float64) func(any) error {
+	return func(v any) (err error) { *p, err = sFloatOrNil(v); return err }
+}
+func strInts(p *map[string]int64) func(any) error {
+	return func(v any) (err error) { *p, err = sStrIntMap(v); return err }
+}
+func intInts(p *map[int64]int64) func(any) error {
+	return func(v any) (err error) { *p, err = sIntIntMap(v); return err }
 }
 
 // sPlain is the plain-value mapping of value.go.
@@ -392,6 +448,8 @@ func sPlain(v any) (any, error) {
 		return out, nil
 	case omap:
 		return sPlainMap(v)
+	case broken:
+		return nil, bad(v.err.Error())
 	}
 	return nil, bad("ext not allowed")
 }
@@ -546,10 +604,7 @@ func sData(typ string, v any) (any, error) {
 		switch v.(type) {
 		case string, []byte:
 			s, err := sString(v)
-			if err != nil {
-				return nil, err
-			}
-			return &ClientReady{Version: s}, nil
+			return &ClientReady{Version: s}, err
 		}
 		if f, err := sFloat(v); err == nil && f == -1 {
 			return &ClientReady{VersionSkipCheck: true}, nil
@@ -560,231 +615,71 @@ func sData(typ string, v any) (any, error) {
 		if v == nil {
 			return a, nil
 		}
-		err := sFields(v, func(k string, v any) (bool, error) {
-			var err error
-			switch k {
-			case "index":
-				a.Index, err = sInt(v)
-			case "cicada":
-				a.Cicada, err = sString(v)
-			default:
-				return false, nil
-			}
-			return true, err
-		})
+		_, err := sStruct(v, opt("index", integer(&a.Index)), opt("cicada", str(&a.Cicada)))
 		return a, err
 	case TypeHeartbeat:
 		if v == nil {
 			return &MasterHeartbeat{}, nil
 		}
-		return sHeartbeat(v)
+		h := &Heartbeat{MemoryUsage: -1}
+		_, err := sStruct(v,
+			req("state", str(&h.State)),
+			req("current_cpu_usage", number(&h.CPUUsage)),
+			opt("current_memory_usage", func(v any) (err error) {
+				h.MemoryUsage = -1
+				if v != nil {
+					h.MemoryUsage, err = sInt(v)
+				}
+				return err
+			}),
+			opt(KeyCicadaConnections, func(v any) (err error) {
+				h.Connections = nil
+				if v != nil {
+					h.Connections, err = sConnCounters(v)
+				}
+				return err
+			}))
+		return h, err
 	case TypeSpawn:
-		return sSpawn(v)
+		s := &Spawn{}
+		_, err := sStruct(v,
+			req("timestamp", number(&s.Timestamp)),
+			req("user_classes_count", strInts(&s.UserClassesCount)),
+			req("host", optStr(&s.Host)),
+			req("stop_timeout", optNumber(&s.StopTimeout)),
+			req("parsed_options", func(v any) (err error) {
+				s.ParsedOptions, err = sStrKeyedMap(v)
+				if len(s.ParsedOptions) == 0 {
+					s.ParsedOptions = nil
+				}
+				return err
+			}))
+		return s, err
 	case TypeSpawningComplete:
-		return sSpawningComplete(v)
+		var classes map[string]int64
+		count := int64(-1)
+		seen, err := sStruct(v, opt("user_classes_count", strInts(&classes)), opt("user_count", integer(&count)))
+		switch {
+		case err != nil:
+			return nil, err
+		case seen["user_classes_count"]:
+			return &SpawningComplete{UserClassesCount: classes, UserCount: count}, nil
+		case seen["user_count"]:
+			return &MasterSpawningComplete{UserCount: count}, nil
+		}
+		return nil, under(bad("missing"), "user_classes_count")
 	case TypeStats:
 		return sStatsReport(v)
 	case TypeException:
 		x := &Exception{}
-		seen := map[string]bool{}
-		err := sFields(v, func(k string, v any) (bool, error) {
-			var err error
-			switch k {
-			case "msg":
-				x.Msg, err = sString(v)
-			case "traceback":
-				x.Traceback, err = sString(v)
-			default:
-				return false, nil
-			}
-			seen[k] = true
-			return true, err
-		})
-		if err == nil {
-			err = required(seen, "msg", "traceback")
-		}
-		if err != nil {
-			return nil, err
-		}
-		return x, nil
+		_, err := sStruct(v, req("msg", str(&x.Msg)), req("traceback", str(&x.Traceback)))
+		return x, err
 	case TypeLogs:
-		return sLogs(v)
-	case TypeLocustfile:
-		if v == nil {
-			return &Locustfile{}, nil
-		}
-		m, err := sStrKeyedMap(v)
-		if err != nil {
-			return nil, err
-		}
-		return &Locustfile{Data: m}, nil
-	case TypeUpdateUserClass:
-		m, err := sStrKeyedMap(v)
-		if err != nil {
-			return nil, err
-		}
-		if len(m) == 0 {
-			m = nil
-		}
-		return &UpdateUserClass{Data: m}, nil
-	case TypeSpawning, TypeStop, TypeClientStopped, TypeQuit, TypeReconnect:
-		if v == nil {
-			return nil, nil
-		}
-	}
-	p, err := sPlain(v)
-	if err != nil {
-		return nil, err
-	}
-	return &Custom{Data: p}, nil
-}
-
-func sHeartbeat(v any) (*Heartbeat, error) {
-	h := &Heartbeat{MemoryUsage: -1}
-	seen := map[string]bool{}
-	err := sFields(v, func(k string, v any) (bool, error) {
-		var err error
-		switch k {
-		case "state":
-			h.State, err = sString(v)
-		case "current_cpu_usage":
-			h.CPUUsage, err = sFloat(v)
-		case "current_memory_usage":
-			h.MemoryUsage = -1
-			if v != nil {
-				h.MemoryUsage, err = sInt(v)
-			}
-		case KeyCicadaConnections:
-			if v != nil {
-				h.Connections, err = sConnCounters(v)
-			}
-		default:
-			return false, nil
-		}
-		seen[k] = true
-		return true, err
-	})
-	if err == nil {
-		err = required(seen, "state", "current_cpu_usage")
-	}
-	if err != nil {
-		return nil, err
-	}
-	return h, nil
-}
-
-func sConnCounters(v any) (*ConnCounters, error) {
-	c := &ConnCounters{}
-	err := sFields(v, func(k string, v any) (bool, error) {
-		var err error
-		switch k {
-		case "open":
-			c.Open, err = sInt(v)
-		case "established":
-			c.Established, err = sInt(v)
-		case "connects":
-			c.Connects, err = sInt(v)
-		case "reconnects":
-			c.Reconnects, err = sInt(v)
-		case "closes":
-			c.Closes, err = sStrIntMap(v)
-		case "connect_errors":
-			c.ConnectErrors, err = sStrIntMap(v)
-		case "errors":
-			c.Errors, err = sStrIntMap(v)
-		default:
-			return false, nil
-		}
-		return true, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-func sSpawn(v any) (*Spawn, error) {
-	s := &Spawn{}
-	seen := map[string]bool{}
-	err := sFields(v, func(k string, v any) (bool, error) {
-		var err error
-		switch k {
-		case "timestamp":
-			s.Timestamp, err = sFloat(v)
-		case "user_classes_count":
-			s.UserClassesCount, err = sStrIntMap(v)
-		case "host":
-			var h string
-			var ok bool
-			s.Host = nil
-			if h, ok, err = sStringOrNil(v); ok {
-				s.Host = &h
-			}
-		case "stop_timeout":
-			s.StopTimeout, err = sFloatOrNil(v)
-		case "parsed_options":
-			s.ParsedOptions, err = sStrKeyedMap(v)
-			if len(s.ParsedOptions) == 0 {
-				s.ParsedOptions = nil
-			}
-		default:
-			return false, nil
-		}
-		seen[k] = true
-		return true, err
-	})
-	if err == nil {
-		err = required(seen, "timestamp", "user_classes_count", "host", "stop_timeout", "parsed_options")
-	}
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-func sSpawningComplete(v any) (any, error) {
-	var classes map[string]int64
-	count := int64(-1)
-	seen := map[string]bool{}
-	err := sFields(v, func(k string, v any) (bool, error) {
-		var err error
-		switch k {
-		case "user_classes_count":
-			classes, err = sStrIntMap(v)
-		case "user_count":
-			count, err = sInt(v)
-		default:
-			return false, nil
-		}
-		seen[k] = true
-		return true, err
-	})
-	switch {
-	case err != nil:
-		return nil, err
-	case seen["user_classes_count"]:
-		return &SpawningComplete{UserClassesCount: classes, UserCount: count}, nil
-	case seen["user_count"]:
-		return &MasterSpawningComplete{UserCount: count}, nil
-	}
-	return nil, required(seen, "user_classes_count")
-}
-
-func sLogs(v any) (*Logs, error) {
-	l := &Logs{}
-	seen := map[string]bool{}
-	err := sFields(v, func(k string, v any) (bool, error) {
-		switch k {
-		case "worker_id":
-			seen[k] = true
-			var err error
-			l.WorkerID, err = sString(v)
-			return true, err
-		case "logs":
-			seen[k] = true
+		l := &Logs{}
+		_, err := sStruct(v, req("worker_id", str(&l.WorkerID)), req("logs", func(v any) error {
 			a, ok := v.([]any)
 			if !ok {
-				return true, bad("want array")
+				return bad("want array")
 			}
 			l.Logs = nil
 			if len(a) > 0 {
@@ -793,32 +688,53 @@ func sLogs(v any) (*Logs, error) {
 			for i, e := range a {
 				var err error
 				if l.Logs[i], err = sString(e); err != nil {
-					return true, under(err, idx(i))
+					return under(err, idx(i))
 				}
 			}
-			return true, nil
+			return nil
+		}))
+		return l, err
+	case TypeLocustfile:
+		if v == nil {
+			return &Locustfile{}, nil
 		}
-		return false, nil
-	})
-	if err == nil {
-		err = required(seen, "worker_id", "logs")
+		m, err := sStrKeyedMap(v)
+		return &Locustfile{Data: m}, err
+	case TypeUpdateUserClass:
+		m, err := sStrKeyedMap(v)
+		if len(m) == 0 {
+			m = nil
+		}
+		return &UpdateUserClass{Data: m}, err
+	case TypeSpawning, TypeStop, TypeClientStopped, TypeQuit, TypeReconnect:
+		if v == nil {
+			return nil, nil
+		}
 	}
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
+	p, err := sPlain(v)
+	return &Custom{Data: p}, err
+}
+
+func sConnCounters(v any) (*ConnCounters, error) {
+	c := &ConnCounters{}
+	_, err := sStruct(v,
+		opt("open", integer(&c.Open)),
+		opt("established", integer(&c.Established)),
+		opt("connects", integer(&c.Connects)),
+		opt("reconnects", integer(&c.Reconnects)),
+		opt("closes", strInts(&c.Closes)),
+		opt("connect_errors", strInts(&c.ConnectErrors)),
+		opt("errors", strInts(&c.Errors)))
+	return c, err
 }
 
 func sStatsReport(v any) (*StatsReport, error) {
 	r := &StatsReport{UserCount: -1}
-	seen := map[string]bool{}
-	err := sFields(v, func(k string, v any) (bool, error) {
-		var err error
-		switch k {
-		case "stats":
+	_, err := sStruct(v,
+		req("stats", func(v any) error {
 			a, ok := v.([]any)
 			if !ok {
-				return true, bad("want array")
+				return bad("want array")
 			}
 			r.Stats = nil
 			if len(a) > 0 {
@@ -826,72 +742,38 @@ func sStatsReport(v any) (*StatsReport, error) {
 			}
 			for i, e := range a {
 				if err := sStatsEntry(&r.Stats[i], e); err != nil {
-					return true, under(err, idx(i))
+					return under(err, idx(i))
 				}
 			}
-		case "stats_total":
+			return nil
+		}),
+		req("stats_total", func(v any) error {
 			r.Total = StatsEntry{}
-			err = sStatsEntry(&r.Total, v)
-		case "errors":
-			r.Errors, err = sStatsErrors(v)
-		case "user_classes_count":
-			r.UserClassesCount, err = sStrIntMap(v)
-		case "user_count":
-			r.UserCount, err = sInt(v)
-		default:
-			return false, nil
-		}
-		seen[k] = true
-		return true, err
-	})
-	if err == nil {
-		err = required(seen, "stats", "stats_total", "errors", "user_classes_count")
-	}
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
+			return sStatsEntry(&r.Total, v)
+		}),
+		req("errors", func(v any) (err error) { r.Errors, err = sStatsErrors(v); return err }),
+		req("user_classes_count", strInts(&r.UserClassesCount)),
+		opt("user_count", integer(&r.UserCount)))
+	return r, err
 }
 
 func sStatsEntry(s *StatsEntry, v any) error {
-	seen := map[string]bool{}
-	err := sFields(v, func(k string, v any) (bool, error) {
-		var err error
-		switch k {
-		case "name":
-			s.Name, _, err = sStringOrNil(v)
-		case "method":
-			var m string
-			var ok bool
-			s.Method = nil
-			if m, ok, err = sStringOrNil(v); ok {
-				s.Method = &m
-			}
-		case "start_time":
-			s.StartTime, err = sFloat(v)
-		case "last_request_timestamp":
-			s.LastRequestTimestamp, err = sFloatOrNil(v)
-		case "num_requests":
-			s.NumRequests, err = sInt(v)
-		case "num_none_requests":
-			s.NumNoneRequests, err = sInt(v)
-		case "num_failures":
-			s.NumFailures, err = sInt(v)
-		case "total_response_time":
-			s.TotalResponseTime, err = sFloat(v)
-		case "max_response_time":
-			s.MaxResponseTime, err = sFloat(v)
-		case "min_response_time":
-			s.MinResponseTime, err = sFloatOrNil(v)
-		case "total_content_length":
-			s.TotalContentLength, err = sInt(v)
-		case "response_times":
-			s.ResponseTimes, err = sIntIntMap(v)
-		case "num_reqs_per_sec":
-			s.NumReqsPerSec, err = sIntIntMap(v)
-		case "num_fail_per_sec":
-			s.NumFailPerSec, err = sIntIntMap(v)
-		case KeyCicadaLatency:
+	_, err := sStruct(v,
+		req("name", strOrNil(&s.Name)),
+		req("method", optStr(&s.Method)),
+		req("start_time", number(&s.StartTime)),
+		opt("last_request_timestamp", optNumber(&s.LastRequestTimestamp)),
+		opt("num_requests", integer(&s.NumRequests)),
+		opt("num_none_requests", integer(&s.NumNoneRequests)),
+		opt("num_failures", integer(&s.NumFailures)),
+		opt("total_response_time", number(&s.TotalResponseTime)),
+		opt("max_response_time", number(&s.MaxResponseTime)),
+		opt("min_response_time", optNumber(&s.MinResponseTime)),
+		opt("total_content_length", integer(&s.TotalContentLength)),
+		opt("response_times", intInts(&s.ResponseTimes)),
+		opt("num_reqs_per_sec", intInts(&s.NumReqsPerSec)),
+		opt("num_fail_per_sec", intInts(&s.NumFailPerSec)),
+		opt(KeyCicadaLatency, func(v any) error {
 			switch b := v.(type) {
 			case nil:
 				s.Exact = nil
@@ -900,17 +782,10 @@ func sStatsEntry(s *StatsEntry, v any) error {
 			case []byte:
 				s.Exact = append([]byte{}, b...)
 			default:
-				err = bad("want bin")
+				return bad("want bin")
 			}
-		default:
-			return false, nil
-		}
-		seen[k] = true
-		return true, err
-	})
-	if err == nil {
-		err = required(seen, "name", "method", "start_time")
-	}
+			return nil
+		}))
 	return err
 }
 
@@ -929,31 +804,13 @@ func sStatsErrors(v any) (map[string]StatsError, error) {
 			return nil, under(err, keyIdx(i))
 		}
 		var se StatsError
-		seen := map[string]bool{}
-		err = sFields(e.v, func(k string, v any) (bool, error) {
-			var err error
-			switch k {
-			case "name":
-				se.Name, _, err = sStringOrNil(v)
-			case "method":
-				se.Method, _, err = sStringOrNil(v)
-			case "error":
-				se.Error, _, err = sStringOrNil(v)
-			case "occurrences":
-				se.Occurrences, err = sInt(v)
-			case "first_seen":
-				se.FirstSeen, err = sFloatOrNil(v)
-			case "last_seen":
-				se.LastSeen, err = sFloatOrNil(v)
-			default:
-				return false, nil
-			}
-			seen[k] = true
-			return true, err
-		})
-		if err == nil {
-			err = required(seen, "name", "method", "error", "occurrences")
-		}
+		_, err = sStruct(e.v,
+			req("name", strOrNil(&se.Name)),
+			req("method", strOrNil(&se.Method)),
+			req("error", strOrNil(&se.Error)),
+			req("occurrences", integer(&se.Occurrences)),
+			opt("first_seen", optNumber(&se.FirstSeen)),
+			opt("last_seen", optNumber(&se.LastSeen)))
 		if err != nil {
 			return nil, under(err, "["+strconv.Quote(k)+"]")
 		}
