@@ -157,9 +157,9 @@ func (d *decoder) typeName() (string, error) {
 //
 // Each reader has an inlinable fast path for the forms Locust and cicada
 // send most (fixstr, fixmap, positive fixint, float64) and a slow path for
-// everything else, which also produces the errors. The error texts are those
-// of the msgpack-library decoder this cursor replaced (refdecode_test.go
-// checks that they stay so).
+// everything else, which also produces the errors. oracle_test.go checks
+// values and error paths against the msgpack library's reading of the same
+// bytes.
 
 // truncated is the error for a header or value that runs past the end of
 // the payload.

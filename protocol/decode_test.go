@@ -300,6 +300,13 @@ func TestDecodeErrors(t *testing.T) {
 		{"truncated uint32", mp(A(3), S("ack"), M(1), S("index"), H("ce 00")), "index: bad integer: unexpected EOF"},
 		{"truncated at uint32 code", mp(A(3), S("ack"), M(1), S("index"), H("ce")), "index: bad integer: unexpected EOF"},
 		{"type not a string", mp(A(3), I(1), Nil, S("n")), "envelope: type: want str, got int"},
+		// The error paths the oracle (oracle_test.go) pins: an ignored
+		// entry is named by its key wherever it is skipped, a truncated
+		// key of a plain map by its index.
+		{"ignored heartbeat key truncated", mp(A(3), S("heartbeat"), M(2), S("state"), S("ready"), S("extra"), A(2), H("d9 05 61")), `"heartbeat" data: extra: str/bin of 5 bytes exceeds the payload`},
+		{"ignored ack key truncated", mp(A(3), S("ack"), M(1), S("extra"), A(2), H("d9 05 61")), `"ack" data: extra: str/bin of 5 bytes exceeds the payload`},
+		{"ignored non-str key truncated", mp(A(3), S("ack"), M(1), I(1), A(2), H("d9 05 61")), `"ack" data: [0]: str/bin of 5 bytes exceeds the payload`},
+		{"plain map key truncated", mp(A(3), S("custom"), M(2), S("a"), S("bcd")), `"custom" data: [key 1]: truncated: unexpected EOF`},
 		{"node_id nil", mp(A(3), S("quit"), Nil, Nil), "node_id: want str, got nil"},
 		{"invalid UTF-8", mp(A(3), S("quit"), Nil, S("\xff")), "not valid UTF-8"},
 		{"client_ready nil", env("client_ready", Nil), "want version str or -1, got nil"},

@@ -153,11 +153,21 @@ func (d *decoder) fields(f func(k []byte) (handled bool, err error)) error {
 		}
 		if !handled {
 			if err := d.skip(MaxDepth - 2); err != nil {
-				return at(err, "["+strconv.Itoa(i)+"]")
+				return at(err, skippedPath(k, ok, i))
 			}
 		}
 	}
 	return nil
+}
+
+// skippedPath is the path element of an ignored entry's value: its key
+// when the key is a str (as the stats decoder names them), else its
+// index.
+func skippedPath(k []byte, isStr bool, i int) string {
+	if isStr {
+		return string(k)
+	}
+	return "[" + strconv.Itoa(i) + "]"
 }
 
 func missing(key string) error { return at(malformed("missing"), key) }
@@ -207,7 +217,7 @@ func (d *decoder) heartbeat() (*Heartbeat, error) {
 		}
 		if !handled {
 			if err := d.skip(MaxDepth - 2); err != nil {
-				return nil, at(err, "["+strconv.Itoa(i)+"]")
+				return nil, at(err, skippedPath(k, ok, i))
 			}
 		}
 	}

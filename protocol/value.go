@@ -110,7 +110,7 @@ func (d *decoder) plainMap(depth int) (any, error) {
 	for i := 0; i < n; i++ {
 		c, err := d.peek()
 		if err != nil {
-			return nil, err
+			return nil, at(err, "[key "+strconv.Itoa(i)+"]")
 		}
 		var sk string
 		var ak any

@@ -127,7 +127,8 @@
 // and a writer goroutine serve each connection, with the same behaviour, but
 // for two details of the poller: while Recv's queue is full (no Handler),
 // writes that wait for EPOLLOUT wait too, and a PONG takes a place in the
-// peer's send queue.
+// peer's send queue. The package's tests run every Router test on both
+// paths.
 //
 // # Reconnection
 //

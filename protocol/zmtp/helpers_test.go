@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -111,6 +112,10 @@ func newRouter(t testing.TB, opts Options) *Router {
 		t.Fatalf("Listen: %v", err)
 	}
 	t.Cleanup(func() { r.Close() })
+	// A test meant for one serving path must not run on the other.
+	if usesPoller := r.poll != nil; runtime.GOOS == "linux" && usesPoller == opts.noPoller {
+		t.Fatalf("Listen with noPoller=%v: serving with the poller = %v", opts.noPoller, usesPoller)
+	}
 	return r
 }
 

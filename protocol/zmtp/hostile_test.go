@@ -88,7 +88,9 @@ func checkRouterWorks(t testing.TB, r *Router, id string) {
 	}
 }
 
-func TestHostilePeersRejected(t *testing.T) {
+func TestHostilePeersRejected(t *testing.T) { servingModes(t, testHostilePeersRejected) }
+
+func testHostilePeersRejected(t *testing.T, m servingMode) {
 	prop := func(name, value string) []byte { return appendProperty(nil, name, value) }
 	tests := []struct {
 		name      string
@@ -113,7 +115,7 @@ func TestHostilePeersRejected(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			log := &logCapture{}
-			r := newRouter(t, testOpts(log))
+			r := newRouter(t, m.opts(log))
 			nc := rawDial(t, r)
 			if _, err := nc.Write(tt.send); err != nil {
 				t.Fatalf("write: %v", err)
@@ -136,8 +138,10 @@ func TestHostilePeersRejected(t *testing.T) {
 	}
 }
 
-func TestZMTP30PeerAndPing(t *testing.T) {
-	r := newRouter(t, testOpts(nil))
+func TestZMTP30PeerAndPing(t *testing.T) { servingModes(t, testZMTP30PeerAndPing) }
+
+func testZMTP30PeerAndPing(t *testing.T, m servingMode) {
+	r := newRouter(t, m.opts(nil))
 	nc := rawDial(t, r)
 	br := rawHandshake(t, nc, greetingBytes(3, 0, "NULL"), "DEALER", "old-peer")
 	ev := waitConnectedID(t, r.Events(), "old-peer")
@@ -174,9 +178,11 @@ func TestZMTP30PeerAndPing(t *testing.T) {
 	}
 }
 
-func TestSilentConnection(t *testing.T) {
+func TestSilentConnection(t *testing.T) { servingModes(t, testSilentConnection) }
+
+func testSilentConnection(t *testing.T, m servingMode) {
 	t.Run("does not block other peers", func(t *testing.T) {
-		o := testOpts(nil)
+		o := m.opts(nil)
 		o.HandshakeTimeout = time.Minute
 		r := newRouter(t, o)
 		var silent []net.Conn
@@ -202,7 +208,7 @@ func TestSilentConnection(t *testing.T) {
 	})
 	t.Run("is closed at the handshake deadline", func(t *testing.T) {
 		log := &logCapture{}
-		o := testOpts(log)
+		o := m.opts(log)
 		o.HandshakeTimeout = 200 * time.Millisecond
 		r := newRouter(t, o)
 		nc := rawDial(t, r)
@@ -216,10 +222,14 @@ func TestSilentConnection(t *testing.T) {
 }
 
 func TestHugeFrameHeaderAfterHandshake(t *testing.T) {
+	servingModes(t, testHugeFrameHeaderAfterHandshake)
+}
+
+func testHugeFrameHeaderAfterHandshake(t *testing.T, m servingMode) {
 	for _, size := range []uint64{3 << 30, 1 << 50} {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
 			log := &logCapture{}
-			r := newRouter(t, testOpts(log))
+			r := newRouter(t, m.opts(log))
 			nc := rawDial(t, r)
 			rawHandshake(t, nc, appendGreeting(nil), "DEALER", "huge")
 			waitConnectedID(t, r.Events(), "huge")
@@ -247,8 +257,10 @@ func fdCount(t testing.TB) int {
 	return len(ents)
 }
 
-func TestFailedHandshakesLeakNoFD(t *testing.T) {
-	o := testOpts(nil)
+func TestFailedHandshakesLeakNoFD(t *testing.T) { servingModes(t, testFailedHandshakesLeakNoFD) }
+
+func testFailedHandshakesLeakNoFD(t *testing.T, m servingMode) {
+	o := m.opts(nil)
 	o.HandshakeTimeout = 2 * time.Second
 	r := newRouter(t, o)
 	checkRouterWorks(t, r, "warmup")
@@ -291,7 +303,11 @@ func TestFailedHandshakesLeakNoFD(t *testing.T) {
 }
 
 func TestFrozenPeerDoesNotStallOthers(t *testing.T) {
-	o := testOpts(nil)
+	servingModes(t, testFrozenPeerDoesNotStallOthers)
+}
+
+func testFrozenPeerDoesNotStallOthers(t *testing.T, m servingMode) {
+	o := m.opts(nil)
 	o.WriteTimeout = 500 * time.Millisecond
 	o.SendQueue = 1000 // more than the test sends: the healthy queue never fills
 	r := newRouter(t, o)
@@ -299,7 +315,7 @@ func TestFrozenPeerDoesNotStallOthers(t *testing.T) {
 	frozen.(*net.TCPConn).SetReadBuffer(4096)
 	rawHandshake(t, frozen, appendGreeting(nil), "DEALER", "frozen")
 	waitConnectedID(t, r.Events(), "frozen")
-	healthy := newDealer(t, endpointOf(r), "healthy", testOpts(nil))
+	healthy := newDealer(t, endpointOf(r), "healthy", m.opts(nil))
 	waitConnectedID(t, r.Events(), "healthy")
 
 	big := make([]byte, 64<<10)
@@ -442,7 +458,9 @@ func TestDealerRejectsIncompatiblePeer(t *testing.T) {
 	d.Close()
 }
 
-func TestResettingPeerDuringFlood(t *testing.T) {
+func TestResettingPeerDuringFlood(t *testing.T) { servingModes(t, testResettingPeerDuringFlood) }
+
+func testResettingPeerDuringFlood(t *testing.T, m servingMode) {
 	t.Run("dealer", func(t *testing.T) {
 		var conns atomic.Int32
 		s := newFakeServer(t, func(nc net.Conn) {
@@ -458,7 +476,7 @@ func TestResettingPeerDuringFlood(t *testing.T) {
 			nc.Read(make([]byte, 4096*int(n%4+1)))
 			reset(nc)
 		})
-		d := newDealer(t, s.endpoint(), "flooder", testOpts(nil))
+		d := newDealer(t, s.endpoint(), "flooder", m.opts(nil))
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		for range 4 {
@@ -493,7 +511,7 @@ func TestResettingPeerDuringFlood(t *testing.T) {
 		wg.Wait()
 	})
 	t.Run("router", func(t *testing.T) {
-		r := newRouter(t, testOpts(nil))
+		r := newRouter(t, m.opts(nil))
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		wg.Add(1)
@@ -535,8 +553,10 @@ func TestResettingPeerDuringFlood(t *testing.T) {
 	})
 }
 
-func TestRouterRestartUnderDealers(t *testing.T) {
-	r1, err := Listen("tcp://127.0.0.1:0", testOpts(nil))
+func TestRouterRestartUnderDealers(t *testing.T) { servingModes(t, testRouterRestartUnderDealers) }
+
+func testRouterRestartUnderDealers(t *testing.T, m servingMode) {
+	r1, err := Listen("tcp://127.0.0.1:0", m.opts(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -544,7 +564,7 @@ func TestRouterRestartUnderDealers(t *testing.T) {
 	const n = 5
 	var dealers []*Dealer
 	for i := range n {
-		d := newDealer(t, "tcp://"+addr, fmt.Sprintf("w%d", i), testOpts(nil))
+		d := newDealer(t, "tcp://"+addr, fmt.Sprintf("w%d", i), m.opts(nil))
 		waitEvent(t, d.Events(), Connected, waitLong)
 		dealers = append(dealers, d)
 	}
@@ -558,7 +578,7 @@ func TestRouterRestartUnderDealers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r2, err := Listen("tcp://"+addr, testOpts(nil))
+	r2, err := Listen("tcp://"+addr, m.opts(nil))
 	if err != nil {
 		t.Fatalf("Listen on the same port again: %v", err)
 	}
@@ -578,8 +598,10 @@ func TestRouterRestartUnderDealers(t *testing.T) {
 	}
 }
 
-func TestManyDealersAtOnce(t *testing.T) {
-	r := newRouter(t, testOpts(nil))
+func TestManyDealersAtOnce(t *testing.T) { servingModes(t, testManyDealersAtOnce) }
+
+func testManyDealersAtOnce(t *testing.T, m servingMode) {
+	r := newRouter(t, m.opts(nil))
 	const n = 200
 	dealers := make([]*Dealer, n)
 	var wg sync.WaitGroup
@@ -587,7 +609,7 @@ func TestManyDealersAtOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d, err := Dial(endpointOf(r), fmt.Sprintf("many-%d", i), testOpts(nil))
+			d, err := Dial(endpointOf(r), fmt.Sprintf("many-%d", i), m.opts(nil))
 			if err != nil {
 				t.Error(err)
 				return
@@ -625,14 +647,16 @@ func TestManyDealersAtOnce(t *testing.T) {
 	}
 }
 
-func TestCloseLeavesNoGoroutines(t *testing.T) {
-	r, err := Listen("tcp://127.0.0.1:0", testOpts(nil))
+func TestCloseLeavesNoGoroutines(t *testing.T) { servingModes(t, testCloseLeavesNoGoroutines) }
+
+func testCloseLeavesNoGoroutines(t *testing.T, m servingMode) {
+	r, err := Listen("tcp://127.0.0.1:0", m.opts(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var dealers []*Dealer
 	for i := range 10 {
-		d, err := Dial(endpointOf(r), fmt.Sprint(i), testOpts(nil))
+		d, err := Dial(endpointOf(r), fmt.Sprint(i), m.opts(nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -645,7 +669,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	}
 	silent := rawDial(t, r) // a connection in handshake
 	_ = silent
-	undialable, _ := Dial("tcp://127.0.0.1:1", "nowhere", testOpts(nil)) // a dealer in backoff
+	undialable, _ := Dial("tcp://127.0.0.1:1", "nowhere", m.opts(nil)) // a dealer in backoff
 	dealers = append(dealers, undialable)
 	if err := r.Close(); err != nil {
 		t.Fatal(err)

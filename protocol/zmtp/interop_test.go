@@ -141,9 +141,11 @@ func toks(frames [][]byte) []string {
 	return out
 }
 
-func TestInteropPyDealerToGoRouter(t *testing.T) {
+func TestInteropPyDealerToGoRouter(t *testing.T) { servingModes(t, testInteropPyDealerToGoRouter) }
+
+func testInteropPyDealerToGoRouter(t *testing.T, m servingMode) {
 	needPyZMQ(t)
-	r := newRouter(t, testOpts(nil))
+	r := newRouter(t, m.opts(nil))
 	py := startPy(t, "dealer", endpointOf(r), "py-dealer-1", "--heartbeat", "100", "--heartbeat-timeout", "1000")
 	py.ready()
 	waitConnectedID(t, r.Events(), "py-dealer-1")
@@ -247,9 +249,11 @@ func TestInteropPyRouterRestart(t *testing.T) {
 	}
 }
 
-func TestInteropPyDealerRestart(t *testing.T) {
+func TestInteropPyDealerRestart(t *testing.T) { servingModes(t, testInteropPyDealerRestart) }
+
+func testInteropPyDealerRestart(t *testing.T, m servingMode) {
 	needPyZMQ(t)
-	r := newRouter(t, testOpts(nil))
+	r := newRouter(t, m.opts(nil))
 	py := startPy(t, "dealer", endpointOf(r), "py-restart")
 	py.ready()
 	py.send(tok([]byte("one")))
@@ -271,9 +275,11 @@ func TestInteropPyDealerRestart(t *testing.T) {
 	}
 }
 
-func TestInteropManyPyDealers(t *testing.T) {
+func TestInteropManyPyDealers(t *testing.T) { servingModes(t, testInteropManyPyDealers) }
+
+func testInteropManyPyDealers(t *testing.T, m servingMode) {
 	needPyZMQ(t)
-	r := newRouter(t, testOpts(nil))
+	r := newRouter(t, m.opts(nil))
 	const n = 200
 	py := startPy(t, "many", endpointOf(r), fmt.Sprint(n))
 	seen := map[string]bool{}

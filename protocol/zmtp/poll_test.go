@@ -46,19 +46,29 @@ func (c *collector) snapshot() ([]string, int) {
 
 func joinFrames(parts []string) string { return fmt.Sprintf("%q", parts) }
 
-// servingModes runs f with the Router's Linux poller (where there is one)
-// and with goroutines per connection.
-func servingModes(t *testing.T, f func(t *testing.T, o Options)) {
-	t.Run("poller", func(t *testing.T) { f(t, testOpts(nil)) })
-	t.Run("goroutines", func(t *testing.T) {
-		o := testOpts(nil)
-		o.noPoller = true
-		f(t, o)
-	})
+// servingMode is one of the Router's two ways of serving established
+// connections: the Linux poller (where there is one) or a reader and a
+// writer goroutine per connection.
+type servingMode struct{ noPoller bool }
+
+// opts is testOpts for a Router serving in mode m (Dealers ignore the
+// mode, so tests may use it for every endpoint).
+func (m servingMode) opts(log *logCapture) Options {
+	o := testOpts(log)
+	o.noPoller = m.noPoller
+	return o
+}
+
+// servingModes runs f once per serving mode, as subtests "poller" and
+// "goroutines". Every test that starts a Router runs through it.
+func servingModes(t *testing.T, f func(t *testing.T, m servingMode)) {
+	t.Run("poller", func(t *testing.T) { f(t, servingMode{}) })
+	t.Run("goroutines", func(t *testing.T) { f(t, servingMode{noPoller: true}) })
 }
 
 func TestHandlerGetsEveryMessageInOrder(t *testing.T) {
-	servingModes(t, func(t *testing.T, o Options) {
+	servingModes(t, func(t *testing.T, m servingMode) {
+		o := m.opts(nil)
 		c := &collector{}
 		o.Handler = c
 		o.PollInterval = time.Millisecond
@@ -135,7 +145,8 @@ func TestHandlerGetsEveryMessageInOrder(t *testing.T) {
 }
 
 func TestRouterServesBothWays(t *testing.T) {
-	servingModes(t, func(t *testing.T, o Options) {
+	servingModes(t, func(t *testing.T, m servingMode) {
+		o := m.opts(nil)
 		r := newRouter(t, o)
 		for i := range 3 {
 			checkRouterWorks(t, r, fmt.Sprintf("peer-%d", i))
@@ -146,7 +157,8 @@ func TestRouterServesBothWays(t *testing.T) {
 // A peer that sends its messages a byte at a time, with a PING between
 // them, gets its messages delivered whole and its PONG.
 func TestDrippedMessagesAndPing(t *testing.T) {
-	servingModes(t, func(t *testing.T, o Options) {
+	servingModes(t, func(t *testing.T, m servingMode) {
+		o := m.opts(nil)
 		r := newRouter(t, o)
 		nc := rawDial(t, r)
 		defer nc.Close()

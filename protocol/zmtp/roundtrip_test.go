@@ -11,9 +11,11 @@ import (
 	"time"
 )
 
-func TestRoundTrip(t *testing.T) {
-	r := newRouter(t, testOpts(nil))
-	d := newDealer(t, endpointOf(r), "worker-1", testOpts(nil))
+func TestRoundTrip(t *testing.T) { servingModes(t, testRoundTrip) }
+
+func testRoundTrip(t *testing.T, m servingMode) {
+	r := newRouter(t, m.opts(nil))
+	d := newDealer(t, endpointOf(r), "worker-1", m.opts(nil))
 	waitEvent(t, d.Events(), Connected, waitLong)
 	ev := waitEvent(t, r.Events(), Connected, waitLong)
 	if ev.Identity != "worker-1" {
@@ -50,8 +52,10 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-func TestSendErrors(t *testing.T) {
-	r := newRouter(t, testOpts(nil))
+func TestSendErrors(t *testing.T) { servingModes(t, testSendErrors) }
+
+func testSendErrors(t *testing.T, m servingMode) {
+	r := newRouter(t, m.opts(nil))
 	if err := r.Send("nobody", []byte("x")); !errors.Is(err, ErrUnknownPeer) {
 		t.Fatalf("Send(unknown) = %v; want ErrUnknownPeer", err)
 	}
@@ -59,7 +63,7 @@ func TestSendErrors(t *testing.T) {
 		t.Fatalf("Send() = %v; want ErrEmptyMessage", err)
 	}
 	// A Dealer that never connects queues up to SendQueue messages.
-	o := testOpts(nil)
+	o := m.opts(nil)
 	o.SendQueue = 3
 	d := newDealer(t, "tcp://127.0.0.1:1", "q", o)
 	for i := range 3 {
@@ -96,15 +100,19 @@ func TestSendErrors(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	r2 := newRouter(t, testOpts(nil))
+	r2 := newRouter(t, m.opts(nil))
 	if _, _, err := r2.Recv(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Recv(canceled) = %v; want context.Canceled", err)
 	}
 }
 
 func TestAnonymousDealerGetsGeneratedIdentity(t *testing.T) {
-	r := newRouter(t, testOpts(nil))
-	d := newDealer(t, endpointOf(r), "", testOpts(nil))
+	servingModes(t, testAnonymousDealerGetsGeneratedIdentity)
+}
+
+func testAnonymousDealerGetsGeneratedIdentity(t *testing.T, m servingMode) {
+	r := newRouter(t, m.opts(nil))
+	d := newDealer(t, endpointOf(r), "", m.opts(nil))
 	if err := d.Send([]byte("hi")); err != nil {
 		t.Fatal(err)
 	}
@@ -120,16 +128,18 @@ func TestAnonymousDealerGetsGeneratedIdentity(t *testing.T) {
 	}
 }
 
-func TestDuplicateIdentityNewestWins(t *testing.T) {
+func TestDuplicateIdentityNewestWins(t *testing.T) { servingModes(t, testDuplicateIdentityNewestWins) }
+
+func testDuplicateIdentityNewestWins(t *testing.T, m servingMode) {
 	log := &logCapture{}
-	r := newRouter(t, testOpts(log))
-	slow := testOpts(nil)
+	r := newRouter(t, m.opts(log))
+	slow := m.opts(nil)
 	slow.ReconnectMin = time.Minute // once replaced, d1 stays away
 	slow.ReconnectMax = time.Minute
 	d1 := newDealer(t, endpointOf(r), "dup", slow)
 	waitConnectedID(t, r.Events(), "dup")
 	waitEvent(t, d1.Events(), Connected, waitLong)
-	d2 := newDealer(t, endpointOf(r), "dup", testOpts(nil))
+	d2 := newDealer(t, endpointOf(r), "dup", m.opts(nil))
 	ev := waitEvent(t, r.Events(), Disconnected, waitLong)
 	if !errors.Is(ev.Err, ErrDuplicateIdentity) {
 		t.Fatalf("old connection Disconnected.Err = %v; want ErrDuplicateIdentity", ev.Err)
@@ -152,9 +162,11 @@ func TestDuplicateIdentityNewestWins(t *testing.T) {
 	})
 }
 
-func TestDealerReconnect(t *testing.T) {
-	r := newRouter(t, testOpts(nil))
-	d := newDealer(t, endpointOf(r), "rc", testOpts(nil))
+func TestDealerReconnect(t *testing.T) { servingModes(t, testDealerReconnect) }
+
+func testDealerReconnect(t *testing.T, m servingMode) {
+	r := newRouter(t, m.opts(nil))
+	d := newDealer(t, endpointOf(r), "rc", m.opts(nil))
 	waitEvent(t, d.Events(), Connected, waitLong)
 	waitConnectedID(t, r.Events(), "rc")
 	d.Reconnect()
@@ -172,11 +184,13 @@ func TestDealerReconnect(t *testing.T) {
 	}
 }
 
-func TestManyDealersOrdered(t *testing.T) {
-	r := newRouter(t, testOpts(nil))
+func TestManyDealersOrdered(t *testing.T) { servingModes(t, testManyDealersOrdered) }
+
+func testManyDealersOrdered(t *testing.T, m servingMode) {
+	r := newRouter(t, m.opts(nil))
 	const dealers, msgs = 4, 500
 	for i := range dealers {
-		d := newDealer(t, endpointOf(r), fmt.Sprintf("d%d", i), testOpts(nil))
+		d := newDealer(t, endpointOf(r), fmt.Sprintf("d%d", i), m.opts(nil))
 		go func() {
 			for j := range msgs {
 				for err := d.Send([]byte(fmt.Sprint(j))); err != nil; err = d.Send([]byte(fmt.Sprint(j))) {
@@ -198,8 +212,10 @@ func TestManyDealersOrdered(t *testing.T) {
 	}
 }
 
-func TestCloseFlushesQueuedMessages(t *testing.T) {
-	o := testOpts(nil)
+func TestCloseFlushesQueuedMessages(t *testing.T) { servingModes(t, testCloseFlushesQueuedMessages) }
+
+func testCloseFlushesQueuedMessages(t *testing.T, m servingMode) {
+	o := m.opts(nil)
 	o.Linger = waitShort
 	r, err := Listen("tcp://127.0.0.1:0", o)
 	if err != nil {
@@ -252,13 +268,15 @@ func TestCloseFlushesQueuedMessages(t *testing.T) {
 	}
 }
 
-func TestIPv6Loopback(t *testing.T) {
+func TestIPv6Loopback(t *testing.T) { servingModes(t, testIPv6Loopback) }
+
+func testIPv6Loopback(t *testing.T, m servingMode) {
 	ln, err := net.Listen("tcp6", "[::1]:0")
 	if err != nil {
 		t.Skipf("no IPv6 loopback: %v", err)
 	}
 	ln.Close()
-	r, err := Listen("tcp://[::1]:0", testOpts(nil))
+	r, err := Listen("tcp://[::1]:0", m.opts(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,20 +285,22 @@ func TestIPv6Loopback(t *testing.T) {
 	if !strings.HasPrefix(ep, "tcp://[::1]:") {
 		t.Fatalf("Addr = %v", r.Addr())
 	}
-	d := newDealer(t, ep, "v6", testOpts(nil))
+	d := newDealer(t, ep, "v6", m.opts(nil))
 	d.Send([]byte("over v6"))
 	if id, f := routerRecv(t, r); id != "v6" || string(f[0]) != "over v6" {
 		t.Fatalf("Recv = %q %q", id, f)
 	}
 }
 
-func TestListenErrors(t *testing.T) {
+func TestListenErrors(t *testing.T) { servingModes(t, testListenErrors) }
+
+func testListenErrors(t *testing.T, m servingMode) {
 	for _, ep := range []string{"tcp://127.0.0.1", "udp://127.0.0.1:0", "tcp://127.0.0.1:99999", "tcp://:0"} {
 		if _, err := Listen(ep, Options{}); !errors.Is(err, ErrEndpoint) {
 			t.Errorf("Listen(%q) = %v; want ErrEndpoint", ep, err)
 		}
 	}
-	r := newRouter(t, testOpts(nil))
+	r := newRouter(t, m.opts(nil))
 	if _, err := Listen(endpointOf(r), Options{}); err == nil || errors.Is(err, ErrEndpoint) {
 		t.Errorf("Listen on a busy port = %v; want a listen error", err)
 	}
