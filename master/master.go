@@ -54,6 +54,11 @@
 //     cicada); a locustfile request (HEAD's -f -) is answered with an
 //     error. A malformed message is logged and dropped; no reconnect is
 //     sent (our decoder is stricter than Python's, so it would not help).
+//   - User counts above dispatch.MaxUsers (10^7) and spawn rates outside
+//     dispatch.MinSpawnRate to dispatch.MaxSpawnRate (10^-3 to 10^7 users
+//     per second) are refused, by New (command line, load shapes) and
+//     Start (the web UI's /swarm), with the bound in the message. Locust
+//     accepts any count and runs out of memory placing it.
 //   - dispatch: 2.12.1 hangs for good when fixed_count classes are all full
 //     on a ramp up after a ramp down; cicada skips full classes (see
 //     package dispatch).
@@ -301,13 +306,16 @@ func (m *Master) Quit() {
 // the shape is started instead and users and spawnRate are ignored. Start
 // returns once the first dispatch step is sent; the ramp continues in the
 // background and a later Start replaces it. Without workers it logs
-// Locust's warning and returns nil.
+// Locust's warning and returns nil. A user count or spawn rate beyond the
+// dispatcher's ceilings (dispatch.MaxUsers, dispatch.MinSpawnRate,
+// dispatch.MaxSpawnRate) is refused with ErrBadUserCount or
+// ErrBadSpawnRate.
 func (m *Master) Start(users int, spawnRate float64, host *string) error {
-	if users < 0 {
-		return ErrBadUserCount
+	if err := dispatch.CheckUsers(int64(users)); err != nil {
+		return err
 	}
-	if !(spawnRate > 0) || spawnRate > 1e12 {
-		return ErrBadSpawnRate
+	if err := dispatch.CheckRate(spawnRate); err != nil {
+		return err
 	}
 	var err error
 	if !m.call(func() {

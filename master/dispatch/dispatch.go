@@ -49,6 +49,9 @@
 //     its dispatch_in_progress flag set after a rebalance-only dispatch,
 //     which stops later joins from triggering a re-dispatch.)
 //   - With no workers at all, no users are placed (Python raises).
+//   - Target counts above MaxUsers, spawn rates outside MinSpawnRate to
+//     MaxSpawnRate and class weights or fixed counts whose cycle would
+//     exceed 2^20 picks are refused (Python allocates until it fails).
 //   - 2.12.1 hangs (an endless loop that blocks the whole master) when
 //     fixed_count classes are all full at a re-count, as on a ramp up after
 //     a ramp down; here such classes are simply skipped. HEAD's generator
@@ -72,11 +75,68 @@ var (
 	// ErrBadUserClass means a user class has an empty or duplicate name, or a
 	// negative weight or fixed count.
 	ErrBadUserClass = errors.New("dispatch: bad user class")
-	// ErrBadRate means a spawn rate that is not a positive finite number.
-	ErrBadRate = errors.New("dispatch: spawn rate must be positive")
-	// ErrBadTarget means a negative target user count.
-	ErrBadTarget = errors.New("dispatch: negative user count")
+	// ErrBadRate means a spawn rate that is not a number between
+	// MinSpawnRate and MaxSpawnRate.
+	ErrBadRate = errors.New("dispatch: bad spawn rate")
+	// ErrBadTarget means a target user count that is negative or above
+	// MaxUsers.
+	ErrBadTarget = errors.New("dispatch: bad user count")
 )
+
+// Ceilings of what a dispatch can honour. Counts and rates outside them
+// are refused (ErrBadTarget, ErrBadRate), never clamped.
+const (
+	// MaxUsers is the largest user count a dispatch accepts, in total and
+	// as a class's FixedCount. The dispatcher keeps 8 bytes per placed
+	// user (the order in which a ramp down removes them, as Locust's list
+	// of users does) and places a step's users one by one, so a count
+	// costs memory and time in proportion: 10^7 users cost 80 MB and
+	// about 0.1 s per rebalance. That is ten times the largest run
+	// measured (10^6 users over 52 worker processes, bench/scale), and
+	// each worker runs at most one user per open file.
+	MaxUsers = 10_000_000
+	// MaxSpawnRate is the largest spawn rate, users per second: a ramp
+	// starts floor(rate) users per step, so a larger rate would only
+	// mean "all users at once", which MaxUsers already is.
+	MaxSpawnRate = MaxUsers
+	// MinSpawnRate is the smallest spawn rate, users per second (one user
+	// every 1000 s). The interval between steps, 1/rate seconds, must be a
+	// time.Duration (at most 292 years); a smaller rate would overflow it
+	// (1e-300 started every user at once).
+	MinSpawnRate = 1e-3
+	// maxCyclePeriod bounds one period of a class cycle: the sum of the
+	// normalised weights round(2*w/min(w)) (or fixed counts). The period
+	// is precomputed, 8 bytes per pick.
+	maxCyclePeriod = 1 << 20
+)
+
+// CheckUsers returns an error wrapping ErrBadTarget unless 0 <= n <=
+// MaxUsers.
+func CheckUsers(n int64) error {
+	switch {
+	case n < 0:
+		return fmt.Errorf("%w: %d is negative", ErrBadTarget, n)
+	case n > MaxUsers:
+		return fmt.Errorf("%w: %d is above the ceiling of %d users", ErrBadTarget, n, MaxUsers)
+	}
+	return nil
+}
+
+// CheckRate returns an error wrapping ErrBadRate unless MinSpawnRate <=
+// rate <= MaxSpawnRate.
+func CheckRate(rate float64) error {
+	switch {
+	case math.IsNaN(rate) || math.IsInf(rate, 0):
+		return fmt.Errorf("%w: %v is not a finite number", ErrBadRate, rate)
+	case rate <= 0:
+		return fmt.Errorf("%w: %v is not positive", ErrBadRate, rate)
+	case rate < MinSpawnRate:
+		return fmt.Errorf("%w: %v is below the least rate of %v users per second", ErrBadRate, rate, MinSpawnRate)
+	case rate > MaxSpawnRate:
+		return fmt.Errorf("%w: %v is above the ceiling of %d users per second", ErrBadRate, rate, MaxSpawnRate)
+	}
+	return nil
+}
 
 // UserClass is one user class as the dispatcher sees it: Locust's User
 // subclass name with its weight and fixed_count attributes.
@@ -228,12 +288,18 @@ func New(workers []string, classes []UserClass) (*Dispatcher, error) {
 		if c.Name == "" || seen[c.Name] || c.Weight < 0 || c.FixedCount < 0 {
 			return nil, fmt.Errorf("%w: %+v", ErrBadUserClass, *c)
 		}
+		if c.FixedCount > MaxUsers {
+			return nil, fmt.Errorf("%w: %s: fixed count %d is above the ceiling of %d users", ErrBadUserClass, c.Name, c.FixedCount, MaxUsers)
+		}
 		seen[c.Name] = true
 		if c.Weight == 0 {
 			c.Weight = 1
 		}
 	}
 	sort.Slice(cs, func(i, j int) bool { return cs[i].Name < cs[j].Name })
+	if err := checkPeriods(cs); err != nil {
+		return nil, err
+	}
 	d := &Dispatcher{classes: cs, tryFix: true}
 	d.names = make([]string, len(cs))
 	for i, c := range cs {
@@ -401,11 +467,11 @@ func (d *Dispatcher) InProgress() bool { return d.pc != pcIdle }
 // second. The round-robin positions and the class generator carry over from
 // the previous dispatch; a pending rebalance is yielded first.
 func (d *Dispatcher) NewDispatch(target int64, rate float64) error {
-	if target < 0 {
-		return ErrBadTarget
+	if err := CheckUsers(target); err != nil {
+		return err
 	}
-	if !(rate > 0) || math.IsInf(rate, 0) {
-		return fmt.Errorf("%w: %v", ErrBadRate, rate)
+	if err := CheckRate(rate); err != nil {
+		return err
 	}
 	d.settle()
 	d.target = target
@@ -724,6 +790,39 @@ func (c *classCycle) next() (int, bool) {
 type weighted struct {
 	name string
 	w    int
+}
+
+// checkPeriods refuses classes whose weights (or fixed counts) are so far
+// apart that one period of their cycle would exceed maxCyclePeriod picks.
+func checkPeriods(cs []UserClass) error {
+	var fx, wt []int
+	for _, c := range cs {
+		if c.FixedCount > 0 {
+			fx = append(fx, c.FixedCount)
+		} else {
+			wt = append(wt, c.Weight)
+		}
+	}
+	for _, vs := range [][]int{fx, wt} {
+		if p := cyclePeriod(vs); p > maxCyclePeriod {
+			return fmt.Errorf("%w: weights or fixed counts %v are too far apart (a cycle of %.0f picks, at most %d)", ErrBadUserClass, vs, p, maxCyclePeriod)
+		}
+	}
+	return nil
+}
+
+// cyclePeriod is the number of picks in one period of newClassCycle's
+// cycle over values vs (all positive).
+func cyclePeriod(vs []int) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	minV := slices.Min(vs)
+	var total float64
+	for _, v := range vs {
+		total += math.RoundToEven(2 * float64(v) / float64(minV))
+	}
+	return total
 }
 
 // newClassCycle normalises the values to round(2*v/min(v)) (half to even,
