@@ -26,8 +26,15 @@
 //     restarted, or it was deleted after a partition) is adopted: a node is
 //     created from its heartbeat instead of leaving a zombie. Workers that
 //     sent client_stopped (until their client_ready) or quit are not
-//     adopted. An adopted worker running users while no test runs is sent
-//     stop, which brings it back through client_ready.
+//     adopted.
+//   - A worker that runs users while no test runs and was never sent a
+//     spawn by this master (adopted from its heartbeat, or a cicada worker
+//     that re-sent client_ready after a reconnect: its master restarted) is
+//     sent stop once, which brings it back ready through client_ready
+//     (Locust lets it run, and a restarted headless master waits for a
+//     ready worker forever). The requests in stats reports of workers
+//     never sent a spawn are not merged: they belong to a test this master
+//     did not start (Locust merges them).
 //   - At exit the master waits for every live worker's final stats report
 //     (its quit message, which follows the report, or a stats report after
 //     quit was sent) up to Options.FinalReportTimeout, instead of Locust's
@@ -386,7 +393,7 @@ type loopState struct {
 	nodes     map[string]*node // add and delete through addNode and deleteNode
 	users     int64            // users reported by all nodes
 	indexes   map[string]int
-	lastTS    map[string]float64 // last spawn timestamp per worker id (never reset, as the worker's)
+	lastTS    map[string]float64 // last spawn timestamp per worker id (never reset, as the worker's); see spawnedTo
 	stopped   map[string]bool    // sent client_stopped, not yet client_ready: not adopted
 	quitted   map[string]bool    // sent quit: not adopted
 	classes   []UserClass

@@ -26,6 +26,7 @@ type node struct {
 	echoMsg   []byte           // the encoded echo
 	headMsgs  bool             // understands the master's spawning_complete (Locust ≥ 2.29, cicada)
 	adopted   bool
+	stopSent  bool      // stop sent because it ran users of no test of ours (see stopOrphan)
 	lastEcho  time.Time // when the last heartbeat echo was sent
 	conn      connState // connection counters (cicada workers)
 }
@@ -512,6 +513,7 @@ func (m *Master) heartbeat(id string, hb *protocol.Heartbeat) (stateChange bool)
 		stateChange = true
 		st.setNodeState(nd, hb.State)
 	}
+	m.stopOrphan(nd)
 	nd.cpu = hb.CPUUsage
 	if !nd.cpuWarned && nd.cpu > 90 {
 		nd.cpuWarned = true
@@ -556,28 +558,56 @@ func (m *Master) adopt(id string, hb *protocol.Heartbeat) *node {
 	st.addNode(nd)
 	m.log.Info(fmt.Sprintf("Worker %s (index %d) is not registered (master restarted, or it was deleted while unreachable); adopting it in state %s. %d workers connected.",
 		id, idx, hb.State, st.workerCount()))
-	testRuns := st.state == StateRunning || st.state == StateSpawning
-	if !testRuns && (hb.State == StateRunning || hb.State == StateSpawning) {
-		// It runs users of a test that is over for us: stop them; the
-		// worker re-registers with client_ready after its stop timeout.
-		m.log.Info(fmt.Sprintf("Sending stop to adopted worker %s, which runs users while no test runs", id))
-		m.send(id, protocol.TypeStop, nil)
+	if m.stopOrphan(nd) {
 		return nd
 	}
 	m.workerJoined(id)
 	return nd
 }
 
+// spawnedTo reports whether this master ever sent worker id a spawn: only
+// then does the worker run users of a test of ours. Precondition: loop.
+func (s *loopState) spawnedTo(id string) bool {
+	_, ok := s.lastTS[id]
+	return ok
+}
+
+// stopOrphan sends stop, once, to a worker that runs users while no test
+// of ours runs and this master never sent it a spawn: it runs a test of a
+// master that is gone (this master restarted, or the worker was deleted
+// while unreachable). Its users would load the target and stop a headless
+// master from ever seeing it ready; the worker re-registers with
+// client_ready after its stop timeout. While a test runs, the re-dispatch
+// that its joining asked for gives it our users instead. It reports
+// whether stop was sent. Precondition: loop.
+func (m *Master) stopOrphan(nd *node) bool {
+	st := &m.st
+	testRuns := st.state == StateRunning || st.state == StateSpawning
+	busy := nd.state == StateRunning || nd.state == StateSpawning
+	if testRuns || !busy || st.spawnedTo(nd.id) || nd.stopSent {
+		return false
+	}
+	nd.stopSent = true
+	m.log.Info(fmt.Sprintf("Sending stop to worker %s, which runs users of a test this master did not start", nd.id))
+	m.send(nd.id, protocol.TypeStop, nil)
+	return true
+}
+
 func (m *Master) statsReport(id string, r *protocol.StatsReport) {
 	st := &m.st
-	m.stats.Merge(r)
+	nd := st.nodes[id]
+	if nd != nil && st.spawnedTo(id) {
+		m.stats.Merge(r)
+	} else {
+		// Requests of a test this master did not start (an orphan of a
+		// master that is gone, or an unregistered sender) stay out of
+		// its totals.
+		m.log.Debug(fmt.Sprintf("Discarded the requests of a report from worker %s, which runs no test of this master", id))
+	}
 	if f := st.final[id]; f != nil && !f.stats {
 		m.finalStats(f)
 	}
-	nd := st.nodes[id]
-	if nd == nil {
-		m.log.Debug(fmt.Sprintf("Discarded report from unrecognized worker %s", id))
-	} else if r.UserClassesCount != nil {
+	if nd != nil && r.UserClassesCount != nil {
 		st.setClasses(nd, copyCounts(r.UserClassesCount))
 		m.userCountChanged()
 	}
