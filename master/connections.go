@@ -3,6 +3,7 @@ package master
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"sort"
 	"strconv"
@@ -136,11 +137,11 @@ func (m *Master) cicadaMessage(id string, msg protocol.Message) {
 		st.conn.warned[id+"\x00"+kind] = true
 		w := WorkerWarning{Worker: id, Index: m.index(id), Kind: kind, Message: text}
 		st.conn.warnings = append(st.conn.warnings, w)
-		m.log.Warn(fmt.Sprintf("Worker %s (index %d) load generator warning [%s]: %s", id, w.Index, kind, text))
+		m.logf(slog.LevelWarn, "load generator warning", "Worker %s (index %d) load generator warning [%s]: %s", id, w.Index, kind, text)
 	case protocol.TypeCicadaSecondRoundResult:
 		r := &st.conn.round
 		if !st.conn.asked[id] {
-			m.log.Debug(fmt.Sprintf("Unexpected second-round result from worker %s", id))
+			m.logf(slog.LevelDebug, "unexpected second-round result", "Unexpected second-round result from worker %s", id)
 			return
 		}
 		delete(st.conn.asked, id)

@@ -66,6 +66,13 @@
 //     per second) are refused, by New (command line, load shapes) and
 //     Start (the web UI's /swarm), with the bound in the message. Locust
 //     accepts any count and runs out of memory placing it.
+//   - Log lines caused by worker messages and liveness are limited to 20
+//     per cause per second; the rest are counted, and the next line of the
+//     cause, or a "Suppressed N similar log messages" line on the next
+//     heartbeat tick, says how many. Exception messages from workers enter
+//     the statistics at most 20 times per traceback per second (cicada
+//     workers cap what they send as well). Locust logs and keeps every one
+//     (a client_ready flood wrote 277 MB of log in 10 s).
 //   - dispatch: 2.12.1 hangs for good when fixed_count classes are all full
 //     on a ramp up after a ramp down; cicada skips full classes (see
 //     package dispatch).
@@ -422,6 +429,8 @@ type loopState struct {
 
 	cpuWarned  bool
 	usersDirty bool
+	logLimit   *limiter      // log lines per cause (see logf)
+	excLimit   *limiter      // worker exception messages per traceback
 	conn       connLoopState // connections, warnings, second round
 	index      loopIndex     // per-state node counts, kept as nodes change
 	result     runResult
@@ -442,6 +451,8 @@ func (s *loopState) init(o *Options) {
 	s.quitted = make(map[string]bool)
 	s.classes = append([]UserClass(nil), o.UserClasses...)
 	s.host = o.Host
+	s.logLimit = newLimiter(logBurst, logInterval, timeNow)
+	s.excLimit = newLimiter(exceptionBurst, logInterval, timeNow)
 }
 
 func (m *Master) loop(ctx context.Context) {
@@ -555,7 +566,7 @@ func (m *Master) send(id, typ string, data any) {
 		return
 	}
 	if err := m.router.Send(id, b); err != nil {
-		m.log.Debug(fmt.Sprintf("Sending %s to worker %s: %v", typ, id, err))
+		m.logf(slog.LevelDebug, "send", "Sending %s to worker %s: %v", typ, id, err)
 	}
 }
 

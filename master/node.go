@@ -3,6 +3,8 @@ package master
 import (
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
+	"log/slog"
 	"sort"
 	"strconv"
 	"strings"
@@ -328,45 +330,45 @@ var testHookLoopEvent func(*Master)
 func (m *Master) handleMessage(in inbound) (stateChange bool) {
 	st := &m.st
 	if in.err != nil {
-		m.log.Error(fmt.Sprintf("Malformed message from worker %s (ignored): %v", in.id, in.err))
+		m.logf(slog.LevelError, "malformed message", "Malformed message from worker %s (ignored): %v", in.id, in.err)
 		return false
 	}
 	msg := in.msg
 	id := in.id
 	if in.foreignID {
-		m.log.Debug(fmt.Sprintf("Message %s from %s carries node_id %q; using the connection's identity", msg.Type, id, msg.NodeID))
+		m.logf(slog.LevelDebug, "foreign node_id", "Message %s from %s carries node_id %q; using the connection's identity", msg.Type, id, msg.NodeID)
 	}
 	switch msg.Type {
 	case protocol.TypeClientReady:
 		cr, ok := msg.Data.(*protocol.ClientReady)
 		if !ok {
-			m.log.Error(fmt.Sprintf("Bad client_ready data from worker %s: %T", id, msg.Data))
+			m.logf(slog.LevelError, "bad client_ready", "Bad client_ready data from worker %s: %T", id, msg.Data)
 			return false
 		}
 		m.clientReady(id, cr)
 	case protocol.TypeClientStopped:
 		nd := st.nodes[id]
 		if nd == nil {
-			m.log.Warn(fmt.Sprintf("Received %s message from an unknown worker: %s.", msg.Type, id))
+			m.logf(slog.LevelWarn, "unknown worker", "Received %s message from an unknown worker: %s.", msg.Type, id)
 			return false
 		}
 		st.stopped[id] = true
 		m.removeNode(nd)
-		m.log.Info(fmt.Sprintf("Worker %s (index %d) reported that it has stopped, removing from running workers", id, m.index(id)))
+		m.logf(slog.LevelInfo, "worker stopped", "Worker %s (index %d) reported that it has stopped, removing from running workers", id, m.index(id))
 	case protocol.TypeSpawning:
 		if nd := st.nodes[id]; nd != nil {
 			st.setNodeState(nd, StateSpawning)
 		} else {
-			m.log.Debug(fmt.Sprintf("Ignoring spawning from unregistered worker %s", id))
+			m.logf(slog.LevelDebug, "spawning from unregistered", "Ignoring spawning from unregistered worker %s", id)
 		}
 	case protocol.TypeSpawningComplete:
 		sc, ok := msg.Data.(*protocol.SpawningComplete)
 		nd := st.nodes[id]
 		switch {
 		case !ok:
-			m.log.Error(fmt.Sprintf("Bad spawning_complete data from worker %s: %T", id, msg.Data))
+			m.logf(slog.LevelError, "bad spawning_complete", "Bad spawning_complete data from worker %s: %T", id, msg.Data)
 		case nd == nil:
-			m.log.Debug(fmt.Sprintf("Ignoring spawning_complete from unregistered worker %s", id))
+			m.logf(slog.LevelDebug, "spawning_complete from unregistered", "Ignoring spawning_complete from unregistered worker %s", id)
 		default:
 			st.setNodeState(nd, StateRunning)
 			st.setClasses(nd, copyCounts(sc.UserClassesCount))
@@ -377,15 +379,17 @@ func (m *Master) handleMessage(in inbound) (stateChange bool) {
 	case protocol.TypeException:
 		ex, ok := msg.Data.(*protocol.Exception)
 		if !ok {
-			m.log.Error(fmt.Sprintf("Bad exception data from worker %s: %T", id, msg.Data))
+			m.logf(slog.LevelError, "bad exception", "Bad exception data from worker %s: %T", id, msg.Data)
 			return false
 		}
-		m.stats.AddException(ex.Msg, ex.Traceback, id)
+		if ok, _ := st.excLimit.Allow(exceptionCause(ex.Traceback)); ok {
+			m.stats.AddException(ex.Msg, ex.Traceback, id)
+		}
 		return false
 	case protocol.TypeStats:
 		r, ok := msg.Data.(*protocol.StatsReport)
 		if !ok {
-			m.log.Error(fmt.Sprintf("Bad stats data from worker %s: %T", id, msg.Data))
+			m.logf(slog.LevelError, "bad stats", "Bad stats data from worker %s: %T", id, msg.Data)
 			return false
 		}
 		m.statsReport(id, r)
@@ -393,18 +397,18 @@ func (m *Master) handleMessage(in inbound) (stateChange bool) {
 	case protocol.TypeHeartbeat:
 		hb, ok := msg.Data.(*protocol.Heartbeat)
 		if !ok {
-			m.log.Warn(fmt.Sprintf("Unexpected heartbeat data from worker %s: %T", id, msg.Data))
+			m.logf(slog.LevelWarn, "bad heartbeat", "Unexpected heartbeat data from worker %s: %T", id, msg.Data)
 			return false
 		}
 		return m.heartbeat(id, hb)
 	case protocol.TypeLogs:
-		m.log.Debug(fmt.Sprintf("Received logs from worker %s", id))
+		m.logf(slog.LevelDebug, "logs received", "Received logs from worker %s", id)
 		return false
 	case protocol.TypeLocustfile:
 		// A Locust ≥ 2.23 worker started with -f - asks for the locustfile
 		// (from a temporary identity); answer with an error so that it
 		// exits with a clear message instead of waiting.
-		m.log.Warn(fmt.Sprintf("Worker %s asked for the locustfile (-f -); cicada masters do not serve locustfiles", id))
+		m.logf(slog.LevelWarn, "locustfile request", "Worker %s asked for the locustfile (-f -); cicada masters do not serve locustfiles", id)
 		m.send(id, protocol.TypeLocustfile, &protocol.Locustfile{Data: map[string]any{
 			"error": "this master (cicada) does not serve locustfiles: start the worker with its own -f"}})
 		return false
@@ -412,10 +416,19 @@ func (m *Master) handleMessage(in inbound) (stateChange bool) {
 		m.cicadaMessage(id, msg)
 		return false
 	default:
-		m.log.Warn(fmt.Sprintf("Unknown message type received from worker %s (index %d): %s", id, m.index(id), msg.Type))
+		m.logf(slog.LevelWarn, "unknown message type", "Unknown message type received from worker %s (index %d): %s", id, m.index(id), msg.Type)
 		return false
 	}
 	return true
+}
+
+// exceptionCause is the limiter key of an exception: a hash of its
+// traceback (the statistics' key), so that the limiter keeps 8 bytes per
+// cause however long tracebacks are.
+func exceptionCause(traceback string) string {
+	h := fnv.New64a()
+	h.Write([]byte(traceback))
+	return string(h.Sum(nil))
 }
 
 func copyCounts(in map[string]int64) map[string]int64 {
@@ -433,12 +446,12 @@ func (m *Master) clientReady(id string, cr *protocol.ClientReady) {
 	case cr.VersionSkipCheck:
 		version = "-1"
 	case cr.Version == "":
-		m.log.Warn(fmt.Sprintf("Worker %s sent an empty version (as Debian's python3-locust 2.12.1 does); accepting it", id))
+		m.logf(slog.LevelWarn, "empty version", "Worker %s sent an empty version (as Debian's python3-locust 2.12.1 does); accepting it", id)
 	default:
 		if major, _, ok := majorMinor(cr.Version); !ok || major != 2 {
-			m.log.Warn(fmt.Sprintf("A worker (%s) running a different version (%s) connected; cicada speaks Locust 2.x", id, cr.Version))
+			m.logf(slog.LevelWarn, "different version", "A worker (%s) running a different version (%s) connected; cicada speaks Locust 2.x", id, cr.Version)
 		} else {
-			m.log.Debug(fmt.Sprintf("Worker %s runs Locust %s", id, cr.Version))
+			m.logf(slog.LevelDebug, "worker version", "Worker %s runs Locust %s", id, cr.Version)
 		}
 	}
 	idx := m.index(id)
@@ -446,7 +459,7 @@ func (m *Master) clientReady(id string, cr *protocol.ClientReady) {
 	delete(st.stopped, id)
 	delete(st.quitted, id)
 	if old := st.nodes[id]; old != nil {
-		m.log.Info(fmt.Sprintf("Worker %s (index %d) registered again; replacing it", id, idx))
+		m.logf(slog.LevelInfo, "registered again", "Worker %s (index %d) registered again; replacing it", id, idx)
 	}
 	nd := &node{id: id, state: StateReady, liveness: m.opts.HeartbeatLiveness, classes: map[string]int64{},
 		version: version, echo: echoHeartbeats(cr), headMsgs: knowsMasterSpawningComplete(cr), memory: -1}
@@ -458,7 +471,7 @@ func (m *Master) clientReady(id string, cr *protocol.ClientReady) {
 		return
 	}
 	m.workerJoined(id)
-	m.log.Info(fmt.Sprintf("Worker %s (index %d) reported as ready. %d workers connected.", id, idx, st.workerCount()))
+	m.logf(slog.LevelInfo, "worker ready", "Worker %s (index %d) reported as ready. %d workers connected.", id, idx, st.workerCount())
 	if m.opts.EnableRebalancing && st.state == StateRunning && st.spawnComplete {
 		m.requestRedispatch()
 	}
@@ -504,7 +517,7 @@ func (m *Master) heartbeat(id string, hb *protocol.Heartbeat) (stateChange bool)
 	} else {
 		nd.liveness = m.opts.HeartbeatLiveness
 		if nd.state == StateMissing {
-			m.log.Info(fmt.Sprintf("Worker %s self-healed with heartbeat, setting state to %s.", id, hb.State))
+			m.logf(slog.LevelInfo, "self-healed", "Worker %s self-healed with heartbeat, setting state to %s.", id, hb.State)
 			st.setNodeState(nd, hb.State)
 			m.workerJoined(id)
 		}
@@ -518,7 +531,7 @@ func (m *Master) heartbeat(id string, hb *protocol.Heartbeat) (stateChange bool)
 	if !nd.cpuWarned && nd.cpu > 90 {
 		nd.cpuWarned = true
 		st.cpuWarned = true
-		m.log.Warn(fmt.Sprintf("Worker %s (index %d) exceeded cpu threshold (will only log this once per worker)", id, m.index(id)))
+		m.logf(slog.LevelWarn, "cpu threshold", "Worker %s (index %d) exceeded cpu threshold (will only log this once per worker)", id, m.index(id))
 	}
 	if hb.MemoryUsage >= 0 {
 		nd.memory = hb.MemoryUsage
@@ -544,7 +557,7 @@ func (m *Master) sendEcho(nd *node) {
 		nd.echoMsg = b
 	}
 	if err := m.router.Send(nd.id, nd.echoMsg); err != nil {
-		m.log.Debug(fmt.Sprintf("Sending heartbeat to worker %s: %v", nd.id, err))
+		m.logf(slog.LevelDebug, "send heartbeat", "Sending heartbeat to worker %s: %v", nd.id, err)
 	}
 }
 
@@ -556,8 +569,8 @@ func (m *Master) adopt(id string, hb *protocol.Heartbeat) *node {
 	nd := &node{id: id, state: hb.State, liveness: m.opts.HeartbeatLiveness, classes: map[string]int64{},
 		version: "?", echo: true, adopted: true, memory: -1}
 	st.addNode(nd)
-	m.log.Info(fmt.Sprintf("Worker %s (index %d) is not registered (master restarted, or it was deleted while unreachable); adopting it in state %s. %d workers connected.",
-		id, idx, hb.State, st.workerCount()))
+	m.logf(slog.LevelInfo, "adopted", "Worker %s (index %d) is not registered (master restarted, or it was deleted while unreachable); adopting it in state %s. %d workers connected.",
+		id, idx, hb.State, st.workerCount())
 	if m.stopOrphan(nd) {
 		return nd
 	}
@@ -588,7 +601,7 @@ func (m *Master) stopOrphan(nd *node) bool {
 		return false
 	}
 	nd.stopSent = true
-	m.log.Info(fmt.Sprintf("Sending stop to worker %s, which runs users of a test this master did not start", nd.id))
+	m.logf(slog.LevelInfo, "orphan stopped", "Sending stop to worker %s, which runs users of a test this master did not start", nd.id)
 	m.send(nd.id, protocol.TypeStop, nil)
 	return true
 }
@@ -602,7 +615,7 @@ func (m *Master) statsReport(id string, r *protocol.StatsReport) {
 		// Requests of a test this master did not start (an orphan of a
 		// master that is gone, or an unregistered sender) stay out of
 		// its totals.
-		m.log.Debug(fmt.Sprintf("Discarded the requests of a report from worker %s, which runs no test of this master", id))
+		m.logf(slog.LevelDebug, "report discarded", "Discarded the requests of a report from worker %s, which runs no test of this master", id)
 	}
 	if f := st.final[id]; f != nil && !f.stats {
 		m.finalStats(f)
@@ -635,7 +648,7 @@ func (m *Master) workerQuit(id string) {
 		return
 	}
 	m.removeNode(nd)
-	m.log.Info(fmt.Sprintf("Worker '%s' (index %d) quit. %d workers ready.", id, m.index(id), st.countState(StateReady)))
+	m.logf(slog.LevelInfo, "worker quit", "Worker '%s' (index %d) quit. %d workers ready.", id, m.index(id), st.countState(StateReady))
 	if st.quitting {
 		return
 	}
@@ -668,6 +681,7 @@ func (m *Master) publishUserCount() {
 // Locust's do.
 func (m *Master) liveness() {
 	m.publishConns()
+	m.flushLimits()
 	st := &m.st
 	var dead, missing []*node
 	for _, nd := range st.nodes {
@@ -683,7 +697,7 @@ func (m *Master) liveness() {
 	sortNodes(missing)
 	for _, nd := range missing {
 		id := nd.id
-		m.log.Info(fmt.Sprintf("Worker %s failed to send heartbeat, setting state to missing.", id))
+		m.logf(slog.LevelInfo, "worker missing", "Worker %s failed to send heartbeat, setting state to missing.", id)
 		st.setNodeState(nd, StateMissing)
 		st.setClasses(nd, map[string]int64{})
 		m.userCountChanged()
@@ -703,7 +717,7 @@ func (m *Master) liveness() {
 		sortNodes(dead)
 		for _, nd := range dead {
 			id := nd.id
-			m.log.Info(fmt.Sprintf("Worker %s (index %d) missing for too long, removing it.", id, m.index(id)))
+			m.logf(slog.LevelInfo, "worker removed", "Worker %s (index %d) missing for too long, removing it.", id, m.index(id))
 			st.deleteNode(id)
 			if f := st.final[id]; f != nil {
 				m.finalGone(f)
