@@ -26,7 +26,7 @@ func TestLimiterAllow(t *testing.T) {
 	calls := []call{
 		{"a", 0, true, 0}, {"a", 0, true, 0}, {"a", 0, true, 0},
 		{"a", 0, false, 0}, {"a", 0, false, 0},
-		{"b", 0, true, 0}, // another cause has its own budget
+		{"b", 0, true, 0},           // another cause has its own budget
 		{"a", time.Second, true, 2}, // a new interval reports the refused ones
 		{"a", 0, true, 0},
 	}
