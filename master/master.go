@@ -73,6 +73,13 @@
 //     the statistics at most 20 times per traceback per second (cicada
 //     workers cap what they send as well). Locust logs and keeps every one
 //     (a client_ready flood wrote 277 MB of log in 10 s).
+//   - Workers that are gone (deleted, quit, stopped, or only heard of)
+//     are forgotten after the time a missing worker is kept plus the stop
+//     timeout, or sooner beyond 10,000 gone identities: their index, last
+//     spawn timestamp, stop and quit marks and warnings; their connection
+//     counters are folded into one "N gone workers" row. Locust keeps its
+//     worker indexes for good. At most 1000 load generator warnings (16
+//     kinds per worker) are kept.
 //   - dispatch: 2.12.1 hangs for good when fixed_count classes are all full
 //     on a ramp up after a ramp down; cicada skips full classes (see
 //     package dispatch).
@@ -399,7 +406,9 @@ type loopState struct {
 	state     string
 	nodes     map[string]*node // add and delete through addNode and deleteNode
 	users     int64            // users reported by all nodes
-	indexes   map[string]int
+	indexes   map[string]int   // worker index by id (see Master.index); forgotten with gone ids
+	nextIdx   int
+	gone      goneIDs            // identities to forget (see noteGone)
 	lastTS    map[string]float64 // last spawn timestamp per worker id (never reset, as the worker's); see spawnedTo
 	stopped   map[string]bool    // sent client_stopped, not yet client_ready: not adopted
 	quitted   map[string]bool    // sent quit: not adopted
@@ -574,8 +583,10 @@ func (m *Master) index(id string) int {
 	if i, ok := m.st.indexes[id]; ok {
 		return i
 	}
-	i := len(m.st.indexes)
+	i := m.st.nextIdx
+	m.st.nextIdx++
 	m.st.indexes[id] = i
+	m.st.noteGone(id) // an id heard of but not (yet) a node is forgotten in time
 	return i
 }
 

@@ -164,6 +164,7 @@ func (s *loopState) deleteNode(id string) {
 		s.users -= old.total
 		s.ix().nodes.count(old, -1)
 		delete(s.nodes, id)
+		s.noteGone(id)
 	}
 }
 
@@ -640,6 +641,7 @@ func (m *Master) statsReport(id string, r *protocol.StatsReport) {
 func (m *Master) workerQuit(id string) {
 	st := &m.st
 	st.quitted[id] = true
+	defer st.noteGone(id) // once its node, if any, is deleted
 	if f := st.final[id]; f != nil {
 		m.finalQuit(f)
 	}
@@ -680,6 +682,8 @@ func (m *Master) publishUserCount() {
 // missing or are deleted, whose log lines and effects come in id order as
 // Locust's do.
 func (m *Master) liveness() {
+	m.st.gone.ticks++
+	m.forgetGone(m.goneTicks())
 	m.publishConns()
 	m.flushLimits()
 	st := &m.st
