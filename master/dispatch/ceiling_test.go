@@ -3,6 +3,7 @@ package dispatch
 import (
 	"errors"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -128,5 +129,39 @@ func TestNewRefusesHugeClassCycles(t *testing.T) {
 	// Fixed counts far apart within the bound still work.
 	if _, err := New([]string{"w"}, []UserClass{{Name: "A", FixedCount: 1}, {Name: "B", FixedCount: 100_000}}); err != nil {
 		t.Errorf("New(fixed 1 and 100000) = %v; want nil", err)
+	}
+}
+
+// Placing and removing users costs memory per worker and class, not per
+// user: the placement order is kept as runs (userRun). It used to take 8
+// bytes per user (16 MB here), allocated at once for a step.
+func TestDispatchMemoryIsNotPerUser(t *testing.T) {
+	d, err := New([]string{"a_1", "a_2", "b_1"}, []UserClass{{Name: "A", Weight: 3}, {Name: "B"}, {Name: "F", FixedCount: 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const users = 2_000_000
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for _, target := range []int64{users, users / 3, users, 0} {
+		if err := d.NewDispatch(target, MaxSpawnRate); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			if _, ok := d.Next(); !ok {
+				break
+			}
+		}
+		if got := d.Users().Total(); got != target {
+			t.Fatalf("after dispatching to %d users, Users().Total() = %d", target, got)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
+		t.Errorf("dispatching %d users up, down, up and to 0 allocated %d bytes; want at most 1 MiB", users, alloc)
+	}
+	if n := len(d.runs); n > 16 {
+		t.Errorf("len(runs) = %d after the ramps; want a handful", n)
 	}
 }

@@ -21,6 +21,10 @@
 //     worker order follows Python's list: re-sorted on every add, and a
 //     removal deletes in place.
 //
+// Memory is O(workers × classes) for the split, plus one userRun per ramp
+// up since the last rebalance and per fixed_count user (see userRun), not
+// per user; time is O(users) per step, as Python's.
+//
 // AddWorker and RemoveWorker cost amortised O(1): they record the change; the
 // next call that needs the split (Next, NewDispatch, Users) recomputes it
 // once, which yields what recomputing at every call would. The worker
@@ -87,13 +91,13 @@ var (
 // are refused (ErrBadTarget, ErrBadRate), never clamped.
 const (
 	// MaxUsers is the largest user count a dispatch accepts, in total and
-	// as a class's FixedCount. The dispatcher keeps 8 bytes per placed
-	// user (the order in which a ramp down removes them, as Locust's list
-	// of users does) and places a step's users one by one, so a count
-	// costs memory and time in proportion: 10^7 users cost 80 MB and
-	// about 0.1 s per rebalance. That is ten times the largest run
-	// measured (10^6 users over 52 worker processes, bench/scale), and
-	// each worker runs at most one user per open file.
+	// as a class's FixedCount. The dispatcher places a step's users one by
+	// one, as Python does, so a count costs time in proportion: 0.2 s on
+	// the master's loop per ramp step or rebalance of 10^7 users (measured
+	// over 1000 workers; memory stays about 1 MB). That is ten
+	// times the largest run measured (10^6 users over 52 worker
+	// processes, bench/scale), and each worker runs at most one user per
+	// open file.
 	MaxUsers = 10_000_000
 	// MaxSpawnRate is the largest spawn rate, users per second: a ramp
 	// starts floor(rate) users per step, so a larger rate would only
@@ -219,10 +223,19 @@ const (
 	pcDownExit
 )
 
-// activeUser is one placed user: a row of the split and a class index.
-type activeUser struct {
+// userRun is a run of placed users, in the order they were placed (a ramp
+// down removes the last placed first, as Python's list of users does).
+// User i of the run (0 <= i < n) is on row (row+i) mod len(rows) of the
+// split; its class is class, or, when wpos >= 0, the weighted cycle's pick
+// at position (wpos+i) mod its period. Placements advance the worker cycle
+// and the weighted cycle by one each, and removals rewind neither, so a run
+// is broken only by a ramp up after a ramp down, a fixed_count pick or a
+// rebalance: the runs cost memory per ramp and fixed user, not per user.
+type userRun struct {
+	n     int64
 	row   int32
-	class int32
+	class int32 // the class when wpos < 0
+	wpos  int32 // position in the weighted cycle of the run's first user, or -1
 }
 
 // Dispatcher computes dispatch steps. It is not safe for concurrent use: the
@@ -265,10 +278,10 @@ type Dispatcher struct {
 
 	gen     *userGen
 	cycle   workerCycle
-	active  []activeUser
-	tryFix  bool // Python's _try_dispatch_fixed
-	rebal   bool // a rebalance step is pending
-	noUsers bool // the user generator ran dry during a ramp up
+	runs    []userRun // the placed users, in placement order (see userRun)
+	tryFix  bool      // Python's _try_dispatch_fixed
+	rebal   bool      // a rebalance step is pending
+	noUsers bool      // the user generator ran dry during a ramp up
 
 	pc      pc
 	pending time.Duration // delay for the next paced step
@@ -623,15 +636,12 @@ func (d *Dispatcher) rebalanceStep() Step {
 func (d *Dispatcher) addUsers() {
 	goal := min(d.current+d.perStep, d.target)
 	nc := len(d.names)
-	if goal > d.current {
-		d.active = slices.Grow(d.active, int(goal-d.current))
-	}
 	for {
 		if len(d.members) == 0 {
 			d.noUsers = true
 			return
 		}
-		class, ok := d.gen.next()
+		class, wpos, ok := d.gen.nextPos()
 		if !ok {
 			d.noUsers = true
 			return
@@ -639,20 +649,55 @@ func (d *Dispatcher) addUsers() {
 		r := d.cycle.next()
 		d.users[r*nc+class]++
 		d.current++
-		d.active = append(d.active, activeUser{int32(r), int32(class)})
+		d.runs = pushRun(d.runs, r, class, wpos, d.cycle.n, len(d.gen.weighted.pick))
 		if d.current >= goal {
 			return
 		}
 	}
 }
 
+// pushRun appends one placed user (row, class, weighted cycle position or
+// -1) to runs, extending the last run when the user continues it. rows is
+// the worker cycle's length, period the weighted cycle's.
+func pushRun(runs []userRun, row, class, wpos, rows, period int) []userRun {
+	if k := len(runs); k > 0 {
+		last := &runs[k-1]
+		contiguous := int64(row) == (int64(last.row)+last.n)%int64(rows)
+		switch {
+		case !contiguous:
+		case wpos < 0 && last.wpos < 0 && int(last.class) == class,
+			wpos >= 0 && last.wpos >= 0 && int64(wpos) == (int64(last.wpos)+last.n)%int64(period):
+			last.n++
+			return runs
+		}
+	}
+	u := userRun{n: 1, row: int32(row), class: int32(class), wpos: int32(wpos)}
+	return append(runs, u)
+}
+
+// popRun removes the last placed user and returns its row and class.
+// Precondition: runs is not empty.
+func (d *Dispatcher) popRun() (row, class int) {
+	last := &d.runs[len(d.runs)-1]
+	i := last.n - 1
+	row = int((int64(last.row) + i) % int64(d.cycle.n))
+	class = int(last.class)
+	if last.wpos >= 0 {
+		w := &d.gen.weighted
+		class = d.gen.wClass[w.pick[(int64(last.wpos)+i)%int64(len(w.pick))]]
+	}
+	if last.n--; last.n == 0 {
+		d.runs = d.runs[:len(d.runs)-1]
+	}
+	return row, class
+}
+
 func (d *Dispatcher) removeUsers() {
 	goal := max(d.current-d.perStep, d.target)
 	nc := len(d.names)
-	for len(d.active) > 0 {
-		u := d.active[len(d.active)-1]
-		d.active = d.active[:len(d.active)-1]
-		d.users[int(u.row)*nc+int(u.class)]--
+	for len(d.runs) > 0 {
+		row, class := d.popRun()
+		d.users[row*nc+class]--
 		d.current--
 		d.tryFix = true
 		if d.current == 0 || d.current <= goal {
@@ -732,21 +777,18 @@ func (d *Dispatcher) prepareRebalance() {
 	d.tryFix = true
 	gen := newUserGen(d)
 	cyc := workerCycle{n: len(d.rows)}
-	active := d.active[:0]
-	if int64(cap(active)) < d.current {
-		active = make([]activeUser, 0, d.current)
-	}
+	runs := d.runs[:0]
 	for n := int64(0); n < d.current && cyc.n > 0; n++ {
-		class, ok := gen.next()
+		class, wpos, ok := gen.nextPos()
 		if !ok {
 			break
 		}
 		r := cyc.next()
 		dist[r*nc+class]++
-		active = append(active, activeUser{int32(r), int32(class)})
+		runs = pushRun(runs, r, class, wpos, cyc.n, len(gen.weighted.pick))
 	}
 	d.users = dist
-	d.active = active
+	d.runs = runs
 	d.gen = gen
 	d.cycle = cyc
 }
@@ -927,17 +969,21 @@ func (g *userGen) countFixed() {
 	}
 }
 
-// weightedNext returns the next weighted class, or false for Python's None.
-func (g *userGen) weightedNext() (int, bool) {
+// weightedNext returns the next weighted class and its position in the
+// weighted cycle, or false for Python's None.
+func (g *userGen) weightedNext() (class, wpos int, ok bool) {
+	wpos = g.weighted.pos
 	i, ok := g.weighted.next()
 	if !ok {
-		return 0, false
+		return 0, -1, false
 	}
-	return g.wClass[i], true
+	return g.wClass[i], wpos, true
 }
 
-// next returns the next class, or false for Python's None.
-func (g *userGen) next() (int, bool) {
+// nextPos returns the next class, or false for Python's None, and the
+// position in the weighted cycle it was picked at, or -1 for a
+// fixed_count class.
+func (g *userGen) nextPos() (class, wpos int, ok bool) {
 	if g.inFixed {
 		// Resumed right after a yield inside the fixed loop.
 		g.inFixed = false
@@ -964,7 +1010,7 @@ func (g *userGen) next() (int, bool) {
 				g.nSpawned++
 			}
 			g.inFixed = true
-			return c, true
+			return c, -1, true
 		}
 	}
 	return g.weightedNext()
