@@ -136,32 +136,44 @@ func TestNewRefusesHugeClassCycles(t *testing.T) {
 // user: the placement order is kept as runs (userRun). It used to take 8
 // bytes per user (16 MB here), allocated at once for a step.
 func TestDispatchMemoryIsNotPerUser(t *testing.T) {
-	d, err := New([]string{"a_1", "a_2", "b_1"}, []UserClass{{Name: "A", Weight: 3}, {Name: "B"}, {Name: "F", FixedCount: 5}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const users = 2_000_000
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	for _, target := range []int64{users, users / 3, users, 0} {
-		if err := d.NewDispatch(target, MaxSpawnRate); err != nil {
-			t.Fatal(err)
-		}
-		for {
-			if _, ok := d.Next(); !ok {
-				break
+	tests := []struct {
+		name    string
+		classes []UserClass
+	}{
+		{"weighted", []UserClass{{Name: "A", Weight: 3}, {Name: "B"}, {Name: "F", FixedCount: 5}}},
+		// Fixed classes picked in turn until the smaller one is full.
+		{"fixed", []UserClass{{Name: "A", FixedCount: 300_000}, {Name: "B", FixedCount: 300_001}, {Name: "C"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := New([]string{"a_1", "a_2", "b_1"}, tt.classes)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		if got := d.Users().Total(); got != target {
-			t.Fatalf("after dispatching to %d users, Users().Total() = %d", target, got)
-		}
-	}
-	runtime.ReadMemStats(&after)
-	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
-		t.Errorf("dispatching %d users up, down, up and to 0 allocated %d bytes; want at most 1 MiB", users, alloc)
-	}
-	if n := len(d.runs); n > 16 {
-		t.Errorf("len(runs) = %d after the ramps; want a handful", n)
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			for _, target := range []int64{users, users / 3, users, 0} {
+				if err := d.NewDispatch(target, MaxSpawnRate); err != nil {
+					t.Fatal(err)
+				}
+				for {
+					if _, ok := d.Next(); !ok {
+						break
+					}
+				}
+				if got := d.Users().Total(); got != target {
+					t.Fatalf("after dispatching to %d users, Users().Total() = %d", target, got)
+				}
+			}
+			runtime.ReadMemStats(&after)
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
+				t.Errorf("dispatching %d users up, down, up and to 0 allocated %d bytes; want at most 1 MiB", users, alloc)
+			}
+			if n := cap(d.runs); n > 64 {
+				t.Errorf("cap(runs) = %d after the ramps; want a handful", n)
+			}
+		})
 	}
 }

@@ -22,8 +22,8 @@
 //     removal deletes in place.
 //
 // Memory is O(workers × classes) for the split, plus one userRun per ramp
-// up since the last rebalance and per fixed_count user (see userRun), not
-// per user; time is O(users) per step, as Python's.
+// up since the last rebalance and per period of the fixed_count cycle (see
+// userRun), not per user; time is O(users) per step, as Python's.
 //
 // AddWorker and RemoveWorker cost amortised O(1): they record the change; the
 // next call that needs the split (Next, NewDispatch, Users) recomputes it
@@ -226,16 +226,18 @@ const (
 // userRun is a run of placed users, in the order they were placed (a ramp
 // down removes the last placed first, as Python's list of users does).
 // User i of the run (0 <= i < n) is on row (row+i) mod len(rows) of the
-// split; its class is class, or, when wpos >= 0, the weighted cycle's pick
-// at position (wpos+i) mod its period. Placements advance the worker cycle
-// and the weighted cycle by one each, and removals rewind neither, so a run
-// is broken only by a ramp up after a ramp down, a fixed_count pick or a
-// rebalance: the runs cost memory per ramp and fixed user, not per user.
+// split, and its class is the pick at position (pos+i) mod period of the
+// weighted cycle, or of the fixed_count cycle when fixed is set.
+// Placements advance the worker cycle and a class cycle by one each, and
+// removals rewind neither, so a run is broken only by a ramp up after a
+// ramp down, a switch between the two cycles, a fixed_count class skipped
+// because it is full, or a rebalance: the runs cost memory per ramp and
+// per period of the fixed_count cycle, not per user.
 type userRun struct {
 	n     int64
 	row   int32
-	class int32 // the class when wpos < 0
-	wpos  int32 // position in the weighted cycle of the run's first user, or -1
+	pos   int32
+	fixed bool
 }
 
 // Dispatcher computes dispatch steps. It is not safe for concurrent use: the
@@ -641,7 +643,7 @@ func (d *Dispatcher) addUsers() {
 			d.noUsers = true
 			return
 		}
-		class, wpos, ok := d.gen.nextPos()
+		class, pick, ok := d.gen.nextPos()
 		if !ok {
 			d.noUsers = true
 			return
@@ -649,30 +651,35 @@ func (d *Dispatcher) addUsers() {
 		r := d.cycle.next()
 		d.users[r*nc+class]++
 		d.current++
-		d.runs = pushRun(d.runs, r, class, wpos, d.cycle.n, len(d.gen.weighted.pick))
+		d.runs = d.gen.pushRun(d.runs, r, d.cycle.n, pick)
 		if d.current >= goal {
 			return
 		}
 	}
 }
 
-// pushRun appends one placed user (row, class, weighted cycle position or
-// -1) to runs, extending the last run when the user continues it. rows is
-// the worker cycle's length, period the weighted cycle's.
-func pushRun(runs []userRun, row, class, wpos, rows, period int) []userRun {
+// pushRun appends one placed user, on row of a worker cycle of length rows
+// with the class picked at p, to runs, extending the last run when the
+// user continues it.
+func (g *userGen) pushRun(runs []userRun, row, rows int, p cyclePos) []userRun {
 	if k := len(runs); k > 0 {
 		last := &runs[k-1]
-		contiguous := int64(row) == (int64(last.row)+last.n)%int64(rows)
-		switch {
-		case !contiguous:
-		case wpos < 0 && last.wpos < 0 && int(last.class) == class,
-			wpos >= 0 && last.wpos >= 0 && int64(wpos) == (int64(last.wpos)+last.n)%int64(period):
+		if last.fixed == p.fixed &&
+			int64(row) == (int64(last.row)+last.n)%int64(rows) &&
+			int64(p.pos) == (int64(last.pos)+last.n)%int64(g.cycleOf(p.fixed).period()) {
 			last.n++
 			return runs
 		}
 	}
-	u := userRun{n: 1, row: int32(row), class: int32(class), wpos: int32(wpos)}
-	return append(runs, u)
+	return append(runs, userRun{n: 1, row: int32(row), pos: int32(p.pos), fixed: p.fixed})
+}
+
+// cycleOf returns the fixed_count cycle or the weighted one.
+func (g *userGen) cycleOf(fixed bool) *classCycle {
+	if fixed {
+		return &g.fixedCyc
+	}
+	return &g.weighted
 }
 
 // popRun removes the last placed user and returns its row and class.
@@ -681,10 +688,13 @@ func (d *Dispatcher) popRun() (row, class int) {
 	last := &d.runs[len(d.runs)-1]
 	i := last.n - 1
 	row = int((int64(last.row) + i) % int64(d.cycle.n))
-	class = int(last.class)
-	if last.wpos >= 0 {
-		w := &d.gen.weighted
-		class = d.gen.wClass[w.pick[(int64(last.wpos)+i)%int64(len(w.pick))]]
+	g := d.gen
+	c := g.cycleOf(last.fixed)
+	item := c.pick[(int64(last.pos)+i)%int64(c.period())]
+	if last.fixed {
+		class = g.fixed[item]
+	} else {
+		class = g.wClass[item]
 	}
 	if last.n--; last.n == 0 {
 		d.runs = d.runs[:len(d.runs)-1]
@@ -779,13 +789,13 @@ func (d *Dispatcher) prepareRebalance() {
 	cyc := workerCycle{n: len(d.rows)}
 	runs := d.runs[:0]
 	for n := int64(0); n < d.current && cyc.n > 0; n++ {
-		class, wpos, ok := gen.nextPos()
+		class, pick, ok := gen.nextPos()
 		if !ok {
 			break
 		}
 		r := cyc.next()
 		dist[r*nc+class]++
-		runs = pushRun(runs, r, class, wpos, cyc.n, len(gen.weighted.pick))
+		runs = gen.pushRun(runs, r, cyc.n, pick)
 	}
 	d.users = dist
 	d.runs = runs
@@ -815,6 +825,9 @@ type classCycle struct {
 	pick []int    // the picked items' indices
 	pos  int
 }
+
+// period is the number of picks in one period of the cycle.
+func (c *classCycle) period() int { return len(c.pick) }
 
 // next returns the index of the next picked item.
 func (c *classCycle) next() (int, bool) {
@@ -969,21 +982,27 @@ func (g *userGen) countFixed() {
 	}
 }
 
-// weightedNext returns the next weighted class and its position in the
-// weighted cycle, or false for Python's None.
-func (g *userGen) weightedNext() (class, wpos int, ok bool) {
-	wpos = g.weighted.pos
-	i, ok := g.weighted.next()
-	if !ok {
-		return 0, -1, false
-	}
-	return g.wClass[i], wpos, true
+// cyclePos is where a class was picked: a position in the weighted cycle
+// or, if fixed, in the fixed_count cycle.
+type cyclePos struct {
+	pos   int
+	fixed bool
 }
 
-// nextPos returns the next class, or false for Python's None, and the
-// position in the weighted cycle it was picked at, or -1 for a
-// fixed_count class.
-func (g *userGen) nextPos() (class, wpos int, ok bool) {
+// weightedNext returns the next weighted class and where it was picked,
+// or false for Python's None.
+func (g *userGen) weightedNext() (class int, p cyclePos, ok bool) {
+	p.pos = g.weighted.pos
+	i, ok := g.weighted.next()
+	if !ok {
+		return 0, p, false
+	}
+	return g.wClass[i], p, true
+}
+
+// nextPos returns the next class, or false for Python's None, and where
+// it was picked.
+func (g *userGen) nextPos() (class int, p cyclePos, ok bool) {
 	if g.inFixed {
 		// Resumed right after a yield inside the fixed loop.
 		g.inFixed = false
@@ -998,6 +1017,7 @@ func (g *userGen) nextPos() (class, wpos int, ok bool) {
 		return g.weightedNext()
 	}
 	for g.nSpawned != len(g.fixed) {
+		pos := g.fixedCyc.pos
 		i, ok := g.fixedCyc.next()
 		if !ok {
 			break
@@ -1010,7 +1030,7 @@ func (g *userGen) nextPos() (class, wpos int, ok bool) {
 				g.nSpawned++
 			}
 			g.inFixed = true
-			return c, -1, true
+			return c, cyclePos{pos: pos, fixed: true}, true
 		}
 	}
 	return g.weightedNext()
