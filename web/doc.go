@@ -61,7 +61,9 @@
 //
 // POST /swarm answers invalid input with HTTP 200 and success: false
 // (Locust's exact message for run_time; HEAD's message for a missing
-// user_count or spawn_rate, where 2.12.1 crashed with a 500). A run_time
+// user_count or spawn_rate, where 2.12.1 crashed with a 500; a count or
+// rate the Runner refuses, such as one beyond the master's dispatch
+// ceilings, is answered with the Runner's error). A run_time
 // schedules a Stop that is never cancelled, as in Locust. The CSV downloads
 // use 2.12.1's file names (requests_<time()>.csv) and Options.Format, so they
 // match the master's --csv files. The "Starting web interface at ..." log
