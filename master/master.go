@@ -32,9 +32,9 @@
 //     that re-sent client_ready after a reconnect: its master restarted) is
 //     sent stop once, which brings it back ready through client_ready
 //     (Locust lets it run, and a restarted headless master waits for a
-//     ready worker forever). The requests in stats reports of workers
-//     never sent a spawn are not merged: they belong to a test this master
-//     did not start (Locust merges them).
+//     ready worker forever). The requests in stats reports, and the
+//     exceptions, of workers never sent a spawn are not merged: they belong
+//     to a test this master did not start (Locust merges them).
 //   - At exit the master waits for every live worker's final stats report
 //     (its quit message, which follows the report, or a stats report after
 //     quit was sent) up to Options.FinalReportTimeout, instead of Locust's

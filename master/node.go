@@ -383,6 +383,11 @@ func (m *Master) handleMessage(in inbound) (stateChange bool) {
 			m.logf(slog.LevelError, "bad exception", "Bad exception data from worker %s: %T", id, msg.Data)
 			return false
 		}
+		if !st.spawnedTo(id) {
+			// As its requests (see statsReport): not of a test of ours.
+			m.logf(slog.LevelDebug, "exception discarded", "Discarded an exception from worker %s, which runs no test of this master", id)
+			return false
+		}
 		if ok, _ := st.excLimit.Allow(exceptionCause(ex.Traceback)); ok {
 			m.stats.AddException(ex.Msg, ex.Traceback, id)
 		}

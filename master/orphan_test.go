@@ -27,11 +27,13 @@ func TestOrphanWorkerIsStoppedAndNotCounted(t *testing.T) {
 	w.heartbeat(StateRunning)
 	w.expect(protocol.TypeStop)
 	w.send(protocol.TypeStats, report(7, 1, map[string]int64{"A": 2}))
+	w.send(protocol.TypeException, &protocol.Exception{Msg: "orphan", Traceback: "tb"})
 	w.heartbeat(StateRunning) // stop is sent once
 	w.send(protocol.TypeClientStopped, nil)
 	eventually(t, waitShort, "client_stopped handled", func() bool { return len(h.m.Status().Workers) == 0 })
-	if n := h.m.Snapshot().Total.NumRequests; n != 0 {
-		t.Errorf("Snapshot().Total.NumRequests = %d after an orphan's report; want 0", n)
+	if snap := h.m.Snapshot(); snap.Total.NumRequests != 0 || len(snap.Exceptions) != 0 {
+		t.Errorf("Snapshot() has %d requests and %d exceptions after an orphan's report and exception; want 0 and 0",
+			snap.Total.NumRequests, len(snap.Exceptions))
 	}
 	for _, m := range w.drain() {
 		if m.Type == protocol.TypeStop {

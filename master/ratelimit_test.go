@@ -76,8 +76,14 @@ func TestFloodLogsAreBounded(t *testing.T) {
 	logs := &logBuf{}
 	o := testOptions(logs)
 	o.HeartbeatInterval = 100 * time.Millisecond // flushes the limits
+	o.UserClasses = []UserClass{{Name: "A"}}
 	h := startMaster(t, o, logs)
 	w := h.worker("flood_1")
+	w.ready(skipCheck)
+	if err := h.m.Start(1, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	w.expect(protocol.TypeSpawn) // its exceptions are of our test
 	const n = 3000
 	begin := time.Now()
 	for range n {
