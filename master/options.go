@@ -78,8 +78,10 @@ type UserClass = dispatch.UserClass
 // the test ends (headless: the master quits; otherwise the test stops).
 type Stage struct {
 	Duration time.Duration
-	Users    int
-	// SpawnRate is users per second. If zero, 1.
+	// Users is at most dispatch.MaxUsers.
+	Users int
+	// SpawnRate is users per second. If zero, 1. From
+	// dispatch.MinSpawnRate to dispatch.MaxSpawnRate.
 	SpawnRate float64
 }
 
