@@ -132,10 +132,10 @@ func TestRestartedMasterStopsOrphanedGoWorker(t *testing.T) {
 	o.UserClasses = webAPIClasses
 	o.FinalReportTimeout, o.FinalReportGrace = 0, 0
 	// The headless master looks for ready workers at once and then every
-	// WaitLogInterval: 2.5 s lets the reconnected worker's heartbeat (every
+	// WaitLogInterval: 3 s lets the reconnected worker's heartbeat (every
 	// second) say "running" first, as it does with Locust's 1 s interval.
 	// (Had the master started first, its spawn would replace the orphans.)
-	o.WaitLogInterval = 2500 * time.Millisecond
+	o.WaitLogInterval = 3 * time.Second
 	var m *Master
 	eventually(t, waitShort, "the port to be free again", func() bool {
 		m, err = New(o)
