@@ -27,10 +27,10 @@
 //     created from its heartbeat instead of leaving a zombie. Workers that
 //     sent client_stopped (until their client_ready) or quit are not
 //     adopted.
-//   - A worker that runs users while no test runs and was never sent a
-//     spawn by this master (adopted from its heartbeat, or a cicada worker
-//     that re-sent client_ready after a reconnect: its master restarted) is
-//     sent stop once, which brings it back ready through client_ready
+//   - A worker that runs users while the master is ready or stopped
+//     (adopted from its heartbeat, or a cicada worker that re-sent
+//     client_ready after a reconnect: its master restarted) is sent stop
+//     once, which brings it back ready through client_ready
 //     (Locust lets it run, and a restarted headless master waits for a
 //     ready worker forever). The requests in stats reports, and the
 //     exceptions, of workers never sent a spawn are not merged: they belong

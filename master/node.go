@@ -28,7 +28,7 @@ type node struct {
 	echoMsg   []byte           // the encoded echo
 	headMsgs  bool             // understands the master's spawning_complete (Locust ≥ 2.29, cicada)
 	adopted   bool
-	stopSent  bool      // stop sent because it ran users of no test of ours (see stopOrphan)
+	stopSent  bool      // stop sent because it ran users while no test ran (see stopOrphan); reset by a spawn
 	lastEcho  time.Time // when the last heartbeat echo was sent
 	conn      connState // connection counters (cicada workers)
 }
@@ -591,23 +591,24 @@ func (s *loopState) spawnedTo(id string) bool {
 	return ok
 }
 
-// stopOrphan sends stop, once, to a worker that runs users while no test
-// of ours runs and this master never sent it a spawn: it runs a test of a
-// master that is gone (this master restarted, or the worker was deleted
-// while unreachable). Its users would load the target and stop a headless
-// master from ever seeing it ready; the worker re-registers with
-// client_ready after its stop timeout. While a test runs, the re-dispatch
-// that its joining asked for gives it our users instead. It reports
-// whether stop was sent. Precondition: loop.
+// stopOrphan sends stop, once (until the next spawn to it), to a worker
+// that runs users while the master is ready or stopped: it runs a test of
+// a master that is gone (this master restarted, or the worker was deleted
+// while unreachable), or one of ours that is over. Its users would load
+// the target and stop a headless master from ever seeing it ready; the
+// worker re-registers with client_ready after its stop timeout. While a
+// test runs, the re-dispatch that its joining asked for gives it our users
+// instead; while the master stops, it has been sent stop already. It
+// reports whether stop was sent. Precondition: loop.
 func (m *Master) stopOrphan(nd *node) bool {
 	st := &m.st
-	testRuns := st.state == StateRunning || st.state == StateSpawning
+	idle := st.state == StateReady || st.state == StateStopped
 	busy := nd.state == StateRunning || nd.state == StateSpawning
-	if testRuns || !busy || st.spawnedTo(nd.id) || nd.stopSent {
+	if !idle || !busy || nd.stopSent || st.quitting {
 		return false
 	}
 	nd.stopSent = true
-	m.logf(slog.LevelInfo, "orphan stopped", "Sending stop to worker %s, which runs users of a test this master did not start", nd.id)
+	m.logf(slog.LevelInfo, "orphan stopped", "Sending stop to worker %s, which runs users while no test runs", nd.id)
 	m.send(nd.id, protocol.TypeStop, nil)
 	return true
 }

@@ -157,3 +157,28 @@ func TestRestartedMasterStopsOrphanedGoWorker(t *testing.T) {
 	}
 	waitWorkerExit(t, done)
 }
+
+// A worker of ours that still runs users after the test has stopped is sent
+// stop again (it missed the stop, or was adopted back after a partition).
+func TestWorkerRunningAfterStopIsStopped(t *testing.T) {
+	logs := &logBuf{}
+	o := testOptions(logs)
+	o.UserClasses = []UserClass{{Name: "A"}}
+	h := startMaster(t, o, logs)
+	w := h.worker("w_1")
+	w.ready(skipCheck)
+	if err := h.m.Start(1, 100, nil); err != nil {
+		t.Fatal(err)
+	}
+	w.expect(protocol.TypeSpawn)
+	stopped := make(chan error, 1)
+	go func() { stopped <- h.m.Stop(context.Background()) }()
+	w.expect(protocol.TypeStop)
+	w.heartbeat(StateReady)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, waitShort, "stopped", func() bool { return h.m.Status().State == StateStopped })
+	w.heartbeat(StateRunning)
+	w.expect(protocol.TypeStop)
+}
