@@ -20,7 +20,7 @@ func TestChurnedIdentitiesAreForgotten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
+	defer func() { _ = m.Close() }()
 	msg := func(id, typ string, data any) {
 		m.handle(inbound{id: id, msg: protocol.Message{Type: typ, Data: data, NodeID: id}})
 	}

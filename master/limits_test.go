@@ -29,7 +29,7 @@ func TestOptionsRefuseCountsBeyondCeilings(t *testing.T) {
 			tt.o.BindHost, tt.o.BindPort = "127.0.0.1", -1
 			m, err := New(tt.o)
 			if err == nil {
-				m.Close()
+				_ = m.Close()
 			}
 			if !errors.Is(err, ErrOptions) || !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.wantSub) {
 				t.Errorf("New(%s) error = %v; want ErrOptions and %v saying %q", tt.name, err, tt.want, tt.wantSub)

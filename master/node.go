@@ -433,7 +433,7 @@ func (m *Master) handleMessage(in inbound) (stateChange bool) {
 // cause however long tracebacks are.
 func exceptionCause(traceback string) string {
 	h := fnv.New64a()
-	h.Write([]byte(traceback))
+	_, _ = h.Write([]byte(traceback)) // never fails
 	return string(h.Sum(nil))
 }
 

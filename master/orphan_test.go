@@ -80,7 +80,7 @@ func TestRestartedMasterStopsOrphanedGoWorker(t *testing.T) {
 	var served atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		served.Add(1)
-		fmt.Fprint(w, "ok")
+		_, _ = fmt.Fprint(w, "ok")
 	}))
 	t.Cleanup(srv.Close)
 
@@ -118,7 +118,7 @@ func TestRestartedMasterStopsOrphanedGoWorker(t *testing.T) {
 		spawned = true
 	}
 	eventually(t, waitLong, "the orphaned users load the target", func() bool { return served.Load() > 5 })
-	dead.Close() // the first master crashes: no quit
+	_ = dead.Close() // the first master crashes: no quit
 
 	o := testOptions(logs)
 	o.BindPort = port

@@ -47,7 +47,7 @@ func TestSwarmRefusesCountsBeyondCeilings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { d.Close() })
+	t.Cleanup(func() { _ = d.Close() })
 	b, err := protocol.Encode(protocol.Message{Type: protocol.TypeClientReady, Data: &protocol.ClientReady{VersionSkipCheck: true}, NodeID: "w_1"})
 	if err != nil {
 		t.Fatal(err)
