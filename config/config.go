@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -366,8 +367,11 @@ func (p *Parser) validate() error {
 		return fmt.Errorf("%w: --autoquit is only meaningful in combination with --autostart", ErrUsage)
 	case c.WebAuth != "" && strings.Count(c.WebAuth, ":") != 1:
 		return fmt.Errorf("%w: Credentials supplied with --web-auth should have the format: username:password", ErrUsage)
-	case c.SpawnRate < 0:
-		return fmt.Errorf("%w: argument -r/--spawn-rate: must be > 0", ErrUsage)
+	case c.SpawnRate < 0 || math.IsNaN(c.SpawnRate) || math.IsInf(c.SpawnRate, 0) ||
+		c.SpawnRate == 0 && (p.fs.Lookup("spawn-rate").Changed || p.fs.Lookup("hatch-rate").Changed):
+		// 0 is "not set" (the default, 1) only when no layer gave it; the
+		// master refuses rates beyond the dispatcher's bounds.
+		return fmt.Errorf("%w: argument -r/--spawn-rate: must be a positive finite number, got %v", ErrUsage, c.SpawnRate)
 	case c.Users < 0:
 		return fmt.Errorf("%w: argument -u/--users: must be >= 0", ErrUsage)
 	case c.Processes != 0 && c.Master:

@@ -3,7 +3,9 @@ package master
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -106,13 +108,17 @@ func (r SecondRound) String() string {
 // connLoopState is the loop's part of this file.
 type connLoopState struct {
 	warnings []WorkerWarning
-	warned   map[string]bool // worker id + kind
+	warned   map[string]map[string]bool // worker id → kinds it warned of
+	dropped  int                        // warnings beyond maxWarnings or maxWarnKinds, not kept
 	round    SecondRound
 	asked    map[string]bool // workers asked, not answered
 	roundDue time.Time
-	rows     map[string]connRow // the last counters of every worker that sent them, gone ones included
-	order    []string           // the keys of rows by worker index…
-	unsorted bool               // … once sorted
+	rows     map[string]connRow // the last counters of every worker that sent them, gone ones until forgotten
+	// forgotten sums the rows of the gone workers forgotten since (see
+	// forgetIdentity); shown as one row.
+	forgotten forgottenRows
+	order     []string // the keys of rows by worker index…
+	unsorted  bool     // … once sorted
 }
 
 // cicadaMessage handles cicada's own worker messages. Precondition: loop.
@@ -128,19 +134,30 @@ func (m *Master) cicadaMessage(id string, msg protocol.Message) {
 		kind, _ := fields["kind"].(string)
 		text, _ := fields["message"].(string)
 		if st.conn.warned == nil {
-			st.conn.warned = make(map[string]bool)
+			st.conn.warned = make(map[string]map[string]bool)
 		}
-		if st.conn.warned[id+"\x00"+kind] {
+		kinds := st.conn.warned[id]
+		if kinds[kind] {
 			return
 		}
-		st.conn.warned[id+"\x00"+kind] = true
+		if len(kinds) >= maxWarnKinds || len(st.conn.warnings) >= maxWarnings {
+			st.conn.dropped++
+			m.logf(slog.LevelDebug, "warning dropped", "Load generator warning from worker %s not kept (%d dropped)", id, st.conn.dropped)
+			return
+		}
+		if kinds == nil {
+			kinds = make(map[string]bool)
+			st.conn.warned[id] = kinds
+			st.noteGone(id) // forgotten with the worker
+		}
+		kinds[kind] = true
 		w := WorkerWarning{Worker: id, Index: m.index(id), Kind: kind, Message: text}
 		st.conn.warnings = append(st.conn.warnings, w)
-		m.log.Warn(fmt.Sprintf("Worker %s (index %d) load generator warning [%s]: %s", id, w.Index, kind, text))
+		m.logf(slog.LevelWarn, "load generator warning", "Worker %s (index %d) load generator warning [%s]: %s", id, w.Index, kind, text)
 	case protocol.TypeCicadaSecondRoundResult:
 		r := &st.conn.round
 		if !st.conn.asked[id] {
-			m.log.Debug(fmt.Sprintf("Unexpected second-round result from worker %s", id))
+			m.logf(slog.LevelDebug, "unexpected second-round result", "Unexpected second-round result from worker %s", id)
 			return
 		}
 		delete(st.conn.asked, id)
@@ -246,11 +263,18 @@ func (m *Master) publishConns() {
 	v := &connView{warnings: append([]WorkerWarning(nil), st.conn.warnings...), round: st.conn.round}
 	v.round.Errors = copyCounts(st.conn.round.Errors)
 	ids := st.conn.order
-	if st.conn.unsorted { // only when workers were added: not every tick
+	if st.conn.unsorted { // only when workers were added or forgotten: not every tick
+		ids = slices.DeleteFunc(ids, func(id string) bool { _, ok := st.conn.rows[id]; return !ok })
 		sort.Slice(ids, func(i, j int) bool { return m.index(ids[i]) < m.index(ids[j]) })
+		st.conn.order = ids
 		st.conn.unsorted = false
 	}
-	v.rows = make([]connRow, 0, len(ids))
+	v.rows = make([]connRow, 0, len(ids)+1)
+	if f := &st.conn.forgotten; f.n > 0 {
+		r := f.row
+		r.name = fmt.Sprintf("%d gone workers", f.n)
+		v.rows = append(v.rows, r)
+	}
 	for _, id := range ids {
 		r := st.conn.rows[id]
 		if nd := st.nodes[id]; nd == nil || !active(nd.state) {
@@ -272,17 +296,35 @@ func shortID(id string) string {
 func (v *connView) total() connRow {
 	t := connRow{name: "Total"}
 	for _, r := range v.rows {
-		t.c.Open += r.c.Open
-		t.c.Established += r.c.Established
-		t.c.Connects += r.c.Connects
-		t.c.Reconnects += r.c.Reconnects
-		t.rate += r.rate
-		t.peak += r.peak
-		t.c.Closes = addCounts(t.c.Closes, r.c.Closes)
-		t.c.ConnectErrors = addCounts(t.c.ConnectErrors, r.c.ConnectErrors)
-		t.c.Errors = addCounts(t.c.Errors, r.c.Errors)
+		t.add(r)
 	}
 	return t
+}
+
+// add adds r's counters to t.
+func (t *connRow) add(r connRow) {
+	t.c.Open += r.c.Open
+	t.c.Established += r.c.Established
+	t.c.Connects += r.c.Connects
+	t.c.Reconnects += r.c.Reconnects
+	t.rate += r.rate
+	t.peak += r.peak
+	t.c.Closes = addCounts(t.c.Closes, r.c.Closes)
+	t.c.ConnectErrors = addCounts(t.c.ConnectErrors, r.c.ConnectErrors)
+	t.c.Errors = addCounts(t.c.Errors, r.c.Errors)
+}
+
+// forgottenRows sums the connection rows of forgotten workers.
+type forgottenRows struct {
+	n   int
+	row connRow
+}
+
+// fold adds a forgotten worker's last counters (it is gone: no rate).
+func (f *forgottenRows) fold(r connRow) {
+	r.rate = 0
+	f.row.add(r)
+	f.n++
 }
 
 func addCounts(dst, src map[string]int64) map[string]int64 {

@@ -26,8 +26,15 @@
 //     restarted, or it was deleted after a partition) is adopted: a node is
 //     created from its heartbeat instead of leaving a zombie. Workers that
 //     sent client_stopped (until their client_ready) or quit are not
-//     adopted. An adopted worker running users while no test runs is sent
-//     stop, which brings it back through client_ready.
+//     adopted.
+//   - A worker that runs users while the master is ready or stopped
+//     (adopted from its heartbeat, or a cicada worker that re-sent
+//     client_ready after a reconnect: its master restarted) is sent stop
+//     once, which brings it back ready through client_ready
+//     (Locust lets it run, and a restarted headless master waits for a
+//     ready worker forever). The requests in stats reports, and the
+//     exceptions, of workers never sent a spawn are not merged: they belong
+//     to a test this master did not start (Locust merges them).
 //   - At exit the master waits for every live worker's final stats report
 //     (its quit message, which follows the report, or a stats report after
 //     quit was sent) up to Options.FinalReportTimeout, instead of Locust's
@@ -54,6 +61,25 @@
 //     cicada); a locustfile request (HEAD's -f -) is answered with an
 //     error. A malformed message is logged and dropped; no reconnect is
 //     sent (our decoder is stricter than Python's, so it would not help).
+//   - User counts above dispatch.MaxUsers (10^7) and spawn rates outside
+//     dispatch.MinSpawnRate to dispatch.MaxSpawnRate (10^-3 to 10^7 users
+//     per second) are refused, by New (command line, load shapes) and
+//     Start (the web UI's /swarm), with the bound in the message. Locust
+//     accepts any count and runs out of memory placing it.
+//   - Log lines caused by worker messages and liveness are limited to 20
+//     per cause per second; the rest are counted, and the next line of the
+//     cause, or a "Suppressed N similar log messages" line on the next
+//     heartbeat tick, says how many. Exception messages from workers enter
+//     the statistics at most 20 times per traceback per second (cicada
+//     workers cap what they send as well). Locust logs and keeps every one
+//     (a client_ready flood wrote 277 MB of log in 10 s).
+//   - Workers that are gone (deleted, quit, stopped, or only heard of)
+//     are forgotten after the time a missing worker is kept plus the stop
+//     timeout, or sooner beyond 10,000 gone identities: their index, last
+//     spawn timestamp, stop and quit marks and warnings; their connection
+//     counters are folded into one "N gone workers" row. Locust keeps its
+//     worker indexes for good. At most 1000 load generator warnings (16
+//     kinds per worker) are kept.
 //   - dispatch: 2.12.1 hangs for good when fixed_count classes are all full
 //     on a ramp up after a ramp down; cicada skips full classes (see
 //     package dispatch).
@@ -293,13 +319,16 @@ func (m *Master) Quit() {
 // the shape is started instead and users and spawnRate are ignored. Start
 // returns once the first dispatch step is sent; the ramp continues in the
 // background and a later Start replaces it. Without workers it logs
-// Locust's warning and returns nil.
+// Locust's warning and returns nil. A user count or spawn rate beyond the
+// dispatcher's ceilings (dispatch.MaxUsers, dispatch.MinSpawnRate,
+// dispatch.MaxSpawnRate) is refused with ErrBadUserCount or
+// ErrBadSpawnRate.
 func (m *Master) Start(users int, spawnRate float64, host *string) error {
-	if users < 0 {
-		return ErrBadUserCount
+	if err := dispatch.CheckUsers(int64(users)); err != nil {
+		return err
 	}
-	if !(spawnRate > 0) || spawnRate > 1e12 {
-		return ErrBadSpawnRate
+	if err := dispatch.CheckRate(spawnRate); err != nil {
+		return err
 	}
 	var err error
 	if !m.call(func() {
@@ -369,8 +398,10 @@ type loopState struct {
 	state     string
 	nodes     map[string]*node // add and delete through addNode and deleteNode
 	users     int64            // users reported by all nodes
-	indexes   map[string]int
-	lastTS    map[string]float64 // last spawn timestamp per worker id (never reset, as the worker's)
+	indexes   map[string]int   // worker index by id (see Master.index); forgotten with gone ids
+	nextIdx   int
+	gone      goneIDs            // identities to forget (see noteGone)
+	lastTS    map[string]float64 // last spawn timestamp per worker id (never reset, as the worker's); see spawnedTo
 	stopped   map[string]bool    // sent client_stopped, not yet client_ready: not adopted
 	quitted   map[string]bool    // sent quit: not adopted
 	classes   []UserClass
@@ -399,6 +430,8 @@ type loopState struct {
 
 	cpuWarned  bool
 	usersDirty bool
+	logLimit   *limiter      // log lines per cause (see logf)
+	excLimit   *limiter      // worker exception messages per traceback
 	conn       connLoopState // connections, warnings, second round
 	index      loopIndex     // per-state node counts, kept as nodes change
 	result     runResult
@@ -419,6 +452,8 @@ func (s *loopState) init(o *Options) {
 	s.quitted = make(map[string]bool)
 	s.classes = append([]UserClass(nil), o.UserClasses...)
 	s.host = o.Host
+	s.logLimit = newLimiter(logBurst, logInterval, timeNow)
+	s.excLimit = newLimiter(exceptionBurst, logInterval, timeNow)
 }
 
 func (m *Master) loop(ctx context.Context) {
@@ -532,7 +567,7 @@ func (m *Master) send(id, typ string, data any) {
 		return
 	}
 	if err := m.router.Send(id, b); err != nil {
-		m.log.Debug(fmt.Sprintf("Sending %s to worker %s: %v", typ, id, err))
+		m.logf(slog.LevelDebug, "send", "Sending %s to worker %s: %v", typ, id, err)
 	}
 }
 
@@ -540,8 +575,10 @@ func (m *Master) index(id string) int {
 	if i, ok := m.st.indexes[id]; ok {
 		return i
 	}
-	i := len(m.st.indexes)
+	i := m.st.nextIdx
+	m.st.nextIdx++
 	m.st.indexes[id] = i
+	m.st.noteGone(id) // an id heard of but not (yet) a node is forgotten in time
 	return i
 }
 

@@ -3,6 +3,8 @@ package master
 import (
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
+	"log/slog"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,6 +28,7 @@ type node struct {
 	echoMsg   []byte           // the encoded echo
 	headMsgs  bool             // understands the master's spawning_complete (Locust ≥ 2.29, cicada)
 	adopted   bool
+	stopSent  bool      // stop sent because it ran users while no test ran (see stopOrphan); reset by a spawn
 	lastEcho  time.Time // when the last heartbeat echo was sent
 	conn      connState // connection counters (cicada workers)
 }
@@ -161,6 +164,7 @@ func (s *loopState) deleteNode(id string) {
 		s.users -= old.total
 		s.ix().nodes.count(old, -1)
 		delete(s.nodes, id)
+		s.noteGone(id)
 	}
 }
 
@@ -327,45 +331,45 @@ var testHookLoopEvent func(*Master)
 func (m *Master) handleMessage(in inbound) (stateChange bool) {
 	st := &m.st
 	if in.err != nil {
-		m.log.Error(fmt.Sprintf("Malformed message from worker %s (ignored): %v", in.id, in.err))
+		m.logf(slog.LevelError, "malformed message", "Malformed message from worker %s (ignored): %v", in.id, in.err)
 		return false
 	}
 	msg := in.msg
 	id := in.id
 	if in.foreignID {
-		m.log.Debug(fmt.Sprintf("Message %s from %s carries node_id %q; using the connection's identity", msg.Type, id, msg.NodeID))
+		m.logf(slog.LevelDebug, "foreign node_id", "Message %s from %s carries node_id %q; using the connection's identity", msg.Type, id, msg.NodeID)
 	}
 	switch msg.Type {
 	case protocol.TypeClientReady:
 		cr, ok := msg.Data.(*protocol.ClientReady)
 		if !ok {
-			m.log.Error(fmt.Sprintf("Bad client_ready data from worker %s: %T", id, msg.Data))
+			m.logf(slog.LevelError, "bad client_ready", "Bad client_ready data from worker %s: %T", id, msg.Data)
 			return false
 		}
 		m.clientReady(id, cr)
 	case protocol.TypeClientStopped:
 		nd := st.nodes[id]
 		if nd == nil {
-			m.log.Warn(fmt.Sprintf("Received %s message from an unknown worker: %s.", msg.Type, id))
+			m.logf(slog.LevelWarn, "unknown worker", "Received %s message from an unknown worker: %s.", msg.Type, id)
 			return false
 		}
 		st.stopped[id] = true
 		m.removeNode(nd)
-		m.log.Info(fmt.Sprintf("Worker %s (index %d) reported that it has stopped, removing from running workers", id, m.index(id)))
+		m.logf(slog.LevelInfo, "worker stopped", "Worker %s (index %d) reported that it has stopped, removing from running workers", id, m.index(id))
 	case protocol.TypeSpawning:
 		if nd := st.nodes[id]; nd != nil {
 			st.setNodeState(nd, protocol.StateSpawning)
 		} else {
-			m.log.Debug(fmt.Sprintf("Ignoring spawning from unregistered worker %s", id))
+			m.logf(slog.LevelDebug, "spawning from unregistered", "Ignoring spawning from unregistered worker %s", id)
 		}
 	case protocol.TypeSpawningComplete:
 		sc, ok := msg.Data.(*protocol.SpawningComplete)
 		nd := st.nodes[id]
 		switch {
 		case !ok:
-			m.log.Error(fmt.Sprintf("Bad spawning_complete data from worker %s: %T", id, msg.Data))
+			m.logf(slog.LevelError, "bad spawning_complete", "Bad spawning_complete data from worker %s: %T", id, msg.Data)
 		case nd == nil:
-			m.log.Debug(fmt.Sprintf("Ignoring spawning_complete from unregistered worker %s", id))
+			m.logf(slog.LevelDebug, "spawning_complete from unregistered", "Ignoring spawning_complete from unregistered worker %s", id)
 		default:
 			st.setNodeState(nd, protocol.StateRunning)
 			st.setClasses(nd, copyCounts(sc.UserClassesCount))
@@ -376,15 +380,22 @@ func (m *Master) handleMessage(in inbound) (stateChange bool) {
 	case protocol.TypeException:
 		ex, ok := msg.Data.(*protocol.Exception)
 		if !ok {
-			m.log.Error(fmt.Sprintf("Bad exception data from worker %s: %T", id, msg.Data))
+			m.logf(slog.LevelError, "bad exception", "Bad exception data from worker %s: %T", id, msg.Data)
 			return false
 		}
-		m.stats.AddException(ex.Msg, ex.Traceback, id)
+		if !st.spawnedTo(id) {
+			// As its requests (see statsReport): not of a test of ours.
+			m.logf(slog.LevelDebug, "exception discarded", "Discarded an exception from worker %s, which runs no test of this master", id)
+			return false
+		}
+		if ok, _ := st.excLimit.Allow(exceptionCause(ex.Traceback)); ok {
+			m.stats.AddException(ex.Msg, ex.Traceback, id)
+		}
 		return false
 	case protocol.TypeStats:
 		r, ok := msg.Data.(*protocol.StatsReport)
 		if !ok {
-			m.log.Error(fmt.Sprintf("Bad stats data from worker %s: %T", id, msg.Data))
+			m.logf(slog.LevelError, "bad stats", "Bad stats data from worker %s: %T", id, msg.Data)
 			return false
 		}
 		m.statsReport(id, r)
@@ -392,18 +403,18 @@ func (m *Master) handleMessage(in inbound) (stateChange bool) {
 	case protocol.TypeHeartbeat:
 		hb, ok := msg.Data.(*protocol.Heartbeat)
 		if !ok {
-			m.log.Warn(fmt.Sprintf("Unexpected heartbeat data from worker %s: %T", id, msg.Data))
+			m.logf(slog.LevelWarn, "bad heartbeat", "Unexpected heartbeat data from worker %s: %T", id, msg.Data)
 			return false
 		}
 		return m.heartbeat(id, hb)
 	case protocol.TypeLogs:
-		m.log.Debug(fmt.Sprintf("Received logs from worker %s", id))
+		m.logf(slog.LevelDebug, "logs received", "Received logs from worker %s", id)
 		return false
 	case protocol.TypeLocustfile:
 		// A Locust ≥ 2.23 worker started with -f - asks for the locustfile
 		// (from a temporary identity); answer with an error so that it
 		// exits with a clear message instead of waiting.
-		m.log.Warn(fmt.Sprintf("Worker %s asked for the locustfile (-f -); cicada masters do not serve locustfiles", id))
+		m.logf(slog.LevelWarn, "locustfile request", "Worker %s asked for the locustfile (-f -); cicada masters do not serve locustfiles", id)
 		m.send(id, protocol.TypeLocustfile, &protocol.Locustfile{Data: map[string]any{
 			"error": "this master (cicada) does not serve locustfiles: start the worker with its own -f"}})
 		return false
@@ -411,10 +422,19 @@ func (m *Master) handleMessage(in inbound) (stateChange bool) {
 		m.cicadaMessage(id, msg)
 		return false
 	default:
-		m.log.Warn(fmt.Sprintf("Unknown message type received from worker %s (index %d): %s", id, m.index(id), msg.Type))
+		m.logf(slog.LevelWarn, "unknown message type", "Unknown message type received from worker %s (index %d): %s", id, m.index(id), msg.Type)
 		return false
 	}
 	return true
+}
+
+// exceptionCause is the limiter key of an exception: a hash of its
+// traceback (the statistics' key), so that the limiter keeps 8 bytes per
+// cause however long tracebacks are.
+func exceptionCause(traceback string) string {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(traceback)) // never fails
+	return string(h.Sum(nil))
 }
 
 func copyCounts(in map[string]int64) map[string]int64 {
@@ -432,12 +452,12 @@ func (m *Master) clientReady(id string, cr *protocol.ClientReady) {
 	case cr.VersionSkipCheck:
 		version = "-1"
 	case cr.Version == "":
-		m.log.Warn(fmt.Sprintf("Worker %s sent an empty version (as Debian's python3-locust 2.12.1 does); accepting it", id))
+		m.logf(slog.LevelWarn, "empty version", "Worker %s sent an empty version (as Debian's python3-locust 2.12.1 does); accepting it", id)
 	default:
 		if major, _, ok := majorMinor(cr.Version); !ok || major != 2 {
-			m.log.Warn(fmt.Sprintf("A worker (%s) running a different version (%s) connected; cicada speaks Locust 2.x", id, cr.Version))
+			m.logf(slog.LevelWarn, "different version", "A worker (%s) running a different version (%s) connected; cicada speaks Locust 2.x", id, cr.Version)
 		} else {
-			m.log.Debug(fmt.Sprintf("Worker %s runs Locust %s", id, cr.Version))
+			m.logf(slog.LevelDebug, "worker version", "Worker %s runs Locust %s", id, cr.Version)
 		}
 	}
 	idx := m.index(id)
@@ -445,7 +465,7 @@ func (m *Master) clientReady(id string, cr *protocol.ClientReady) {
 	delete(st.stopped, id)
 	delete(st.quitted, id)
 	if old := st.nodes[id]; old != nil {
-		m.log.Info(fmt.Sprintf("Worker %s (index %d) registered again; replacing it", id, idx))
+		m.logf(slog.LevelInfo, "registered again", "Worker %s (index %d) registered again; replacing it", id, idx)
 	}
 	nd := &node{id: id, state: protocol.StateReady, liveness: m.opts.HeartbeatLiveness, classes: map[string]int64{},
 		version: version, echo: echoHeartbeats(cr), headMsgs: knowsMasterSpawningComplete(cr), memory: -1}
@@ -457,7 +477,7 @@ func (m *Master) clientReady(id string, cr *protocol.ClientReady) {
 		return
 	}
 	m.workerJoined(id)
-	m.log.Info(fmt.Sprintf("Worker %s (index %d) reported as ready. %d workers connected.", id, idx, st.workerCount()))
+	m.logf(slog.LevelInfo, "worker ready", "Worker %s (index %d) reported as ready. %d workers connected.", id, idx, st.workerCount())
 	if m.opts.EnableRebalancing && st.state == protocol.StateRunning && st.spawnComplete {
 		m.requestRedispatch()
 	}
@@ -503,7 +523,7 @@ func (m *Master) heartbeat(id string, hb *protocol.Heartbeat) (stateChange bool)
 	} else {
 		nd.liveness = m.opts.HeartbeatLiveness
 		if nd.state == protocol.StateMissing {
-			m.log.Info(fmt.Sprintf("Worker %s self-healed with heartbeat, setting state to %s.", id, hb.State))
+			m.logf(slog.LevelInfo, "self-healed", "Worker %s self-healed with heartbeat, setting state to %s.", id, hb.State)
 			st.setNodeState(nd, hb.State)
 			m.workerJoined(id)
 		}
@@ -512,11 +532,12 @@ func (m *Master) heartbeat(id string, hb *protocol.Heartbeat) (stateChange bool)
 		stateChange = true
 		st.setNodeState(nd, hb.State)
 	}
+	m.stopOrphan(nd)
 	nd.cpu = hb.CPUUsage
 	if !nd.cpuWarned && nd.cpu > 90 {
 		nd.cpuWarned = true
 		st.cpuWarned = true
-		m.log.Warn(fmt.Sprintf("Worker %s (index %d) exceeded cpu threshold (will only log this once per worker)", id, m.index(id)))
+		m.logf(slog.LevelWarn, "cpu threshold", "Worker %s (index %d) exceeded cpu threshold (will only log this once per worker)", id, m.index(id))
 	}
 	if hb.MemoryUsage >= 0 {
 		nd.memory = hb.MemoryUsage
@@ -542,7 +563,7 @@ func (m *Master) sendEcho(nd *node) {
 		nd.echoMsg = b
 	}
 	if err := m.router.Send(nd.id, nd.echoMsg); err != nil {
-		m.log.Debug(fmt.Sprintf("Sending heartbeat to worker %s: %v", nd.id, err))
+		m.logf(slog.LevelDebug, "send heartbeat", "Sending heartbeat to worker %s: %v", nd.id, err)
 	}
 }
 
@@ -554,30 +575,59 @@ func (m *Master) adopt(id string, hb *protocol.Heartbeat) *node {
 	nd := &node{id: id, state: hb.State, liveness: m.opts.HeartbeatLiveness, classes: map[string]int64{},
 		version: "?", echo: true, adopted: true, memory: -1}
 	st.addNode(nd)
-	m.log.Info(fmt.Sprintf("Worker %s (index %d) is not registered (master restarted, or it was deleted while unreachable); adopting it in state %s. %d workers connected.",
-		id, idx, hb.State, st.workerCount()))
-	testRuns := st.state == protocol.StateRunning || st.state == protocol.StateSpawning
-	if !testRuns && (hb.State == protocol.StateRunning || hb.State == protocol.StateSpawning) {
-		// It runs users of a test that is over for us: stop them; the
-		// worker re-registers with client_ready after its stop timeout.
-		m.log.Info(fmt.Sprintf("Sending stop to adopted worker %s, which runs users while no test runs", id))
-		m.send(id, protocol.TypeStop, nil)
+	m.logf(slog.LevelInfo, "adopted", "Worker %s (index %d) is not registered (master restarted, or it was deleted while unreachable); adopting it in state %s. %d workers connected.",
+		id, idx, hb.State, st.workerCount())
+	if m.stopOrphan(nd) {
 		return nd
 	}
 	m.workerJoined(id)
 	return nd
 }
 
+// spawnedTo reports whether this master ever sent worker id a spawn: only
+// then does the worker run users of a test of ours. Precondition: loop.
+func (s *loopState) spawnedTo(id string) bool {
+	_, ok := s.lastTS[id]
+	return ok
+}
+
+// stopOrphan sends stop, once (until the next spawn to it), to a worker
+// that runs users while the master is ready or stopped: it runs a test of
+// a master that is gone (this master restarted, or the worker was deleted
+// while unreachable), or one of ours that is over. Its users would load
+// the target and stop a headless master from ever seeing it ready; the
+// worker re-registers with client_ready after its stop timeout. While a
+// test runs, the re-dispatch that its joining asked for gives it our users
+// instead; while the master stops, it has been sent stop already. It
+// reports whether stop was sent. Precondition: loop.
+func (m *Master) stopOrphan(nd *node) bool {
+	st := &m.st
+	idle := st.state == protocol.StateReady || st.state == protocol.StateStopped
+	busy := nd.state == protocol.StateRunning || nd.state == protocol.StateSpawning
+	if !idle || !busy || nd.stopSent || st.quitting {
+		return false
+	}
+	nd.stopSent = true
+	m.logf(slog.LevelInfo, "orphan stopped", "Sending stop to worker %s, which runs users while no test runs", nd.id)
+	m.send(nd.id, protocol.TypeStop, nil)
+	return true
+}
+
 func (m *Master) statsReport(id string, r *protocol.StatsReport) {
 	st := &m.st
-	m.stats.Merge(r)
+	nd := st.nodes[id]
+	if nd != nil && st.spawnedTo(id) {
+		m.stats.Merge(r)
+	} else {
+		// Requests of a test this master did not start (an orphan of a
+		// master that is gone, or an unregistered sender) stay out of
+		// its totals.
+		m.logf(slog.LevelDebug, "report discarded", "Discarded the requests of a report from worker %s, which runs no test of this master", id)
+	}
 	if f := st.final[id]; f != nil && !f.stats {
 		m.finalStats(f)
 	}
-	nd := st.nodes[id]
-	if nd == nil {
-		m.log.Debug(fmt.Sprintf("Discarded report from unrecognized worker %s", id))
-	} else if r.UserClassesCount != nil {
+	if nd != nil && r.UserClassesCount != nil {
 		st.setClasses(nd, copyCounts(r.UserClassesCount))
 		m.userCountChanged()
 	}
@@ -597,6 +647,7 @@ func (m *Master) statsReport(id string, r *protocol.StatsReport) {
 func (m *Master) workerQuit(id string) {
 	st := &m.st
 	st.quitted[id] = true
+	defer st.noteGone(id) // once its node, if any, is deleted
 	if f := st.final[id]; f != nil {
 		m.finalQuit(f)
 	}
@@ -605,7 +656,7 @@ func (m *Master) workerQuit(id string) {
 		return
 	}
 	m.removeNode(nd)
-	m.log.Info(fmt.Sprintf("Worker '%s' (index %d) quit. %d workers ready.", id, m.index(id), st.countState(protocol.StateReady)))
+	m.logf(slog.LevelInfo, "worker quit", "Worker '%s' (index %d) quit. %d workers ready.", id, m.index(id), st.countState(protocol.StateReady))
 	if st.quitting {
 		return
 	}
@@ -637,7 +688,10 @@ func (m *Master) publishUserCount() {
 // missing or are deleted, whose log lines and effects come in id order as
 // Locust's do.
 func (m *Master) liveness() {
+	m.st.gone.ticks++
+	m.forgetGone(m.goneTicks())
 	m.publishConns()
+	m.flushLimits()
 	st := &m.st
 	var dead, missing []*node
 	for _, nd := range st.nodes {
@@ -653,7 +707,7 @@ func (m *Master) liveness() {
 	sortNodes(missing)
 	for _, nd := range missing {
 		id := nd.id
-		m.log.Info(fmt.Sprintf("Worker %s failed to send heartbeat, setting state to missing.", id))
+		m.logf(slog.LevelInfo, "worker missing", "Worker %s failed to send heartbeat, setting state to missing.", id)
 		st.setNodeState(nd, protocol.StateMissing)
 		st.setClasses(nd, map[string]int64{})
 		m.userCountChanged()
@@ -673,7 +727,7 @@ func (m *Master) liveness() {
 		sortNodes(dead)
 		for _, nd := range dead {
 			id := nd.id
-			m.log.Info(fmt.Sprintf("Worker %s (index %d) missing for too long, removing it.", id, m.index(id)))
+			m.logf(slog.LevelInfo, "worker removed", "Worker %s (index %d) missing for too long, removing it.", id, m.index(id))
 			st.deleteNode(id)
 			if f := st.final[id]; f != nil {
 				m.finalGone(f)

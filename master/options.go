@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"time"
 
 	"github.com/cicada-load/cicada/master/dispatch"
@@ -54,10 +53,12 @@ var (
 	ErrOptions = errors.New("master: invalid options")
 	// ErrCSV means a CSV file could not be created or written.
 	ErrCSV = errors.New("master: CSV file")
-	// ErrBadSpawnRate means a spawn rate that is not a positive number.
-	ErrBadSpawnRate = errors.New("master: spawn rate must be a positive number")
-	// ErrBadUserCount means a negative user count.
-	ErrBadUserCount = errors.New("master: user count must not be negative")
+	// ErrBadSpawnRate means a spawn rate outside dispatch.MinSpawnRate to
+	// dispatch.MaxSpawnRate, or not a number. It is dispatch.ErrBadRate.
+	ErrBadSpawnRate = dispatch.ErrBadRate
+	// ErrBadUserCount means a user count that is negative or above
+	// dispatch.MaxUsers. It is dispatch.ErrBadTarget.
+	ErrBadUserCount = dispatch.ErrBadTarget
 	// ErrNoUserClasses means a test was started before any user class was
 	// known (none in Options, and no worker has reported its classes yet).
 	ErrNoUserClasses = errors.New("master: no user classes known yet")
@@ -78,8 +79,10 @@ type UserClass = dispatch.UserClass
 // Package scenario reads stages from a YAML file into this type.
 type Stage struct {
 	Duration time.Duration
-	Users    int
-	// SpawnRate is users per second. If zero, 1.
+	// Users is at most dispatch.MaxUsers.
+	Users int
+	// SpawnRate is users per second. If zero, 1. From
+	// dispatch.MinSpawnRate to dispatch.MaxSpawnRate.
 	SpawnRate float64
 }
 
@@ -105,9 +108,11 @@ type Options struct {
 	// ExpectWorkersMaxWait bounds that wait; Run then returns exit code 1.
 	// Zero means forever.
 	ExpectWorkersMaxWait time.Duration
-	// Users is the headless number of users. If zero, 1.
+	// Users is the headless number of users. If zero, 1. At most
+	// dispatch.MaxUsers.
 	Users int
 	// SpawnRate is the headless spawn rate, users per second. If zero, 1.
+	// From dispatch.MinSpawnRate to dispatch.MaxSpawnRate.
 	SpawnRate float64
 	// Host is the target host sent to workers; "" sends nil.
 	Host string
@@ -230,14 +235,14 @@ func (o *Options) normalize() error {
 	if o.Users == 0 {
 		o.Users = 1
 	}
-	if o.Users < 0 {
-		return fmt.Errorf("%w: users %d", ErrOptions, o.Users)
+	if err := dispatch.CheckUsers(int64(o.Users)); err != nil {
+		return fmt.Errorf("%w: users: %w", ErrOptions, err)
 	}
 	if o.SpawnRate == 0 {
 		o.SpawnRate = 1
 	}
-	if !(o.SpawnRate > 0) || math.IsInf(o.SpawnRate, 0) {
-		return fmt.Errorf("%w: spawn rate %v", ErrOptions, o.SpawnRate)
+	if err := dispatch.CheckRate(o.SpawnRate); err != nil {
+		return fmt.Errorf("%w: spawn rate: %w", ErrOptions, err)
 	}
 	if len(o.Stages) > 0 && o.RunTime > 0 {
 		return fmt.Errorf("%w: a run time cannot be combined with a load shape", ErrOptions)
@@ -250,6 +255,12 @@ func (o *Options) normalize() error {
 		prev = s.Duration
 		if s.SpawnRate == 0 {
 			o.Stages[i].SpawnRate = 1
+		}
+		if err := dispatch.CheckUsers(int64(s.Users)); err != nil {
+			return fmt.Errorf("%w: stage %d: users: %w", ErrOptions, i, err)
+		}
+		if err := dispatch.CheckRate(o.Stages[i].SpawnRate); err != nil {
+			return fmt.Errorf("%w: stage %d: spawn rate: %w", ErrOptions, i, err)
 		}
 	}
 	if len(o.UserClasses) > 0 {

@@ -185,6 +185,9 @@ func (m *Master) sendStep(users dispatch.Mapping) {
 	sort.Strings(ids)
 	now := float64(m.opts.Now().UnixNano()) / 1e9
 	for _, id := range ids {
+		if nd := st.nodes[id]; nd != nil {
+			nd.stopSent = false // a later orphaning is stopped again
+		}
 		ts := now
 		if last := st.lastTS[id]; ts <= last {
 			ts = math.Nextafter(last, math.Inf(1))

@@ -41,7 +41,7 @@ type WorkerInfo struct {
 	ID    string
 	Index int
 	// State is ready, spawning, running (as the worker reports it) or
-	// missing (protocol.State*; StateMissing: no heartbeat for
+	// missing (protocol.State*; protocol.StateMissing: no heartbeat for
 	// HeartbeatLiveness ticks).
 	State            string
 	UserCount        int64

@@ -61,11 +61,13 @@
 //
 // POST /swarm answers invalid input with HTTP 200 and success: false
 // (Locust's exact message for run_time; HEAD's message for a missing
-// user_count or spawn_rate, where 2.12.1 crashed with a 500). run_time is
-// parsed by internal/timespan, like -t on the command line: text Locust
-// would ignore after the span ("1h 20m") is refused with that message, and
-// a span above timespan.Max, where Locust answers a 500, with one naming
-// the maximum. A run_time
+// user_count or spawn_rate, where 2.12.1 crashed with a 500; a count or
+// rate the Runner refuses, such as one beyond the master's dispatch
+// ceilings, is answered with the Runner's error). run_time is parsed by
+// internal/timespan, like -t on the command line: text Locust would ignore
+// after the span ("1h 20m") is refused with that message, and a span above
+// timespan.Max, where Locust answers a 500, with one naming the maximum. A
+// run_time
 // schedules a Stop that is never cancelled, as in Locust. The CSV downloads
 // use 2.12.1's file names (requests_<time()>.csv) and Options.Format, so they
 // match the master's --csv files. The "Starting web interface at ..." log

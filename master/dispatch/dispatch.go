@@ -21,6 +21,10 @@
 //     worker order follows Python's list: re-sorted on every add, and a
 //     removal deletes in place.
 //
+// Memory is O(workers × classes) for the split, plus one userRun per ramp
+// up since the last rebalance and per period of the fixed_count cycle (see
+// userRun), not per user; time is O(users) per step, as Python's.
+//
 // AddWorker and RemoveWorker cost amortised O(1): they record the change; the
 // next call that needs the split (Next, NewDispatch, Users) recomputes it
 // once, which yields what recomputing at every call would. The worker
@@ -49,6 +53,9 @@
 //     its dispatch_in_progress flag set after a rebalance-only dispatch,
 //     which stops later joins from triggering a re-dispatch.)
 //   - With no workers at all, no users are placed (Python raises).
+//   - Target counts above MaxUsers, spawn rates outside MinSpawnRate to
+//     MaxSpawnRate and class weights or fixed counts whose cycle would
+//     exceed 2^20 picks are refused (Python allocates until it fails).
 //   - 2.12.1 hangs (an endless loop that blocks the whole master) when
 //     fixed_count classes are all full at a re-count, as on a ramp up after
 //     a ramp down; here such classes are simply skipped. HEAD's generator
@@ -72,11 +79,68 @@ var (
 	// ErrBadUserClass means a user class has an empty or duplicate name, or a
 	// negative weight or fixed count.
 	ErrBadUserClass = errors.New("dispatch: bad user class")
-	// ErrBadRate means a spawn rate that is not a positive finite number.
-	ErrBadRate = errors.New("dispatch: spawn rate must be positive")
-	// ErrBadTarget means a negative target user count.
-	ErrBadTarget = errors.New("dispatch: negative user count")
+	// ErrBadRate means a spawn rate that is not a number between
+	// MinSpawnRate and MaxSpawnRate.
+	ErrBadRate = errors.New("dispatch: bad spawn rate")
+	// ErrBadTarget means a target user count that is negative or above
+	// MaxUsers.
+	ErrBadTarget = errors.New("dispatch: bad user count")
 )
+
+// Ceilings of what a dispatch can honour. Counts and rates outside them
+// are refused (ErrBadTarget, ErrBadRate), never clamped.
+const (
+	// MaxUsers is the largest user count a dispatch accepts, in total and
+	// as a class's FixedCount. The dispatcher places a step's users one by
+	// one, as Python does, so a count costs time in proportion: 0.2 s on
+	// the master's loop per ramp step or rebalance of 10^7 users (measured
+	// over 1000 workers; memory stays about 1 MB). That is ten
+	// times the largest run measured (10^6 users over 52 worker
+	// processes, bench/scale), and each worker runs at most one user per
+	// open file.
+	MaxUsers = 10_000_000
+	// MaxSpawnRate is the largest spawn rate, users per second: a ramp
+	// starts floor(rate) users per step, so a larger rate would only
+	// mean "all users at once", which MaxUsers already is.
+	MaxSpawnRate = MaxUsers
+	// MinSpawnRate is the smallest spawn rate, users per second (one user
+	// every 1000 s). The interval between steps, 1/rate seconds, must be a
+	// time.Duration (at most 292 years); a smaller rate would overflow it
+	// (1e-300 started every user at once).
+	MinSpawnRate = 1e-3
+	// maxCyclePeriod bounds one period of a class cycle: the sum of the
+	// normalised weights round(2*w/min(w)) (or fixed counts). The period
+	// is precomputed, 8 bytes per pick.
+	maxCyclePeriod = 1 << 20
+)
+
+// CheckUsers returns an error wrapping ErrBadTarget unless 0 <= n <=
+// MaxUsers.
+func CheckUsers(n int64) error {
+	switch {
+	case n < 0:
+		return fmt.Errorf("%w: %d is negative", ErrBadTarget, n)
+	case n > MaxUsers:
+		return fmt.Errorf("%w: %d is above the ceiling of %d users", ErrBadTarget, n, MaxUsers)
+	}
+	return nil
+}
+
+// CheckRate returns an error wrapping ErrBadRate unless MinSpawnRate <=
+// rate <= MaxSpawnRate.
+func CheckRate(rate float64) error {
+	switch {
+	case math.IsNaN(rate) || math.IsInf(rate, 0):
+		return fmt.Errorf("%w: %v is not a finite number", ErrBadRate, rate)
+	case rate <= 0:
+		return fmt.Errorf("%w: %v is not positive", ErrBadRate, rate)
+	case rate < MinSpawnRate:
+		return fmt.Errorf("%w: %v is below the least rate of %v users per second", ErrBadRate, rate, MinSpawnRate)
+	case rate > MaxSpawnRate:
+		return fmt.Errorf("%w: %v is above the ceiling of %d users per second", ErrBadRate, rate, MaxSpawnRate)
+	}
+	return nil
+}
 
 // UserClass is one user class as the dispatcher sees it: Locust's User
 // subclass name with its weight and fixed_count attributes.
@@ -159,10 +223,21 @@ const (
 	pcDownExit
 )
 
-// activeUser is one placed user: a row of the split and a class index.
-type activeUser struct {
+// userRun is a run of placed users, in the order they were placed (a ramp
+// down removes the last placed first, as Python's list of users does).
+// User i of the run (0 <= i < n) is on row (row+i) mod len(rows) of the
+// split, and its class is the pick at position (pos+i) mod period of the
+// weighted cycle, or of the fixed_count cycle when fixed is set.
+// Placements advance the worker cycle and a class cycle by one each, and
+// removals rewind neither, so a run is broken only by a ramp up after a
+// ramp down, a switch between the two cycles, a fixed_count class skipped
+// because it is full, or a rebalance: the runs cost memory per ramp and
+// per period of the fixed_count cycle, not per user.
+type userRun struct {
+	n     int64
 	row   int32
-	class int32
+	pos   int32
+	fixed bool
 }
 
 // Dispatcher computes dispatch steps. It is not safe for concurrent use: the
@@ -205,10 +280,10 @@ type Dispatcher struct {
 
 	gen     *userGen
 	cycle   workerCycle
-	active  []activeUser
-	tryFix  bool // Python's _try_dispatch_fixed
-	rebal   bool // a rebalance step is pending
-	noUsers bool // the user generator ran dry during a ramp up
+	runs    []userRun // the placed users, in placement order (see userRun)
+	tryFix  bool      // Python's _try_dispatch_fixed
+	rebal   bool      // a rebalance step is pending
+	noUsers bool      // the user generator ran dry during a ramp up
 
 	pc      pc
 	pending time.Duration // delay for the next paced step
@@ -228,12 +303,18 @@ func New(workers []string, classes []UserClass) (*Dispatcher, error) {
 		if c.Name == "" || seen[c.Name] || c.Weight < 0 || c.FixedCount < 0 {
 			return nil, fmt.Errorf("%w: %+v", ErrBadUserClass, *c)
 		}
+		if c.FixedCount > MaxUsers {
+			return nil, fmt.Errorf("%w: %s: fixed count %d is above the ceiling of %d users", ErrBadUserClass, c.Name, c.FixedCount, MaxUsers)
+		}
 		seen[c.Name] = true
 		if c.Weight == 0 {
 			c.Weight = 1
 		}
 	}
 	sort.Slice(cs, func(i, j int) bool { return cs[i].Name < cs[j].Name })
+	if err := checkPeriods(cs); err != nil {
+		return nil, err
+	}
 	d := &Dispatcher{classes: cs, tryFix: true}
 	d.names = make([]string, len(cs))
 	for i, c := range cs {
@@ -401,11 +482,11 @@ func (d *Dispatcher) InProgress() bool { return d.pc != pcIdle }
 // second. The round-robin positions and the class generator carry over from
 // the previous dispatch; a pending rebalance is yielded first.
 func (d *Dispatcher) NewDispatch(target int64, rate float64) error {
-	if target < 0 {
-		return ErrBadTarget
+	if err := CheckUsers(target); err != nil {
+		return err
 	}
-	if !(rate > 0) || math.IsInf(rate, 0) {
-		return fmt.Errorf("%w: %v", ErrBadRate, rate)
+	if err := CheckRate(rate); err != nil {
+		return err
 	}
 	d.settle()
 	d.target = target
@@ -557,15 +638,12 @@ func (d *Dispatcher) rebalanceStep() Step {
 func (d *Dispatcher) addUsers() {
 	goal := min(d.current+d.perStep, d.target)
 	nc := len(d.names)
-	if goal > d.current {
-		d.active = slices.Grow(d.active, int(goal-d.current))
-	}
 	for {
 		if len(d.members) == 0 {
 			d.noUsers = true
 			return
 		}
-		class, ok := d.gen.next()
+		class, pick, ok := d.gen.nextPos()
 		if !ok {
 			d.noUsers = true
 			return
@@ -573,20 +651,63 @@ func (d *Dispatcher) addUsers() {
 		r := d.cycle.next()
 		d.users[r*nc+class]++
 		d.current++
-		d.active = append(d.active, activeUser{int32(r), int32(class)})
+		d.runs = d.gen.pushRun(d.runs, r, d.cycle.n, pick)
 		if d.current >= goal {
 			return
 		}
 	}
 }
 
+// pushRun appends one placed user, on row of a worker cycle of length rows
+// with the class picked at p, to runs, extending the last run when the
+// user continues it.
+func (g *userGen) pushRun(runs []userRun, row, rows int, p cyclePos) []userRun {
+	if k := len(runs); k > 0 {
+		last := &runs[k-1]
+		if last.fixed == p.fixed &&
+			int64(row) == (int64(last.row)+last.n)%int64(rows) &&
+			int64(p.pos) == (int64(last.pos)+last.n)%int64(g.cycleOf(p.fixed).period()) {
+			last.n++
+			return runs
+		}
+	}
+	return append(runs, userRun{n: 1, row: int32(row), pos: int32(p.pos), fixed: p.fixed})
+}
+
+// cycleOf returns the fixed_count cycle or the weighted one.
+func (g *userGen) cycleOf(fixed bool) *classCycle {
+	if fixed {
+		return &g.fixedCyc
+	}
+	return &g.weighted
+}
+
+// popRun removes the last placed user and returns its row and class.
+// Precondition: runs is not empty.
+func (d *Dispatcher) popRun() (row, class int) {
+	last := &d.runs[len(d.runs)-1]
+	i := last.n - 1
+	row = int((int64(last.row) + i) % int64(d.cycle.n))
+	g := d.gen
+	c := g.cycleOf(last.fixed)
+	item := c.pick[(int64(last.pos)+i)%int64(c.period())]
+	if last.fixed {
+		class = g.fixed[item]
+	} else {
+		class = g.wClass[item]
+	}
+	if last.n--; last.n == 0 {
+		d.runs = d.runs[:len(d.runs)-1]
+	}
+	return row, class
+}
+
 func (d *Dispatcher) removeUsers() {
 	goal := max(d.current-d.perStep, d.target)
 	nc := len(d.names)
-	for len(d.active) > 0 {
-		u := d.active[len(d.active)-1]
-		d.active = d.active[:len(d.active)-1]
-		d.users[int(u.row)*nc+int(u.class)]--
+	for len(d.runs) > 0 {
+		row, class := d.popRun()
+		d.users[row*nc+class]--
 		d.current--
 		d.tryFix = true
 		if d.current == 0 || d.current <= goal {
@@ -666,21 +787,18 @@ func (d *Dispatcher) prepareRebalance() {
 	d.tryFix = true
 	gen := newUserGen(d)
 	cyc := workerCycle{n: len(d.rows)}
-	active := d.active[:0]
-	if int64(cap(active)) < d.current {
-		active = make([]activeUser, 0, d.current)
-	}
+	runs := d.runs[:0]
 	for n := int64(0); n < d.current && cyc.n > 0; n++ {
-		class, ok := gen.next()
+		class, pick, ok := gen.nextPos()
 		if !ok {
 			break
 		}
 		r := cyc.next()
 		dist[r*nc+class]++
-		active = append(active, activeUser{int32(r), int32(class)})
+		runs = gen.pushRun(runs, r, cyc.n, pick)
 	}
 	d.users = dist
-	d.active = active
+	d.runs = runs
 	d.gen = gen
 	d.cycle = cyc
 }
@@ -708,6 +826,9 @@ type classCycle struct {
 	pos  int
 }
 
+// period is the number of picks in one period of the cycle.
+func (c *classCycle) period() int { return len(c.pick) }
+
 // next returns the index of the next picked item.
 func (c *classCycle) next() (int, bool) {
 	if len(c.pick) == 0 {
@@ -724,6 +845,39 @@ func (c *classCycle) next() (int, bool) {
 type weighted struct {
 	name string
 	w    int
+}
+
+// checkPeriods refuses classes whose weights (or fixed counts) are so far
+// apart that one period of their cycle would exceed maxCyclePeriod picks.
+func checkPeriods(cs []UserClass) error {
+	var fx, wt []int
+	for _, c := range cs {
+		if c.FixedCount > 0 {
+			fx = append(fx, c.FixedCount)
+		} else {
+			wt = append(wt, c.Weight)
+		}
+	}
+	for _, vs := range [][]int{fx, wt} {
+		if p := cyclePeriod(vs); p > maxCyclePeriod {
+			return fmt.Errorf("%w: weights or fixed counts %v are too far apart (a cycle of %.0f picks, at most %d)", ErrBadUserClass, vs, p, maxCyclePeriod)
+		}
+	}
+	return nil
+}
+
+// cyclePeriod is the number of picks in one period of newClassCycle's
+// cycle over values vs (all positive).
+func cyclePeriod(vs []int) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	minV := slices.Min(vs)
+	var total float64
+	for _, v := range vs {
+		total += math.RoundToEven(2 * float64(v) / float64(minV))
+	}
+	return total
 }
 
 // newClassCycle normalises the values to round(2*v/min(v)) (half to even,
@@ -828,17 +982,27 @@ func (g *userGen) countFixed() {
 	}
 }
 
-// weightedNext returns the next weighted class, or false for Python's None.
-func (g *userGen) weightedNext() (int, bool) {
-	i, ok := g.weighted.next()
-	if !ok {
-		return 0, false
-	}
-	return g.wClass[i], true
+// cyclePos is where a class was picked: a position in the weighted cycle
+// or, if fixed, in the fixed_count cycle.
+type cyclePos struct {
+	pos   int
+	fixed bool
 }
 
-// next returns the next class, or false for Python's None.
-func (g *userGen) next() (int, bool) {
+// weightedNext returns the next weighted class and where it was picked,
+// or false for Python's None.
+func (g *userGen) weightedNext() (class int, p cyclePos, ok bool) {
+	p.pos = g.weighted.pos
+	i, ok := g.weighted.next()
+	if !ok {
+		return 0, p, false
+	}
+	return g.wClass[i], p, true
+}
+
+// nextPos returns the next class, or false for Python's None, and where
+// it was picked.
+func (g *userGen) nextPos() (class int, p cyclePos, ok bool) {
 	if g.inFixed {
 		// Resumed right after a yield inside the fixed loop.
 		g.inFixed = false
@@ -853,6 +1017,7 @@ func (g *userGen) next() (int, bool) {
 		return g.weightedNext()
 	}
 	for g.nSpawned != len(g.fixed) {
+		pos := g.fixedCyc.pos
 		i, ok := g.fixedCyc.next()
 		if !ok {
 			break
@@ -865,7 +1030,7 @@ func (g *userGen) next() (int, bool) {
 				g.nSpawned++
 			}
 			g.inFixed = true
-			return c, true
+			return c, cyclePos{pos: pos, fixed: true}, true
 		}
 	}
 	return g.weightedNext()
