@@ -105,6 +105,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cicada-load/cicada/internal/ratelimit"
 	"github.com/cicada-load/cicada/master/dispatch"
 	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/protocol/zmtp"
@@ -430,10 +431,10 @@ type loopState struct {
 
 	cpuWarned  bool
 	usersDirty bool
-	logLimit   *limiter      // log lines per cause (see logf)
-	excLimit   *limiter      // worker exception messages per traceback
-	conn       connLoopState // connections, warnings, second round
-	index      loopIndex     // per-state node counts, kept as nodes change
+	logLimit   *ratelimit.Limiter // log lines per cause (see logf)
+	excLimit   *ratelimit.Limiter // worker exception messages per traceback
+	conn       connLoopState      // connections, warnings, second round
+	index      loopIndex          // per-state node counts, kept as nodes change
 	result     runResult
 	done       bool
 }
@@ -452,8 +453,8 @@ func (s *loopState) init(o *Options) {
 	s.quitted = make(map[string]bool)
 	s.classes = append([]UserClass(nil), o.UserClasses...)
 	s.host = o.Host
-	s.logLimit = newLimiter(logBurst, logInterval, timeNow)
-	s.excLimit = newLimiter(exceptionBurst, logInterval, timeNow)
+	s.logLimit = ratelimit.NewBurst(logBurst, logInterval, limiterKeys)
+	s.excLimit = ratelimit.NewBurst(exceptionBurst, logInterval, limiterKeys)
 }
 
 func (m *Master) loop(ctx context.Context) {

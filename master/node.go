@@ -388,7 +388,7 @@ func (m *Master) handleMessage(in inbound) (stateChange bool) {
 			m.logf(slog.LevelDebug, "exception discarded", "Discarded an exception from worker %s, which runs no test of this master", id)
 			return false
 		}
-		if ok, _ := st.excLimit.Allow(exceptionCause(ex.Traceback)); ok {
+		if ok, _ := st.excLimit.Allow(exceptionCause(ex.Traceback), timeNow()); ok {
 			m.stats.AddException(ex.Msg, ex.Traceback, id)
 		}
 		return false

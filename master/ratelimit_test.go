@@ -1,73 +1,11 @@
 package master
 
 import (
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/cicada-load/cicada/protocol"
 )
-
-// fakeClock is a settable clock for the limiter.
-type fakeClock struct{ t time.Time }
-
-func (c *fakeClock) now() time.Time { return c.t }
-
-func TestLimiterAllow(t *testing.T) {
-	c := &fakeClock{t: time.Unix(1000, 0)}
-	l := newLimiter(3, time.Second, c.now)
-	type call struct {
-		key            string
-		advance        time.Duration
-		wantOK         bool
-		wantSuppressed int
-	}
-	calls := []call{
-		{"a", 0, true, 0}, {"a", 0, true, 0}, {"a", 0, true, 0},
-		{"a", 0, false, 0}, {"a", 0, false, 0},
-		{"b", 0, true, 0},           // another cause has its own budget
-		{"a", time.Second, true, 2}, // a new interval reports the refused ones
-		{"a", 0, true, 0},
-	}
-	for i, c2 := range calls {
-		c.t = c.t.Add(c2.advance)
-		ok, sup := l.Allow(c2.key)
-		if ok != c2.wantOK || sup != c2.wantSuppressed {
-			t.Errorf("call %d: Allow(%q) = %v, %d; want %v, %d", i, c2.key, ok, sup, c2.wantOK, c2.wantSuppressed)
-		}
-	}
-}
-
-func TestLimiterFlushAndBound(t *testing.T) {
-	c := &fakeClock{t: time.Unix(1000, 0)}
-	l := newLimiter(1, time.Second, c.now)
-	l.maxKeys = 4
-	for i := range 100 {
-		l.Allow(fmt.Sprint("k", i))
-		l.Allow(fmt.Sprint("k", i)) // refused
-	}
-	if n := len(l.keys); n > l.maxKeys+1 {
-		t.Errorf("len(keys) = %d after 100 causes; want at most %d", n, l.maxKeys+1)
-	}
-	var got []string
-	l.Flush(func(k string, n int) { got = append(got, fmt.Sprint(k, "=", n)) })
-	if len(got) != 0 {
-		t.Errorf("Flush within the interval reported %v; want nothing", got)
-	}
-	c.t = c.t.Add(time.Second)
-	l.Flush(func(k string, n int) { got = append(got, fmt.Sprint(k, "=", n)) })
-	// k0..k3 had one refused event each; the other 96 causes shared the
-	// overflow key: 96 allowed once would exceed burst 1, so 1 allowed and
-	// 96*2-1 refused.
-	want := []string{overflowKey + "=191", "k0=1", "k1=1", "k2=1", "k3=1"}
-	if strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Errorf("Flush reported %q; want %q", got, want)
-	}
-	if len(l.keys) != 0 {
-		t.Errorf("len(keys) = %d after a flush of ended intervals; want 0", len(l.keys))
-	}
-}
 
 // A client_ready flood writes a bounded number of log lines and says how
 // many it suppressed; an exception flood of one cause enters the

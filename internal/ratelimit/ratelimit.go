@@ -1,10 +1,10 @@
 // Package ratelimit limits repeated events per key, for log lines and
 // messages that a peer or a user can make a process repeat without bound.
 //
-// A Limiter lets the first event of a key through, suppresses (and counts)
-// the events of that key during the following interval, and lets the next
-// event after the interval through together with the count of those it
-// suppressed. Flush reports the counts of keys that went quiet, so that no
+// A Limiter lets the first burst events of a key through (one, for New),
+// suppresses (and counts) the further events of that key until the interval
+// that began with the first has passed, and lets the next event after it
+// through together with the count of those it suppressed. Flush reports the counts of keys that went quiet, so that no
 // suppressed event goes unmentioned:
 //
 //	l := ratelimit.New(10*time.Second, 1024)
@@ -34,6 +34,7 @@ const OverflowKey = "(other)"
 // concurrent use. The zero value is not usable; create one with New.
 type Limiter struct {
 	interval time.Duration
+	burst    int
 	maxKeys  int
 
 	mu struct {
@@ -44,8 +45,9 @@ type Limiter struct {
 }
 
 type entry struct {
-	last       time.Time // when the last event was let through
-	suppressed int64     // events suppressed since then
+	last       time.Time // when the key's current interval began
+	n          int       // events let through in that interval
+	suppressed int64     // events suppressed since the last one let through
 }
 
 // Suppressed is a key and the number of its events suppressed since the
@@ -59,7 +61,14 @@ type Suppressed struct {
 // and tracks at most maxKeys keys (at least 1; OverflowKey included). An
 // interval of zero or less lets every event through.
 func New(interval time.Duration, maxKeys int) *Limiter {
-	l := &Limiter{interval: interval, maxKeys: max(maxKeys, 1)}
+	return NewBurst(1, interval, maxKeys)
+}
+
+// NewBurst is New with burst events per key per interval (at least 1): an
+// interval begins with a key's first event, and the burst-th event after
+// it is the last let through until the interval has passed.
+func NewBurst(burst int, interval time.Duration, maxKeys int) *Limiter {
+	l := &Limiter{interval: interval, burst: max(burst, 1), maxKeys: max(maxKeys, 1)}
 	l.mu.keys = make(map[string]*entry)
 	return l
 }
@@ -85,21 +94,25 @@ func (l *Limiter) Allow(key string, now time.Time) (ok bool, suppressed int64) {
 			// Make room for the overflow entry: the oldest key's
 			// suppressed events are reported with this one.
 			carried := l.evictOldestLocked()
-			l.mu.keys[OverflowKey] = &entry{last: now}
+			l.mu.keys[OverflowKey] = &entry{last: now, n: 1}
 			return true, carried
 		}
 	}
 	if e == nil {
-		l.mu.keys[key] = &entry{last: now}
+		l.mu.keys[key] = &entry{last: now, n: 1}
 		return true, 0
 	}
-	if now.Sub(e.last) < l.interval {
+	if now.Sub(e.last) >= l.interval {
+		e.last, e.n = now, 0
+	}
+	if e.n >= l.burst {
 		e.suppressed++
 		l.mu.suppressed++
 		return false, 0
 	}
+	e.n++
 	n := e.suppressed
-	e.last, e.suppressed = now, 0
+	e.suppressed = 0
 	return true, n
 }
 
@@ -117,8 +130,9 @@ func (l *Limiter) Flush(now time.Time) []Suppressed {
 		}
 		if e.suppressed > 0 {
 			out = append(out, Suppressed{Key: k, Count: e.suppressed})
-			// The summary counts as the event that went out.
-			e.last, e.suppressed = now, 0
+			// The summary counts as an event that went out, and
+			// begins an interval.
+			e.last, e.n, e.suppressed = now, 1, 0
 			continue
 		}
 		delete(l.mu.keys, k)

@@ -154,3 +154,35 @@ func TestConcurrent(t *testing.T) {
 		t.Errorf("Total() = %d; want %d", got, 8000-3)
 	}
 }
+
+// TestBurst: NewBurst lets burst events of a key through per interval, each
+// key on its own budget, and the first one of a new interval carries the
+// count of the refused ones.
+func TestBurst(t *testing.T) {
+	l := NewBurst(3, time.Second, 16)
+	t0 := time.Unix(1000, 0)
+	calls := []struct {
+		key            string
+		at             time.Duration
+		wantOK         bool
+		wantSuppressed int64
+	}{
+		{"a", 0, true, 0}, {"a", 0, true, 0}, {"a", 100 * time.Millisecond, true, 0},
+		{"a", 200 * time.Millisecond, false, 0}, {"a", 900 * time.Millisecond, false, 0},
+		{"b", 900 * time.Millisecond, true, 0}, // another key has its own budget
+		{"a", time.Second, true, 2},            // a new interval reports the refused ones
+		{"a", time.Second, true, 0},
+		{"a", time.Second, true, 0},
+		{"a", 1500 * time.Millisecond, false, 0},
+	}
+	for i, c := range calls {
+		ok, n := l.Allow(c.key, t0.Add(c.at))
+		if ok != c.wantOK || n != c.wantSuppressed {
+			t.Errorf("call %d: Allow(%q, +%v) = %v, %d; want %v, %d", i, c.key, c.at, ok, n, c.wantOK, c.wantSuppressed)
+		}
+	}
+	got := l.Flush(t0.Add(2 * time.Second))
+	if len(got) != 1 || got[0] != (Suppressed{Key: "a", Count: 1}) {
+		t.Errorf("Flush = %v; want [{a 1}]", got)
+	}
+}
