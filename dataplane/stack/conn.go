@@ -48,6 +48,7 @@ type conn struct {
 	wscale     uint8 // the peer's window scale shift
 	dupAcks    uint8
 	pending    uint8 // server: complete requests waiting for a response
+	badMask    uint8 // server: bit k set when pending request k is not a GET
 	reqState   uint8 // server: request scan: method match and CRLFCRLF match
 }
 

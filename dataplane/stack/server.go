@@ -9,6 +9,9 @@ const (
 	rqGET   = 4
 	rqOther = 7
 	rqMask  = 7
+	// maxPending bounds pipelined requests waiting for a response; more
+	// reset the connection.
+	maxPending = 8
 )
 
 func (s *Stack) serverInput(i uint32, seg wire.TCP, now int64) {
@@ -136,7 +139,8 @@ func (s *Stack) synAck(i uint32) {
 }
 
 // scanRequests counts the complete requests in p (ended by a blank line)
-// and whether each is a GET; false when too many are pending.
+// and whether each is a GET (badMask bit k: the k-th pending request is
+// not); false when more than maxPending are pending.
 func (s *Stack) scanRequests(c *conn, p []byte) bool {
 	const blank = "\r\n\r\n"
 	for _, b := range p {
@@ -157,13 +161,13 @@ func (s *Stack) scanRequests(c *conn, p []byte) bool {
 			t = 0
 		}
 		if t == 4 {
-			if c.pending >= 64 {
+			if c.pending >= maxPending {
 				return false
 			}
-			c.pending++
-			if m == rqOther {
-				c.pending |= 0x80 // marks that some pending request was not a GET
+			if m != rqGET {
+				c.badMask |= 1 << c.pending
 			}
+			c.pending++
 			m, t = 0, 0
 		}
 		c.reqState = t<<3 | m
@@ -179,12 +183,10 @@ func (s *Stack) serverProgress(i uint32, now int64, ackNeeded bool) {
 	if c.flags&fResp != 0 && c.sndUna == c.respSeq+uint32(len(s.page(c))) {
 		c.flags &^= fResp | fBadReq
 	}
-	if c.flags&fResp == 0 && c.pending&0x7f > 0 {
-		bad := c.pending&0x80 != 0
+	if c.flags&fResp == 0 && c.pending > 0 {
+		bad := c.badMask&1 != 0
 		c.pending--
-		if c.pending&0x7f == 0 {
-			c.pending = 0
-		}
+		c.badMask >>= 1
 		c.flags |= fResp
 		if bad {
 			c.flags |= fBadReq
