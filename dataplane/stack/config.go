@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"time"
+	"unsafe"
 
 	"github.com/cicada-load/cicada/dataplane/link"
 )
@@ -180,6 +181,8 @@ func (c *Config) validate() error {
 		return bad("client ports %d..%d", c.PortMin, c.PortMax)
 	case uint64(c.ClientIPs)*uint64(c.PortMax-c.PortMin+1) > MaxConns:
 		return bad("%d client IPs x %d ports exceeds %d connections", c.ClientIPs, c.PortMax-c.PortMin+1, MaxConns)
+	case uint64(c.ClientIPs)*uint64(c.PortMax-c.PortMin+1)*uint64(unsafe.Sizeof(conn{})) > math.MaxInt:
+		return bad("%d client IPs x %d ports do not fit this platform's address space", c.ClientIPs, c.PortMax-c.PortMin+1)
 	case c.ServerIP == 0:
 		return bad("no ServerIP")
 	case c.ServerIP-c.ClientIP < uint32(c.ClientIPs):

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"encoding/binary"
+	"strings"
 	"testing"
 
 	"github.com/cicada-load/cicada/dataplane/link/pipe"
@@ -170,4 +171,83 @@ func FuzzStackFrame(f *testing.F) {
 		p.ca.Receive(make([][]byte, 64))
 		p.sb.Receive(make([][]byte, 64))
 	})
+}
+
+// TestGatewayResolved: with a gateway set, the client asks ARP for it (not
+// for the server), learns its MAC from the reply and sends the SYN there.
+func TestGatewayResolved(t *testing.T) {
+	const gw = 0x0a0000fe
+	a, b, _ := pipe.New(pipe.Config{})
+	s, err := New(Config{Mode: Client, Link: a, ClientIP: clientIP, ServerIP: serverIP, Gateway: gw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := rawPeer{t, b}
+	s.Poll(1)
+	got := peer.recv()
+	if len(got) != 1 {
+		t.Fatalf("frames = %d; want 1 ARP request", len(got))
+	}
+	if q, err := wire.ParseARP(got[0][14:]); err != nil || q.TargetIP() != gw {
+		t.Fatalf("ARP request = %+v, %v; want one for the gateway %#x", q.Fields(), err, gw)
+	}
+	if n := s.Launch(2, 1); n != 0 {
+		t.Errorf("Launch before resolution = %d; want 0", n)
+	}
+	gwMAC := wire.MAC{2, 0, 0, 0, 0, 0xfe}
+	rep := make([]byte, wire.EthernetLen+wire.ARPLen)
+	_ = wire.PutEthernet(rep, a.MAC(), gwMAC, wire.EtherTypeARP)
+	_ = wire.PutARP(rep[14:], wire.ARPFields{Op: wire.ARPReply, SenderMAC: gwMAC, SenderIP: gw, TargetMAC: a.MAC(), TargetIP: clientIP})
+	peer.send(rep)
+	s.Poll(3)
+	if !s.Resolved() {
+		t.Fatalf("Resolved() = false after the gateway's reply; want true")
+	}
+	if n := s.Launch(4, 1); n != 1 {
+		t.Fatalf("Launch = %d; want 1", n)
+	}
+	got = peer.recv()
+	if len(got) != 1 {
+		t.Fatalf("frames after Launch = %d; want 1 SYN", len(got))
+	}
+	e := wire.Ethernet(got[0])
+	ip, _ := wire.ParseIPv4(e.Payload())
+	seg, _ := wire.ParseTCP(ip.Payload())
+	o, _ := wire.ParseTCPOptions(seg.Options())
+	if e.Dst() != gwMAC || ip.Dst() != serverIP || !ip.ChecksumValid() || !seg.ChecksumValid(ip.Src(), ip.Dst()) ||
+		seg.Flags() != wire.TCPSyn || o.MSS != 1460 {
+		t.Errorf("SYN to %v, IP dst %#x, checksums %v/%v, flags %#x, MSS %d; want gateway MAC, server, valid, SYN, 1460",
+			e.Dst(), ip.Dst(), ip.ChecksumValid(), seg.ChecksumValid(ip.Src(), ip.Dst()), seg.Flags(), o.MSS)
+	}
+}
+
+func TestScanRequests(t *testing.T) {
+	tests := []struct {
+		name    string
+		pieces  []string
+		pending uint8
+		mask    uint8
+		ok      bool
+	}{
+		{"one get", []string{"GET / HTTP/1.1\r\nHost: h\r\n\r\n"}, 1, 0, true},
+		{"split blank line", []string{"GET / HTTP/1.1\r\n\r", "\n"}, 1, 0, true},
+		{"post then get", []string{"POST / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n"}, 2, 0b01, true},
+		{"get then head", []string{"GET / HTTP/1.1\r\n\r\n", "HEAD / HTTP/1.1\r\n\r\n"}, 2, 0b10, true},
+		{"incomplete", []string{"GET / HTTP/1.1\r\n"}, 0, 0, true},
+		{"gets lowercase", []string{"get / HTTP/1.1\r\n\r\n"}, 1, 0b1, true},
+		{"too many", []string{strings.Repeat("GET / HTTP/1.1\r\n\r\n", maxPending+1)}, maxPending, 0, false},
+	}
+	s := &Stack{}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var c conn
+			ok := true
+			for _, p := range tt.pieces {
+				ok = ok && s.scanRequests(&c, []byte(p))
+			}
+			if ok != tt.ok || c.pending != tt.pending || c.badMask != tt.mask {
+				t.Errorf("scanRequests(%q) = %v, pending %d, mask %#b; want %v, %d, %#b", tt.pieces, ok, c.pending, c.badMask, tt.ok, tt.pending, tt.mask)
+			}
+		})
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/cicada-load/cicada/dataplane/link/pipe"
+	"github.com/cicada-load/cicada/dataplane/wire"
 )
 
 func TestOneRequest(t *testing.T) {
@@ -103,7 +104,7 @@ func TestLargeResponseLossy(t *testing.T) {
 	if inj.Lost == 0 || inj.Reordered == 0 || inj.Duplicated == 0 {
 		t.Errorf("server-side injections %+v; want some of each", inj)
 	}
-	if s.RetransData+s.FastRetransmit == 0 || c.DropOutOfOrder == 0 || c.DupAckOut == 0 {
+	if s.RetransData == 0 || s.FastRetransmit == 0 || c.DropOutOfOrder == 0 || c.DupAckOut == 0 {
 		t.Errorf("server retransmits %d+%d, client out-of-order drops %d, dup ACKs %d; want all > 0",
 			s.RetransData, s.FastRetransmit, c.DropOutOfOrder, c.DupAckOut)
 	}
@@ -198,4 +199,29 @@ func TestSteadyStateAllocatesNothing(t *testing.T) {
 	if c := p.c.Counters(); c.HTTP2xx == 0 {
 		t.Errorf("HTTP2xx = 0 after the measured turns; want some")
 	}
+}
+
+// TestLateFINAcked: with no TIME_WAIT, a FIN retransmitted by the server
+// after the client closed the record is answered with the ACK TIME_WAIT
+// would have sent, so the server can close too.
+func TestLateFINAcked(t *testing.T) {
+	p := newPair(t, Config{PortMin: 10000, PortMax: 10000}, Config{PortMin: 10000, PortMax: 10000}, pipe.Config{})
+	p.run(t, 1000, p.launcher(1, 1, func() bool { return p.c.Counters().SocketsClosed == 1 && p.s.Counters().SocketsClosed == 1 }))
+	before := p.c.Counters()
+	const seq, ack = 5000, 7000
+	p.s.emit(&p.s.tFin, 0, seq, ack, nil, 0)
+	p.s.flush()
+	p.c.Poll(p.now)
+	got := rawPeer{t, p.sb}.recv()
+	if len(got) != 1 {
+		t.Fatalf("client frames = %d; want 1 ACK", len(got))
+	}
+	ip, _ := wire.ParseIPv4(wire.Ethernet(got[0]).Payload())
+	seg, _ := wire.ParseTCP(ip.Payload())
+	if seg.Flags() != wire.TCPAck || seg.Seq() != ack || seg.Ack() != seq+1 || !seg.ChecksumValid(ip.Src(), ip.Dst()) {
+		t.Errorf("answer flags %#x seq %d ack %d; want ACK seq %d ack %d with a valid checksum", seg.Flags(), seg.Seq(), seg.Ack(), ack, seq+1)
+	}
+	c := p.c.Counters()
+	check(t, "client", []want{{"DropNoSocket", c.DropNoSocket, before.DropNoSocket + 1},
+		{"SocketsOpened", c.SocketsOpened, 1}, {"RstOut", c.RstOut, 0}})
 }
