@@ -47,7 +47,7 @@ type Counters struct {
 }
 
 // count adds one sent TCP segment's flags.
-func (c *Counters) count(flags uint8, _ int) {
+func (c *Counters) count(flags uint8) {
 	if flags&wire.TCPSyn != 0 {
 		c.SynOut++
 	}

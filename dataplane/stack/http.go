@@ -8,12 +8,12 @@ import (
 // Sentinels of the HTTP parser; pre-allocated, returned unwrapped on the hot
 // path and counted, never logged.
 var (
-	// ErrHTTP marks a response the client cannot parse.
-	ErrHTTP = errors.New("stack: malformed HTTP response")
-	// ErrHTTPUnsupported marks a response without Content-Length or
+	// errHTTP marks a response the client cannot parse.
+	errHTTP = errors.New("stack: malformed HTTP response")
+	// errHTTPUnsupported marks a response without Content-Length or
 	// chunked encoding (read-to-close bodies are not supported), an
 	// interim 1xx, or another transfer coding.
-	ErrHTTPUnsupported = errors.New("stack: unsupported HTTP response framing")
+	errHTTPUnsupported = errors.New("stack: unsupported HTTP response framing")
 )
 
 // BuildRequest returns the raw bytes of an HTTP/1.1 request, built once per
@@ -89,7 +89,7 @@ func lower(c byte) byte {
 }
 
 // feed consumes b and returns how many bytes belong to the response, whether
-// the response is complete, and ErrHTTP or ErrHTTPUnsupported.
+// the response is complete, and errHTTP or errHTTPUnsupported.
 func (p *respParser) feed(b []byte) (int, bool, error) {
 	for i := 0; i < len(b); i++ {
 		c := b[i]
@@ -98,19 +98,19 @@ func (p *respParser) feed(b []byte) (int, bool, error) {
 			switch {
 			case p.pos < 7:
 				if c != statusPfx[p.pos] {
-					return i, false, ErrHTTP
+					return i, false, errHTTP
 				}
 			case p.pos == 7:
 				if c < '0' || c > '9' {
-					return i, false, ErrHTTP
+					return i, false, errHTTP
 				}
 			case p.pos == 8:
 				if c != ' ' {
-					return i, false, ErrHTTP
+					return i, false, errHTTP
 				}
 			default:
 				if c < '0' || c > '9' {
-					return i, false, ErrHTTP
+					return i, false, errHTTP
 				}
 				p.status = p.status*10 + uint16(c-'0')
 				if p.pos == 11 {
@@ -145,7 +145,7 @@ func (p *respParser) feed(b []byte) (int, bool, error) {
 				continue
 			}
 			if c == '\n' {
-				return i, false, ErrHTTP
+				return i, false, errHTTP
 			}
 			lc := lower(c)
 			if int(p.pos) >= len(nameCL) || nameCL[p.pos] != lc {
@@ -163,23 +163,23 @@ func (p *respParser) feed(b []byte) (int, bool, error) {
 			case c >= '0' && c <= '9':
 				v := uint64(p.remaining)*10 + uint64(c-'0')
 				if v >= maxLength {
-					return i, false, ErrHTTPUnsupported
+					return i, false, errHTTPUnsupported
 				}
 				p.remaining, p.flags = uint32(v), p.flags|pfDigit
 			case c == ' ' || c == '\t' || c == '\r':
 			case c == '\n':
 				if p.flags&pfDigit == 0 {
-					return i, false, ErrHTTP
+					return i, false, errHTTP
 				}
 				p.state = psHdrStart
 			default:
-				return i, false, ErrHTTP
+				return i, false, errHTTP
 			}
 		case psTE:
 			switch {
 			case c == '\n':
 				if p.pos != 7 {
-					return i, false, ErrHTTPUnsupported
+					return i, false, errHTTPUnsupported
 				}
 				p.flags |= pfChunked
 				p.state = psHdrStart
@@ -194,7 +194,7 @@ func (p *respParser) feed(b []byte) (int, bool, error) {
 			}
 		case psHdrLF:
 			if c != '\n' {
-				return i, false, ErrHTTP
+				return i, false, errHTTP
 			}
 			return p.endHeaders(b, i)
 		case psBody, psChunkData:
@@ -213,7 +213,7 @@ func (p *respParser) feed(b []byte) (int, bool, error) {
 			switch {
 			case ok:
 				if p.remaining > 0x0fffffff {
-					return i, false, ErrHTTPUnsupported
+					return i, false, errHTTPUnsupported
 				}
 				p.remaining, p.flags = p.remaining<<4|uint32(d), p.flags|pfDigit
 			case c == ';' || c == ' ' || c == '\t':
@@ -224,7 +224,7 @@ func (p *respParser) feed(b []byte) (int, bool, error) {
 					return i + 1, done, err
 				}
 			default:
-				return i, false, ErrHTTP
+				return i, false, errHTTP
 			}
 		case psChunkExt:
 			if c == '\n' {
@@ -239,11 +239,11 @@ func (p *respParser) feed(b []byte) (int, bool, error) {
 			case '\n':
 				p.state, p.remaining, p.flags = psChunkSize, 0, p.flags&^pfDigit
 			default:
-				return i, false, ErrHTTP
+				return i, false, errHTTP
 			}
 		case psChunkLF:
 			if c != '\n' {
-				return i, false, ErrHTTP
+				return i, false, errHTTP
 			}
 			p.state, p.remaining, p.flags = psChunkSize, 0, p.flags&^pfDigit
 		case psTrailer:
@@ -259,7 +259,7 @@ func (p *respParser) feed(b []byte) (int, bool, error) {
 				p.pos = 1
 			}
 		default:
-			return i, false, ErrHTTP
+			return i, false, errHTTP
 		}
 	}
 	return len(b), false, nil
@@ -268,7 +268,7 @@ func (p *respParser) feed(b []byte) (int, bool, error) {
 // chunkLine ends a chunk-size line.
 func (p *respParser) chunkLine() (bool, error) {
 	if p.flags&pfDigit == 0 {
-		return false, ErrHTTP
+		return false, errHTTP
 	}
 	if p.remaining == 0 {
 		p.state, p.pos = psTrailer, 0
@@ -283,7 +283,7 @@ func (p *respParser) chunkLine() (bool, error) {
 func (p *respParser) endHeaders(b []byte, i int) (int, bool, error) {
 	switch {
 	case p.status < 200:
-		return i, false, ErrHTTPUnsupported
+		return i, false, errHTTPUnsupported
 	case p.status == 204 || p.status == 304:
 		p.state = psDone
 		return i + 1, true, nil
@@ -296,7 +296,7 @@ func (p *respParser) endHeaders(b []byte, i int) (int, bool, error) {
 		}
 		p.state = psBody
 	default:
-		return i, false, ErrHTTPUnsupported
+		return i, false, errHTTPUnsupported
 	}
 	n, done, err := p.feed(b[i+1:])
 	return i + 1 + n, done, err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/cicada-load/cicada/dataplane/link/pipe"
@@ -11,7 +12,10 @@ import (
 )
 
 func TestOneRequest(t *testing.T) {
-	p := newPair(t, Config{}, Config{}, pipe.Config{Delay: 2})
+	var calls, status int
+	var rt time.Duration
+	onResp := func(st int, d time.Duration) { calls, status, rt = calls+1, st, d }
+	p := newPair(t, Config{OnResponse: onResp}, Config{}, pipe.Config{Delay: 2})
 	p.run(t, 1000, p.launcher(1, 1, func() bool {
 		return p.c.Counters().SocketsClosed == 1 && p.s.Counters().SocketsClosed == 1
 	}))
@@ -33,6 +37,9 @@ func TestOneRequest(t *testing.T) {
 	})
 	if c.RespTimeSum <= 0 || c.RespTimeMax != c.RespTimeSum {
 		t.Errorf("RespTimeSum %d, RespTimeMax %d; want equal and positive", c.RespTimeSum, c.RespTimeMax)
+	}
+	if calls != 1 || status != 200 || int64(rt) != c.RespTimeSum {
+		t.Errorf("OnResponse called %d times with %d, %v; want once with 200, %v", calls, status, rt, time.Duration(c.RespTimeSum))
 	}
 }
 

@@ -86,7 +86,7 @@ func (s *Stack) emit(t *template, i uint32, seq, ack uint32, payload []byte, psu
 		uint64(ack>>16) + uint64(ack&0xffff) + uint64(n-offTCP) + psum
 	binary.BigEndian.PutUint16(b[offTCP+16:], ^wire.Fold(v))
 	s.queue(b[:n])
-	s.ctr.count(t.flags, len(payload))
+	s.ctr.count(t.flags)
 	return true
 }
 
