@@ -115,6 +115,10 @@ func (s *Stack) clientInput(i uint32, seg wire.TCP, now int64) {
 			s.ctr.DropBadState++
 			return
 		}
+		if o, err := wire.ParseTCPOptions(seg.Options()); err == nil && o.HasWScale && s.cfg.WScale != 0 {
+			c.flags |= fWScale
+			c.wscale = o.WScale
+		}
 		c.rcvNxt, c.sndUna, c.state = seg.Seq()+1, c.iss+1, stEstablished
 		s.sendRequest(i, now)
 		return

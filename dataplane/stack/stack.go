@@ -29,6 +29,7 @@ type Stack struct {
 
 	tSyn, tSynAck, tSynAckWS, tAck, tFin, tRst, tData template
 	reqSum                                            uint64
+	unscaledWin                                       uint16    // window field without scaling
 	pages                                             [2][]byte // server: 200 page, 405 page
 
 	rx  [][]byte
@@ -56,6 +57,7 @@ func New(cfg Config) (*Stack, error) {
 	s.timers[tRetransmit].timeout = int64(cfg.RetransmitTimeout)
 	s.timers[tIdle].timeout = int64(cfg.IdleTimeout)
 	s.timers[tThink].timeout = int64(cfg.ThinkTime)
+	s.unscaledWin = uint16(min(cfg.Window, 0xffff))
 	s.nextHopIP = cfg.Gateway
 	if cfg.Mode == Client {
 		if s.nextHopIP == 0 {

@@ -232,3 +232,31 @@ func TestLateFINAcked(t *testing.T) {
 	check(t, "client", []want{{"DropNoSocket", c.DropNoSocket, before.DropNoSocket + 1},
 		{"SocketsOpened", c.SocketsOpened, 1}, {"RstOut", c.RstOut, 0}})
 }
+
+// TestWindowScaleNegotiated: a window is scaled only when both SYNs carry
+// the option; otherwise the window field is sent unscaled.
+func TestWindowScaleNegotiated(t *testing.T) {
+	tests := []struct {
+		name            string
+		clientWS, srvWS uint8
+		window          uint32
+		wantSrvWnd      uint32 // the server's view of the client's window
+	}{
+		{"both scale", 7, 7, 1 << 20, 1 << 20},
+		{"server does not", 7, 0, 1 << 20, 65535},
+		{"client does not", 0, 7, 65535, 65535},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPair(t, Config{PortMin: 10000, PortMax: 10000, WScale: tt.clientWS, Window: tt.window, Hold: true},
+				Config{PortMin: 10000, PortMax: 10000, WScale: tt.srvWS}, pipe.Config{})
+			p.run(t, 1000, p.launcher(1, 1, func() bool { return p.c.Counters().HTTP2xx == 1 }))
+			if got := p.s.conns[0].sndWnd; got != tt.wantSrvWnd {
+				t.Errorf("server's window for the client = %d; want %d", got, tt.wantSrvWnd)
+			}
+			if c := p.s.Counters(); c.DropChecksum != 0 {
+				t.Errorf("server DropChecksum = %d; want 0 (window patched with its checksum)", c.DropChecksum)
+			}
+		})
+	}
+}

@@ -23,9 +23,14 @@ const (
 // variable fields and the payload (RFC 1071's incremental property) instead
 // of summing the header again.
 type template struct {
-	b      [hdrMax]byte
-	n      int    // header length
-	flags  uint8  // TCP flags
+	b     [hdrMax]byte
+	n     int   // header length
+	flags uint8 // TCP flags
+	// scaled: the window field holds Window>>WScale, right only on a
+	// connection that negotiated window scaling; emit writes unscaled
+	// otherwise.
+	scaled bool
+	win    uint16 // the window field as built
 	ipSum  uint64 // partial IPv4 header sum
 	tcpSum uint64 // partial TCP sum with the fixed pseudo-header part
 }
@@ -53,7 +58,8 @@ func (s *Stack) newTemplate(flags uint8, syn bool, wscale bool) template {
 	_ = wire.PutIPv4(t.b[offIP:], wire.IPv4Fields{FlagsFrag: wire.IPv4DontFrag, TTL: 64,
 		Protocol: wire.ProtoTCP, Src: srcIP, Dst: dstIP})
 	t.b[offIP+10], t.b[offIP+11] = 0, 0
-	t.n, t.flags = offTCP+hl, flags
+	t.n, t.flags, t.win = offTCP+hl, flags, f.Window
+	t.scaled = !syn && s.cfg.WScale != 0
 	t.ipSum = wire.Sum(t.b[offIP:offTCP], 0)
 	t.tcpSum = wire.Sum(t.b[offTCP:t.n], 0) + wire.PseudoSum(srcIP, dstIP, wire.ProtoTCP, 0)
 	return t
@@ -82,7 +88,12 @@ func (s *Stack) emit(t *template, i uint32, seq, ack uint32, payload []byte, psu
 	binary.BigEndian.PutUint16(b[offIP+2:], tl)
 	ipw := uint64(ip>>16) + uint64(ip&0xffff)
 	binary.BigEndian.PutUint16(b[offIP+10:], ^wire.Fold(t.ipSum+ipw+uint64(tl)))
-	v := t.tcpSum + ipw + uint64(port) + uint64(seq>>16) + uint64(seq&0xffff) +
+	v := t.tcpSum
+	if t.scaled && s.conns[i].flags&fWScale == 0 {
+		binary.BigEndian.PutUint16(b[offTCP+14:], s.unscaledWin)
+		v += uint64(s.unscaledWin) + uint64(^t.win)
+	}
+	v += ipw + uint64(port) + uint64(seq>>16) + uint64(seq&0xffff) +
 		uint64(ack>>16) + uint64(ack&0xffff) + uint64(n-offTCP) + psum
 	binary.BigEndian.PutUint16(b[offTCP+16:], ^wire.Fold(v))
 	s.queue(b[:n])
