@@ -176,6 +176,10 @@ func (s *Stack) clientInput(i uint32, seg wire.TCP, now int64) {
 			}
 			return
 		}
+		if !fin && !progress && c.sndUna == c.sndNxt {
+			// The response is arriving: the idle timeout bounds silence.
+			s.arm(i, tIdle, now)
+		}
 	}
 	if fin {
 		s.clientFin(i, now)

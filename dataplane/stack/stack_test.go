@@ -260,3 +260,16 @@ func TestWindowScaleNegotiated(t *testing.T) {
 		})
 	}
 }
+
+// TestSlowResponseNotTimedOut: the idle timeout bounds silence, not the
+// whole response: a 2 MB page that takes longer than IdleTimeout but keeps
+// arriving completes.
+func TestSlowResponseNotTimedOut(t *testing.T) {
+	p := newPair(t, Config{IdleTimeout: 20 * time.Millisecond}, Config{BodySize: 2 << 20}, pipe.Config{Delay: 3})
+	p.run(t, 10000, p.launcher(1, 1, func() bool { return p.c.Counters().SocketsClosed == 1 && p.s.Counters().SocketsClosed == 1 }))
+	c := p.c.Counters()
+	check(t, "client", []want{{"HTTP2xx", c.HTTP2xx, 1}, {"HTTPErrors", c.HTTPErrors, 0}, {"SocketsFailed", c.SocketsFailed, 0}})
+	if c.RespTimeMax <= int64(20*time.Millisecond) {
+		t.Errorf("response time %v; want above the 20ms idle timeout for the test to mean anything", time.Duration(c.RespTimeMax))
+	}
+}
