@@ -135,11 +135,13 @@ func (s *Stack) clientInput(i uint32, seg wire.TCP, now int64) {
 		s.ctr.DropBadState++
 		return
 	}
+	if fl&wire.TCPAck == 0 {
+		s.ctr.DropBadState++
+		return
+	}
 	progress := false
-	if fl&wire.TCPAck != 0 {
-		if a := seg.Ack(); seqLT(c.sndUna, a) && seqLE(a, c.sndNxt) {
-			c.sndUna, c.retries, progress = a, 0, true
-		}
+	if a := seg.Ack(); seqLT(c.sndUna, a) && seqLE(a, c.sndNxt) {
+		c.sndUna, c.retries, progress = a, 0, true
 	}
 	payload, fin := seg.Payload(), fl&wire.TCPFin != 0
 	if len(payload) > 0 || fin {

@@ -33,6 +33,7 @@ type conn struct {
 	timerAt    int64  // expiry of that timer (nanoseconds)
 	sentAt     int64  // client: when the current request was first sent
 	iss        uint32 // initial send sequence
+	irs        uint32 // server: the peer's initial sequence (its SYN's)
 	sndUna     uint32
 	sndNxt     uint32
 	rcvNxt     uint32

@@ -96,9 +96,16 @@ func (s *Stack) serverInput(i uint32, seg wire.TCP, now int64) {
 // incarnation of the client port (the client keeps no TIME_WAIT).
 func (s *Stack) accept(i uint32, seg wire.TCP, now int64) {
 	c := &s.conns[i]
-	if c.state == stSynRcvd && seg.Seq()+1 == c.rcvNxt {
-		s.synAck(i)
-		s.ctr.RetransSyn++
+	if c.state != stClosed && seg.Seq() == c.irs {
+		// The same SYN again: resend the SYN-ACK while it is unanswered;
+		// once established, a late duplicate only gets an ACK.
+		if c.state == stSynRcvd {
+			s.synAck(i)
+			s.ctr.RetransSyn++
+			return
+		}
+		s.emit(&s.tAck, i, c.sndNxt, c.rcvNxt, nil, 0)
+		s.ctr.DropBadState++
 		return
 	}
 	if c.state != stClosed {
@@ -111,7 +118,8 @@ func (s *Stack) accept(i uint32, seg wire.TCP, now int64) {
 	}
 	s.reset(c)
 	c.iss = s.nextISS()
-	c.sndUna, c.sndNxt, c.rcvNxt, c.state = c.iss, c.iss+1, seg.Seq()+1, stSynRcvd
+	c.irs = seg.Seq()
+	c.sndUna, c.sndNxt, c.rcvNxt, c.state = c.iss, c.iss+1, c.irs+1, stSynRcvd
 	c.mss = s.cfg.MSS
 	if opts.MSS == 0 {
 		c.mss = min(c.mss, 536)

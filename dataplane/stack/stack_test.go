@@ -273,3 +273,25 @@ func TestSlowResponseNotTimedOut(t *testing.T) {
 		t.Errorf("response time %v; want above the 20ms idle timeout for the test to mean anything", time.Duration(c.RespTimeMax))
 	}
 }
+
+// TestLateDuplicateSYN: a copy of the client's SYN arriving after the
+// connection is established gets an ACK and leaves the connection alone;
+// a SYN with a new sequence number on the same port is a new incarnation.
+func TestLateDuplicateSYN(t *testing.T) {
+	p := newPair(t, Config{PortMin: 10000, PortMax: 10000, Hold: true}, Config{PortMin: 10000, PortMax: 10000}, pipe.Config{})
+	p.run(t, 1000, p.launcher(1, 1, func() bool { return p.c.Counters().HTTP2xx == 1 }))
+	p.c.emit(&p.c.tSyn, 0, p.c.conns[0].iss, 0, nil, 0)
+	p.c.flush()
+	p.poll()
+	s := p.s.Counters()
+	check(t, "server after duplicate", []want{{"SocketsOpened", s.SocketsOpened, 1}, {"SocketsCurrent", s.SocketsCurrent, 1},
+		{"SocketsClosed", s.SocketsClosed, 0}, {"RstOut", s.RstOut, 0}})
+	if st := p.s.conns[0].state; st != stEstablished {
+		t.Errorf("server record state = %d; want established (%d)", st, stEstablished)
+	}
+	p.c.emit(&p.c.tSyn, 0, p.c.conns[0].iss+100000, 0, nil, 0)
+	p.c.flush()
+	p.poll()
+	s = p.s.Counters()
+	check(t, "server after new SYN", []want{{"SocketsOpened", s.SocketsOpened, 2}, {"SocketsClosed", s.SocketsClosed, 1}})
+}
