@@ -113,7 +113,13 @@ type Config struct {
 
 	// BodySize is the server page's body size. If zero, DefaultBodySize.
 	BodySize int
+	// Chunked makes the server send its page with Transfer-Encoding:
+	// chunked (chunks of ChunkSize bytes) instead of Content-Length.
+	Chunked bool
 }
+
+// ChunkSize is the chunk size of a Chunked server page.
+const ChunkSize = 1000
 
 func (c *Config) setDefaults() {
 	if c.ClientIPs == 0 {
@@ -214,8 +220,8 @@ func (c *Config) validate() error {
 		return nil
 	}
 	switch {
-	case c.BodySize != 0:
-		return bad("BodySize set in Client mode")
+	case c.BodySize != 0 || c.Chunked:
+		return bad("server options (BodySize, Chunked) set in Client mode")
 	case len(c.Request) == 0 || len(c.Request) > int(c.MSS):
 		return bad("Request of %d bytes outside 1..MSS (%d)", len(c.Request), c.MSS)
 	case c.RequestsPerConn < 1 || c.RequestsPerConn > 65535:

@@ -326,5 +326,22 @@ func serverResponse(size int) []byte {
 	return b
 }
 
+// chunkedResponse returns the server's page of size body bytes sent as
+// chunks of ChunkSize bytes and the last, empty chunk.
+func chunkedResponse(size int) []byte {
+	b := []byte("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n")
+	for done := 0; done < size; {
+		n := min(ChunkSize, size-done)
+		b = strconv.AppendInt(b, int64(n), 16)
+		b = append(b, "\r\n"...)
+		for i := range n {
+			b = append(b, 'a'+byte((done+i)%26))
+		}
+		b = append(b, "\r\n"...)
+		done += n
+	}
+	return append(b, "0\r\n\r\n"...)
+}
+
 // badMethodResponse is the server's answer to anything but GET.
 var badMethodResponse = []byte("HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\nAllow: GET\r\n\r\n")

@@ -69,6 +69,27 @@ func TestRespParser(t *testing.T) {
 	}
 }
 
+// TestServerPagesParse: the server's pages, through net/http's reader and
+// through the client's parser, end where they should.
+func TestServerPagesParse(t *testing.T) {
+	for _, page := range [][]byte{serverResponse(128), serverResponse(0), chunkedResponse(2500), chunkedResponse(0), badMethodResponse} {
+		resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(string(page))), nil)
+		if err != nil {
+			t.Fatalf("http.ReadResponse(%.60q) = %v", page, err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatalf("reading body of %.60q: %v", page, err)
+		}
+		var p respParser
+		n, done, perr := p.feed(page)
+		if perr != nil || !done || n != len(page) || int(p.status) != resp.StatusCode {
+			t.Errorf("feed(%.60q) = %d, %v, %v, status %d; want %d, true, nil, %d (body %d bytes)",
+				page, n, done, perr, p.status, len(page), resp.StatusCode, len(body))
+		}
+	}
+}
+
 func TestBuildRequest(t *testing.T) {
 	got := string(BuildRequest("GET", "/x", "h", [][2]string{{"A", "b"}}))
 	if want := "GET /x HTTP/1.1\r\nHost: h\r\nA: b\r\n\r\n"; got != want {

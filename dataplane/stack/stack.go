@@ -65,7 +65,11 @@ func New(cfg Config) (*Stack, error) {
 		}
 		s.reqSum = wire.Sum(cfg.Request, 0)
 	} else {
-		s.pages = [2][]byte{serverResponse(cfg.BodySize), badMethodResponse}
+		page := serverResponse(cfg.BodySize)
+		if cfg.Chunked {
+			page = chunkedResponse(cfg.BodySize)
+		}
+		s.pages = [2][]byte{page, badMethodResponse}
 	}
 	s.buildTemplates()
 	return s, nil

@@ -87,12 +87,21 @@ func TestShortConns10k(t *testing.T) {
 	})
 }
 
-// TestLargeResponseLossy receives 200 KB pages over a pipe that loses 1 %,
-// reorders 2 % and duplicates 1 % of frames each way.
+// TestLargeResponseLossy receives 200 KB pages, with Content-Length and
+// chunked, over a pipe that loses 1 %, reorders 2 % and duplicates 1 % of
+// frames each way.
 func TestLargeResponseLossy(t *testing.T) {
+	for _, chunked := range []bool{false, true} {
+		t.Run(map[bool]string{false: "content-length", true: "chunked"}[chunked], func(t *testing.T) {
+			testLargeResponseLossy(t, chunked)
+		})
+	}
+}
+
+func testLargeResponseLossy(t *testing.T, chunked bool) {
 	const conns, reqs = 4, 3
 	p := newPair(t, Config{PortMin: 30000, PortMax: 30000 + conns - 1, RequestsPerConn: reqs, WScale: 7, Window: 1 << 20},
-		Config{PortMin: 30000, PortMax: 30000 + conns - 1, BodySize: 200 << 10, WScale: 7, MaxRetries: 8},
+		Config{PortMin: 30000, PortMax: 30000 + conns - 1, BodySize: 200 << 10, WScale: 7, MaxRetries: 8, Chunked: chunked},
 		pipe.Config{Loss: 0.01, Reorder: 0.02, Duplicate: 0.01, Delay: 1, Seed: 11})
 	p.run(t, 200000, p.launcher(conns, conns, func() bool {
 		return p.c.Counters().SocketsClosed == conns && p.s.Counters().SocketsClosed == conns
@@ -147,6 +156,7 @@ func TestConfigRefused(t *testing.T) {
 		{"request above mss", mod(Client, func(c *Config) { c.Request = make([]byte, 1461) })},
 		{"max retries 256", mod(Client, func(c *Config) { c.MaxRetries = 256 })},
 		{"body size in client", mod(Client, func(c *Config) { c.BodySize = 10 })},
+		{"chunked in client", mod(Client, func(c *Config) { c.Chunked = true })},
 		{"hold in server", mod(Server, func(c *Config) { c.Hold = true })},
 		{"body too large", mod(Server, func(c *Config) { c.BodySize = MaxBodySize + 1 })},
 		{"negative think time", mod(Client, func(c *Config) { c.ThinkTime = -1 })},
