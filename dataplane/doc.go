@@ -59,6 +59,7 @@
 //   - One next hop per stack: the client resolves the gateway (or the
 //     server) by ARP before launching; the server learns the source MAC of
 //     the first frame from the client range unless a gateway is set.
-//   - ACKs are sent at once, not batched per tick as dperf does (a later
-//     step).
+//   - ACKs of in-order data are batched per receive burst, as dperf does
+//     per tick: one ACK at the end of the burst unless a segment sent
+//     earlier carried it. Duplicate ACKs for a gap go out at once.
 package dataplane

@@ -191,7 +191,7 @@ func (s *Stack) clientInput(i uint32, seg wire.TCP, now int64) {
 		s.clientProgress(i, now)
 	}
 	if len(payload) > 0 {
-		s.emit(&s.tAck, i, c.sndNxt, c.rcvNxt, nil, 0)
+		s.ackLater(i)
 	}
 }
 

@@ -14,11 +14,12 @@ const (
 
 // conn flags.
 const (
-	fAwait   = 1 << iota // client: a response is expected
-	fWScale              // window scaling in use on this connection
-	fResp                // server: a response is in flight
-	fBadReq              // server: the response in flight is the 405 page
-	fFinRcvd             // server: the peer's FIN arrived
+	fAwait    = 1 << iota // client: a response is expected
+	fWScale               // window scaling in use on this connection
+	fResp                 // server: a response is in flight
+	fBadReq               // server: the response in flight is the 405 page
+	fFinRcvd              // server: the peer's FIN arrived
+	fAckLater             // an ACK is due at the end of the receive burst
 )
 
 // none marks an empty timer link.

@@ -219,7 +219,7 @@ func (s *Stack) serverProgress(i uint32, now int64, ackNeeded bool) {
 		return
 	}
 	if ackNeeded && !sent {
-		s.emit(&s.tAck, i, c.sndNxt, c.rcvNxt, nil, 0)
+		s.ackLater(i)
 	}
 	switch {
 	case c.sndUna != c.sndNxt:

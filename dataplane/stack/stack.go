@@ -32,9 +32,10 @@ type Stack struct {
 	unscaledWin                                       uint16    // window field without scaling
 	pages                                             [2][]byte // server: 200 page, 405 page
 
-	rx  [][]byte
-	tx  [][]byte
-	ctr Counters
+	rx   [][]byte
+	tx   [][]byte
+	acks []uint32 // records owing an ACK at the end of this burst
+	ctr  Counters
 }
 
 // New returns a Stack for cfg, with its table of ClientIPs x ports records
@@ -46,7 +47,7 @@ func New(cfg Config) (*Stack, error) {
 	}
 	s := &Stack{cfg: cfg, link: cfg.Link, mac: cfg.Link.MAC(),
 		nPorts: uint32(cfg.PortMax-cfg.PortMin) + 1, issNxt: 0x1000,
-		rx: make([][]byte, cfg.Burst), tx: make([][]byte, 0, cfg.Burst)}
+		rx: make([][]byte, cfg.Burst), tx: make([][]byte, 0, cfg.Burst), acks: make([]uint32, 0, cfg.Burst)}
 	s.conns = make([]conn, uint64(cfg.ClientIPs)*uint64(s.nPorts))
 	for i := range s.conns {
 		s.conns[i].next, s.conns[i].prev = none, none
@@ -115,6 +116,7 @@ func (s *Stack) Poll(now int64) int {
 	for _, f := range s.rx[:n] {
 		s.input(f, now)
 	}
+	s.flushAcks()
 	s.expire(now)
 	if !s.resolved && s.nextHopIP != 0 && now >= s.arpAt {
 		s.arpAt = now + int64(s.cfg.ARPInterval)
@@ -122,6 +124,34 @@ func (s *Stack) Poll(now int64) int {
 	}
 	s.flush()
 	return n
+}
+
+// ackLater defers the ACK of in-order data of record i to the end of the
+// receive burst, so that one ACK covers every segment of the burst (dperf
+// batches ACKs the same way); any segment sent for i before then carries
+// the ACK instead.
+func (s *Stack) ackLater(i uint32) {
+	c := &s.conns[i]
+	if c.flags&fAckLater != 0 {
+		return
+	}
+	if len(s.acks) == cap(s.acks) {
+		s.emit(&s.tAck, i, c.sndNxt, c.rcvNxt, nil, 0)
+		return
+	}
+	c.flags |= fAckLater
+	s.acks = append(s.acks, i)
+}
+
+// flushAcks sends the ACKs deferred during the burst that no other segment
+// carried.
+func (s *Stack) flushAcks() {
+	for _, i := range s.acks {
+		if c := &s.conns[i]; c.flags&fAckLater != 0 && c.state != stClosed {
+			s.emit(&s.tAck, i, c.sndNxt, c.rcvNxt, nil, 0)
+		}
+	}
+	s.acks = s.acks[:0]
 }
 
 func (s *Stack) buffer() []byte {

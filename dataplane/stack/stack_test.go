@@ -305,3 +305,19 @@ func TestLateDuplicateSYN(t *testing.T) {
 	s = p.s.Counters()
 	check(t, "server after new SYN", []want{{"SocketsOpened", s.SocketsOpened, 2}, {"SocketsClosed", s.SocketsClosed, 1}})
 }
+
+// TestAcksBatchedPerBurst: the client acknowledges a 200 KB page once per
+// receive burst, not once per segment.
+func TestAcksBatchedPerBurst(t *testing.T) {
+	p := newPair(t, Config{}, Config{BodySize: 200 << 10}, pipe.Config{})
+	p.run(t, 1000, p.launcher(1, 1, func() bool { return p.c.Counters().SocketsClosed == 1 && p.s.Counters().SocketsClosed == 1 }))
+	c, s := p.c.Counters(), p.s.Counters()
+	segs := (uint64(len(serverResponse(200<<10))) + 1459) / 1460
+	check(t, "server", []want{{"PktsOut (ARP, SYN-ACK, page, FIN)", s.PktsOut, 3 + segs}})
+	// ARP, SYN, GET, FIN, last ACK, and the batched ACKs: one per burst
+	// of up to 64 segments, i.e. at least ceil(segs/64).
+	if acks := c.PktsOut - 5; acks < (segs+63)/64 || acks > segs/8 {
+		t.Errorf("client pure ACKs = %d for %d segments; want between %d and %d", acks, segs, (segs+63)/64, segs/8)
+	}
+	check(t, "client", []want{{"HTTP2xx", c.HTTP2xx, 1}, {"DupAckOut", c.DupAckOut, 0}})
+}

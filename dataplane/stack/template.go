@@ -88,6 +88,9 @@ func (s *Stack) emit(t *template, i uint32, seq, ack uint32, payload []byte, psu
 	binary.BigEndian.PutUint16(b[offIP+2:], tl)
 	ipw := uint64(ip>>16) + uint64(ip&0xffff)
 	binary.BigEndian.PutUint16(b[offIP+10:], ^wire.Fold(t.ipSum+ipw+uint64(tl)))
+	if t.flags&wire.TCPAck != 0 {
+		s.conns[i].flags &^= fAckLater
+	}
 	v := t.tcpSum
 	if t.scaled && s.conns[i].flags&fWScale == 0 {
 		binary.BigEndian.PutUint16(b[offTCP+14:], s.unscaledWin)
