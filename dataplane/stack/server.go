@@ -160,10 +160,10 @@ func (s *Stack) scanRequests(c *conn, p []byte) bool {
 				m = rqOther
 			}
 		}
-		switch {
-		case b == blank[t]:
+		switch b {
+		case blank[t]:
 			t++
-		case b == '\r':
+		case '\r':
 			t = 1
 		default:
 			t = 0

@@ -1,6 +1,7 @@
 package pipe
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -47,8 +48,8 @@ func TestPipeInOrder(t *testing.T) {
 	if got := a.Buffer(); got != nil {
 		t.Errorf("Buffer() with all 8 in flight = %d bytes; want nil", len(got))
 	}
-	if got := fmt.Sprint(recvAll(b, 1)); got != "[0 1 2 3 4 5 6 7]" {
-		t.Errorf("received %s; want [0 1 2 3 4 5 6 7]", got)
+	if got := recvAll(b, 1); !bytes.Equal(got, []byte{0, 1, 2, 3, 4, 5, 6, 7}) {
+		t.Errorf("received %v; want [0 1 2 3 4 5 6 7]", got)
 	}
 	// The burst is returned to the pool by the next Receive.
 	b.Receive(nil)
