@@ -2,6 +2,7 @@ package stack
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -320,4 +321,30 @@ func TestAcksBatchedPerBurst(t *testing.T) {
 		t.Errorf("client pure ACKs = %d for %d segments; want between %d and %d", acks, segs, (segs+63)/64, segs/8)
 	}
 	check(t, "client", []want{{"HTTP2xx", c.HTTP2xx, 1}, {"DupAckOut", c.DupAckOut, 0}})
+}
+
+// TestShortConnsLossy: 2,000 short connections over 200 reused ports with
+// 2 % loss, reordering and duplication each way: every one completes, and
+// the handshake and close paths recover without resets.
+func TestShortConnsLossy(t *testing.T) {
+	const n, ports = 2000, 200
+	for _, seed := range []uint64{1, 2, 3} {
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+			p := newPair(t, Config{PortMin: 20000, PortMax: 20000 + ports - 1, MaxRetries: 10},
+				Config{PortMin: 20000, PortMax: 20000 + ports - 1, MaxRetries: 10},
+				pipe.Config{Loss: 0.02, Reorder: 0.02, Duplicate: 0.02, Delay: 1, Seed: seed})
+			p.run(t, 200000, p.launcher(n, 16, func() bool {
+				return p.c.Counters().SocketsClosed == n && p.s.Counters().SocketsCurrent == 0
+			}))
+			c, s := p.c.Counters(), p.s.Counters()
+			check(t, "client", []want{{"HTTP2xx", c.HTTP2xx, n}, {"SocketsFailed", c.SocketsFailed, 0},
+				{"HTTPErrors", c.HTTPErrors, 0}, {"RstOut", c.RstOut, 0}, {"RstIn", c.RstIn, 0}})
+			check(t, "server", []want{{"Served200", s.Served200, c.HTTP2xx}, {"SocketsClosed", s.SocketsClosed, n},
+				{"SocketsFailed", s.SocketsFailed, 0}, {"RstOut", s.RstOut, 0}})
+			if c.RetransSyn == 0 || c.RetransData == 0 || c.RetransFin == 0 || s.RetransSyn == 0 || s.RetransFin == 0 {
+				t.Errorf("retransmits client SYN %d data %d FIN %d, server SYN-ACK %d FIN %d; want every kind > 0",
+					c.RetransSyn, c.RetransData, c.RetransFin, s.RetransSyn, s.RetransFin)
+			}
+		})
+	}
 }
