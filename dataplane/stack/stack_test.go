@@ -348,3 +348,33 @@ func TestShortConnsLossy(t *testing.T) {
 		})
 	}
 }
+
+// TestTupleArithmetic: several client IPs, each with its own ports: every
+// record's tuple maps back to it, tuples outside the space map to none, and
+// connections from all IPs are held on both sides.
+func TestTupleArithmetic(t *testing.T) {
+	const ips, ports = 3, 10
+	p := newPair(t, Config{ClientIPs: ips, PortMin: 40000, PortMax: 40000 + ports - 1, Hold: true},
+		Config{ClientIPs: ips, PortMin: 40000, PortMax: 40000 + ports - 1}, pipe.Config{})
+	for i := uint32(0); i < ips*ports; i++ {
+		ip, port := p.c.peer(i)
+		if got, ok := p.c.index(ip, port); !ok || got != i {
+			t.Errorf("index(peer(%d) = %#x:%d) = %d, %v; want %d, true", i, ip, port, got, ok, i)
+		}
+	}
+	for _, tu := range []struct {
+		ip   uint32
+		port uint16
+	}{{clientIP - 1, 40000}, {clientIP + ips, 40000}, {clientIP, 39999}, {clientIP, 40000 + ports}} {
+		if got, ok := p.c.index(tu.ip, tu.port); ok {
+			t.Errorf("index(%#x:%d) = %d, true; want false", tu.ip, tu.port, got)
+		}
+	}
+	p.run(t, 1000, p.launcher(ips*ports, 8, func() bool { return p.c.Counters().HTTP2xx == ips*ports }))
+	for i := range p.s.conns {
+		if p.s.conns[i].state != stEstablished || p.c.conns[i].state != stEstablished {
+			t.Errorf("record %d: server state %d, client state %d; want both established", i, p.s.conns[i].state, p.c.conns[i].state)
+		}
+	}
+	check(t, "server", []want{{"SocketsCurrent", p.s.Counters().SocketsCurrent, ips * ports}})
+}
