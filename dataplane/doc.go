@@ -1,0 +1,65 @@
+// Package dataplane is the root of cicada's userspace TCP/IPv4 data plane
+// (issue 11): connections as fixed-size records in a pre-built table rather
+// than kernel sockets, in the style of Baidu's dperf, built in pure Go
+// (CGO_ENABLED=0) along gVisor's seams. This package holds no code; it
+// documents the contracts of the tree below it.
+//
+// # Layout (imports point downwards only)
+//
+//	dataplane/stack      connection table, timers, templates, TCP client and
+//	                     server state machines, HTTP/1.1 client, ARP, ICMP
+//	dataplane/link/pipe  in-process link pair with seeded loss, reordering,
+//	                     duplication and delay
+//	dataplane/link       the batch link interface and its ownership contract
+//	dataplane/wire       zero-allocation frame views, builders, checksums
+//
+// wire imports only the standard library; link imports wire; stack imports
+// link and wire. Nothing in dataplane imports the rest of cicada yet.
+//
+// # Contracts
+//
+//   - One Stack is driven by one goroutine, run to completion: Poll (receive
+//     burst, input, timers, ARP, transmit flush) and Launch (new
+//     connections). Nothing blocks, nothing allocates after New: the table,
+//     timer links, templates and bursts are all pre-allocated.
+//   - Time is injected: Poll and Launch take now in nanoseconds of the
+//     caller's monotonic clock. Tests use a fake clock.
+//   - Frame buffers belong to the link (see package link): received frames
+//     are valid until the next Receive, transmit buffers come from Buffer
+//     and go back through Transmit.
+//   - Both sides are configured with the same tuple space (client IPs x
+//     client ports, one server address and port), as in dperf; a record's
+//     index is ipIndex*ports + portIndex, on the client and on the server.
+//   - Counters are plain uint64s per Stack, in dperf's detail; an engine
+//     sums per-core copies.
+//
+// # Deliberately simpler than a general TCP, and why
+//
+//   - Fixed window, no congestion control: the stack is a load generator
+//     and a test server talking to each other or to a device under test; the
+//     window caps what is in flight and the retransmission timeout is one
+//     fixed value, so retransmission is one timer list (O(1)), not an RTT
+//     estimator per connection.
+//   - Exact-sequence only: a segment not at rcv_nxt is dropped and answered
+//     with a duplicate ACK; nothing is buffered out of order, so a record
+//     needs no buffers. The sender recovers by fast retransmit (3 duplicate
+//     ACKs) or go-back-N on timeout.
+//   - No TIME_WAIT: closing is a state change and the client port is reused
+//     in turn. A late FIN for a closed record is answered with the ACK
+//     TIME_WAIT would have sent; the server treats a new SYN on a busy
+//     record as a new incarnation.
+//   - Requests are single segments built once (at most MSS bytes) and
+//     retransmitted from the template; the server's page is one byte slice
+//     from which any segment is cut at any sequence number.
+//   - Responses need Content-Length or chunked framing (no read-to-close,
+//     no 1xx, no other transfer codings): these are counted as HTTP errors.
+//   - No IPv4 fragments (dropped and counted), no IPv4 options sent, no
+//     SACK, no timestamps, no urgent data, no zero-window persistence (a
+//     closed window is treated as one segment).
+//   - One next hop per stack: the client resolves the gateway (or the
+//     server) by ARP before launching; the server learns the source MAC of
+//     the first frame from the client range unless a gateway is set.
+//   - ACKs of in-order data are batched per receive burst, as dperf does
+//     per tick: one ACK at the end of the burst unless a segment sent
+//     earlier carried it. Duplicate ACKs for a gap go out at once.
+package dataplane

@@ -1,0 +1,58 @@
+package stack
+
+// Connection states. Closed records are free; there is no TIME_WAIT.
+const (
+	stClosed uint8 = iota
+	stSynSent
+	stSynRcvd
+	stEstablished
+	stFinWait1
+	stFinWait2
+	stClosing
+	stLastAck
+)
+
+// conn flags.
+const (
+	fAwait    = 1 << iota // client: a response is expected
+	fWScale               // window scaling in use on this connection
+	fResp                 // server: a response is in flight
+	fBadReq               // server: the response in flight is the 405 page
+	fFinRcvd              // server: the peer's FIN arrived
+	fAckLater             // an ACK is due at the end of the receive burst
+)
+
+// none marks an empty timer link.
+const none = ^uint32(0)
+
+// conn is one connection record, dperf's struct socket: a fixed-size value
+// with no Go pointers, so the table costs the garbage collector nothing.
+// Its addresses and client port are not stored: they follow from its index
+// in the table (see Stack.index). Timer links are table indices.
+type conn struct {
+	next, prev uint32 // links of the timer list the record is on
+	timerAt    int64  // expiry of that timer (nanoseconds)
+	sentAt     int64  // client: when the current request was first sent
+	iss        uint32 // initial send sequence
+	irs        uint32 // server: the peer's initial sequence (its SYN's)
+	sndUna     uint32
+	sndNxt     uint32
+	rcvNxt     uint32
+	respSeq    uint32 // server: sequence number of the response's first byte
+	sndWnd     uint32 // server: the peer's window in bytes
+	http       respParser
+	mss        uint16 // server: segment size for this peer
+	done       uint16 // client: responses completed on this connection
+	state      uint8
+	retries    uint8
+	list       uint8 // timer list the record is on (tNone when none)
+	flags      uint8
+	wscale     uint8 // the peer's window scale shift
+	dupAcks    uint8
+	pending    uint8 // server: complete requests waiting for a response
+	badMask    uint8 // server: bit k set when pending request k is not a GET
+	reqState   uint8 // server: request scan: method match and CRLFCRLF match
+}
+
+func seqLT(a, b uint32) bool { return int32(a-b) < 0 }
+func seqLE(a, b uint32) bool { return int32(a-b) <= 0 }

@@ -1,0 +1,60 @@
+package stack
+
+import "github.com/cicada-load/cicada/dataplane/wire"
+
+// Counters are a stack's counts in dperf's detail: plain uint64s owned by
+// the polling goroutine; Stack.Counters copies them for a reader on the same
+// goroutine (an engine sums per-core copies once a second).
+type Counters struct {
+	PktsIn, PktsOut   uint64
+	BytesIn, BytesOut uint64
+	SynIn, SynOut     uint64
+	FinIn, FinOut     uint64
+	RstIn, RstOut     uint64
+	// Retransmissions by kind; FastRetransmit are after 3 duplicate ACKs.
+	RetransSyn, RetransData, RetransFin, FastRetransmit uint64
+	// DupAckOut counts duplicate ACKs sent for a gap or an old segment.
+	DupAckOut uint64
+
+	// Drops by reason.
+	DropMalformed  uint64 // a frame no parser accepts
+	DropNotForUs   uint64 // another MAC or an address the stack does not own
+	DropEtherType  uint64 // neither IPv4 nor ARP
+	DropProtocol   uint64 // neither TCP nor ICMP
+	DropChecksum   uint64 // bad IPv4, TCP or ICMP checksum
+	DropFragment   uint64 // IPv4 fragments are not reassembled
+	DropNoSocket   uint64 // no record for the 4-tuple, or the record is closed
+	DropBadState   uint64 // a segment the record's state does not expect
+	DropOutOfOrder uint64 // not at rcv_nxt: dropped, duplicate ACK sent
+	DropNoTxBuffer uint64 // the link had no free frame buffer
+	DropTxRefused  uint64 // the link refused a frame
+	DropICMPType   uint64 // ICMP other than echo request
+
+	// Sockets: opened and closed (failed ones are closed too), current,
+	// failed (retransmission bound, reset by the peer, response timeout,
+	// HTTP error), and launches skipped because the record was in use.
+	SocketsOpened, SocketsClosed, SocketsCurrent, SocketsFailed uint64
+	LaunchSkipped                                               uint64
+
+	// HTTP: client requests sent, responses by status class, responses
+	// that could not be parsed or never came, and their response times.
+	HTTPRequests, HTTP2xx, HTTPOther, HTTPErrors uint64
+	RespTimeSum, RespTimeMax                     int64 // nanoseconds
+	// Server: pages served (200) and other requests answered (405).
+	Served200, Served405 uint64
+
+	ARPIn, ARPOut, ICMPIn, ICMPOut uint64
+}
+
+// count adds one sent TCP segment's flags.
+func (c *Counters) count(flags uint8) {
+	if flags&wire.TCPSyn != 0 {
+		c.SynOut++
+	}
+	if flags&wire.TCPFin != 0 {
+		c.FinOut++
+	}
+	if flags&wire.TCPRst != 0 {
+		c.RstOut++
+	}
+}
