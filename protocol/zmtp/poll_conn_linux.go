@@ -104,7 +104,7 @@ func (pl *poller) read(raw *rawConn) bool {
 		}
 		n, err := readRetry(fd, target)
 		switch {
-		case err == syscall.EAGAIN:
+		case errors.Is(err, syscall.EAGAIN): // errors.Is tries == first
 			return delivered
 		case err != nil:
 			raw.p.c.shutdown(&net.OpError{Op: "read", Net: "tcp", Addr: raw.p.c.remote, Err: os.NewSyscallError("read", err)})
