@@ -16,6 +16,7 @@ import (
 
 	"github.com/cicada-load/cicada/internal/locustlog"
 	"github.com/cicada-load/cicada/master"
+	"github.com/cicada-load/cicada/protocol/zmtp"
 	"github.com/cicada-load/cicada/web"
 	"github.com/cicada-load/cicada/worker"
 )
@@ -27,6 +28,9 @@ import (
 func (a *app) runMaster(ctx context.Context) int {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
+	}
+	if a.cfg.ClusterSecret != "" {
+		a.log.Info("Cluster secret set: workers must present it (ZMTP PLAIN); Python Locust workers cannot join")
 	}
 	return a.runCluster(ctx, true)
 }
@@ -222,6 +226,7 @@ func (a *app) masterOptions(log *slog.Logger, distributed bool, localWorkers int
 		Logger:               log.With("logger", "cicada.runners"),
 		ParsedOptions:        a.parsedOptions(),
 	}
+	opts.Transport.Plain = a.clusterAuth()
 	if !distributed {
 		// Standalone: the master listens on loopback only, on a free port,
 		// and waits for its own local workers.
@@ -290,6 +295,9 @@ func (a *app) startLocalWorkers(ctx context.Context, wg *sync.WaitGroup, port, n
 			if a.cfg.SourceIPs != "" {
 				args = append(args, "--source-ips", a.cfg.SourceIPs)
 			}
+			if a.cfg.ClusterSecretFile != "" { // else the environment carries it
+				args = append(args, "--cluster-secret-file", a.cfg.ClusterSecretFile)
+			}
 			args = append(args, a.cfg.UserClasses...)
 			cmd := exec.CommandContext(ctx, self, args...)
 			cmd.Stdout, cmd.Stderr = a.stderr, a.stderr
@@ -316,7 +324,8 @@ func (a *app) startLocalWorkers(ctx context.Context, wg *sync.WaitGroup, port, n
 		return err
 	}
 	for i := 0; i < n; i++ {
-		w, err := worker.New(worker.Options{MasterHost: "127.0.0.1", MasterPort: port, Logger: wlog, SourceIPs: ips}, a.file.Scenario)
+		w, err := worker.New(worker.Options{MasterHost: "127.0.0.1", MasterPort: port, Logger: wlog, SourceIPs: ips,
+			Transport: zmtp.Options{Plain: a.clusterAuth()}}, a.file.Scenario)
 		if err != nil {
 			return err
 		}
