@@ -53,7 +53,7 @@ func handshakeAuth(br *bufio.Reader, w io.Writer, ours, identity string, maxFram
 	info := peerInfo{major: g.major, minor: g.minor}
 	switch {
 	case g.mechanism != mech && plain == nil:
-		return info, fmt.Errorf("%w %s: no credentials configured, only NULL", ErrMechanism, quoteShort(g.mechanism))
+		return info, fmt.Errorf("%w %s: the peer requires authentication, and no credentials are configured (NULL only)", ErrMechanism, quoteShort(g.mechanism))
 	case g.mechanism != mech:
 		return info, rejectPeer(w, fmt.Errorf("%w: peer offers %s, PLAIN authentication is required", ErrAuth, quoteShort(g.mechanism)))
 	}
