@@ -105,3 +105,26 @@ func TestClusterSecretRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestStandaloneClusterSecret: standalone, the in-process worker presents
+// the secret its master requires (CICADA_CLUSTER_SECRET).
+func TestStandaloneClusterSecret(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a 1 s load test")
+	}
+	t.Setenv("CICADA_CLUSTER_SECRET", "standalone secret")
+	srv := startTarget(t)
+	path := writeScenario(t, "users:\n  - name: Web\n    wait: constant(0.05)\n    tasks: [{path: /}]\n")
+	prefix := filepath.Join(t.TempDir(), "run")
+	var out syncBuffer
+	var stdout bytes.Buffer
+	code := run([]string{"-f", path, "--headless", "-u", "2", "-r", "2", "-t", "1s", "-H", srv.URL(), "--csv", prefix,
+		"--expect-workers-max-wait", "20"}, &stdout, &out)
+	if code != 0 {
+		t.Fatalf("exit code %d, stderr:\n%s", code, out.String())
+	}
+	total := csvAggregatedRequests(t, prefix+"_stats.csv")
+	if served := srv.Counters().Requests; int64(total) != served || total == 0 {
+		t.Errorf("CSV Aggregated requests = %d; target served %d", total, served)
+	}
+}
