@@ -203,7 +203,12 @@ func run(ctx context.Context, c config) (bool, error) {
 	}
 	procs = append(procs, tgt)
 	master, err := start(c.dir, "master", c.cicada, env, "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", strconv.Itoa(mport),
-		"--web-host", "127.0.0.1", "--web-port", strconv.Itoa(wport), "-f", scen, "-H", targetURL)
+		"--web-host", "127.0.0.1", "--web-port", strconv.Itoa(wport), "-f", scen, "-H", targetURL,
+		// Users stopped when the master moves them (every fake client_ready
+		// makes it dispatch again) finish their request: a user stopped
+		// forcibly mid-request leaves a request the target served and no
+		// worker counted, which would spoil the exact-count check.
+		"--stop-timeout", "10")
 	if err != nil {
 		return false, err
 	}
