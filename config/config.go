@@ -97,6 +97,11 @@ type Config struct {
 	SourceIPs   string // --source-ips: range or CIDR of local addresses for user connections
 	SecondRound bool   // --second-round: one more request per user on its existing connection
 	NodeID      string // --node-id: worker id (default <hostname>_<uuid hex>)
+	// ClusterSecretFile (--cluster-secret-file) names a file holding the
+	// master/worker port's PLAIN password; ClusterSecret is the password,
+	// from that file or from CICADA_CLUSTER_SECRET (see secret.go).
+	ClusterSecretFile string
+	ClusterSecret     string
 
 	UserClasses []string // positional UserClass names
 }
@@ -247,6 +252,7 @@ func NewParser(out io.Writer, getenv func(string) string, home, workdir string) 
 	str(&cfg.SourceIPs, "source-ips", "", "CICADA_SOURCE_IPS", "", "Local source addresses for user connections: a range (127.0.0.1-127.0.0.16) or CIDR")
 	boolean(&cfg.SecondRound, "second-round", "", "CICADA_SECOND_ROUND", "After all users are spawned, each user sends one more request on its existing connection")
 	str(&cfg.NodeID, "node-id", "", "CICADA_NODE_ID", "", "Worker node id (default <hostname>_<random hex>)")
+	str(&cfg.ClusterSecretFile, "cluster-secret-file", "", "CICADA_CLUSTER_SECRET_FILE", "", "File with the secret that masters and workers must share (ZMTP PLAIN; cicada-only clusters); or set CICADA_CLUSTER_SECRET")
 	return p
 }
 
@@ -347,7 +353,10 @@ func (p *Parser) Parse(args []string) (*Config, error) {
 	if p.cfg.Headful {
 		p.cfg.Headless = false
 	}
-	return p.cfg, p.validate()
+	if err := p.validate(); err != nil {
+		return p.cfg, err
+	}
+	return p.cfg, p.resolveClusterSecret()
 }
 
 func (p *Parser) validate() error {

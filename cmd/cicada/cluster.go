@@ -18,6 +18,7 @@ import (
 
 	"github.com/cicada-load/cicada/internal/locustlog"
 	"github.com/cicada-load/cicada/master"
+	"github.com/cicada-load/cicada/protocol/zmtp"
 	"github.com/cicada-load/cicada/web"
 	"github.com/cicada-load/cicada/worker"
 )
@@ -29,6 +30,9 @@ import (
 func (a *app) runMaster(ctx context.Context) int {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
+	}
+	if a.cfg.ClusterSecret != "" {
+		a.log.Info("Cluster secret set: workers must present it (ZMTP PLAIN); Python Locust workers cannot join")
 	}
 	return a.runCluster(ctx, true)
 }
@@ -238,6 +242,7 @@ func (a *app) masterOptions(log *slog.Logger, distributed bool, localWorkers int
 		Logger:               log.With("logger", "cicada.runners"),
 		ParsedOptions:        a.parsedOptions(),
 	}
+	opts.Transport.Plain = a.clusterAuth()
 	if !distributed {
 		// Standalone: the master listens on loopback only, on a free port,
 		// and waits for its own local workers.
@@ -304,6 +309,9 @@ func (a *app) startLocalWorkers(ctx context.Context, wg *sync.WaitGroup, port, n
 			if a.cfg.SourceIPs != "" {
 				args = append(args, "--source-ips", a.cfg.SourceIPs)
 			}
+			if a.cfg.ClusterSecretFile != "" { // else the environment carries it
+				args = append(args, "--cluster-secret-file", a.cfg.ClusterSecretFile)
+			}
 			args = append(args, a.cfg.UserClasses...)
 			cmd := exec.CommandContext(ctx, self, args...)
 			cmd.Stdout, cmd.Stderr = a.stderr, a.stderr
@@ -330,7 +338,8 @@ func (a *app) startLocalWorkers(ctx context.Context, wg *sync.WaitGroup, port, n
 		return err
 	}
 	for i := 0; i < n; i++ {
-		w, err := worker.New(worker.Options{MasterHost: "127.0.0.1", MasterPort: port, Logger: wlog, SourceIPs: ips}, a.file.Scenario)
+		w, err := worker.New(worker.Options{MasterHost: "127.0.0.1", MasterPort: port, Logger: wlog, SourceIPs: ips,
+			Transport: zmtp.Options{Plain: a.clusterAuth()}}, a.file.Scenario)
 		if err != nil {
 			return err
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/cicada-load/cicada/config"
 	"github.com/cicada-load/cicada/diag"
 	"github.com/cicada-load/cicada/internal/locustlog"
+	"github.com/cicada-load/cicada/protocol/zmtp"
 	"github.com/cicada-load/cicada/scenario"
 	"github.com/cicada-load/cicada/stats"
 	"github.com/cicada-load/cicada/worker"
@@ -148,6 +149,7 @@ func (a *app) workerOptions(log *slog.Logger) (worker.Options, error) {
 		NodeID:     a.cfg.NodeID,
 		Logger:     log,
 		SourceIPs:  ips,
+		Transport:  zmtp.Options{Plain: a.clusterAuth()},
 	}, err
 }
 

@@ -19,13 +19,30 @@ type peerInfo struct {
 }
 
 // handshake runs the ZMTP 3 NULL handshake as socket type ours, announcing
-// identity: send our greeting, read and check the peer's, send READY, read
-// and check the peer's READY. The caller sets the deadline. When the peer
-// is rejected after the greetings were exchanged, an ERROR command with the
-// reason is sent (best effort) before returning.
+// identity (see handshakeAuth).
 func handshake(br *bufio.Reader, w io.Writer, ours, identity string, maxFrame int64) (peerInfo, error) {
-	var out [greetingSize + 400]byte
-	if _, err := w.Write(appendGreeting(out[:0])); err != nil {
+	return handshakeAuth(br, w, ours, identity, maxFrame, nil)
+}
+
+// handshakeAuth runs the ZMTP 3 handshake as socket type ours, announcing
+// identity, with the NULL mechanism or, if plain is set, PLAIN: a ROUTER is
+// the PLAIN server, a DEALER the client. It sends our greeting, reads and
+// checks the peer's, then exchanges the mechanism's commands:
+//
+//	NULL:         READY ->, <- READY
+//	PLAIN client: HELLO ->, <- WELCOME, INITIATE ->, <- READY
+//	PLAIN server: <- HELLO, WELCOME ->, <- INITIATE, READY ->
+//
+// The caller sets the deadline. When the peer is rejected after the
+// greetings were exchanged, an ERROR command with the reason is sent (best
+// effort) before returning.
+func handshakeAuth(br *bufio.Reader, w io.Writer, ours, identity string, maxFrame int64, plain *PlainAuth) (peerInfo, error) {
+	mech, server := mechNull, ours == socketRouter
+	if plain != nil {
+		mech = mechPlain
+	}
+	var out [greetingSize + 600]byte
+	if _, err := w.Write(appendGreetingMech(out[:0], mech, plain != nil && server)); err != nil {
 		return peerInfo{}, err
 	}
 	var gb [greetingSize]byte
@@ -34,51 +51,128 @@ func handshake(br *bufio.Reader, w io.Writer, ours, identity string, maxFrame in
 		return peerInfo{}, err
 	}
 	info := peerInfo{major: g.major, minor: g.minor}
-	if _, err := w.Write(appendReady(out[:0], ours, identity)); err != nil {
-		return info, err
+	switch {
+	case g.mechanism != mech && plain == nil:
+		return info, fmt.Errorf("%w %s: the peer requires authentication, and no credentials are configured (NULL only)", ErrMechanism, quoteShort(g.mechanism))
+	case g.mechanism != mech:
+		return info, rejectPeer(w, fmt.Errorf("%w: peer offers %s, PLAIN authentication is required", ErrAuth, quoteShort(g.mechanism)))
 	}
+	// The peer's as-server flag is not checked: libzmq 4.3 sends 0 whatever
+	// its role, and the roles follow from the socket types anyway.
 	fr := frameReader{br: br, max: maxFrame}
-	for {
-		flags, body, err := fr.readFrame(maxFrame)
+	var meta []byte // the peer's READY or INITIATE properties
+	switch {
+	case plain == nil:
+		if _, err := w.Write(appendReady(out[:0], ours, identity)); err != nil {
+			return info, err
+		}
+		if meta, err = expectCommand(&fr, w, "READY", maxFrame); err != nil {
+			return info, err
+		}
+	case server:
+		data, err := expectCommand(&fr, w, "HELLO", maxHelloBody)
 		if err != nil {
-			return info, rejectPeer(w, err)
+			return info, authError(err)
 		}
-		if flags&flagCommand == 0 || flags&flagMore != 0 {
-			return info, rejectPeer(w, fmt.Errorf("%w: message frame before READY", ErrProtocol))
-		}
-		name, data, err := parseCommand(body)
+		username, password, err := parseHello(data)
 		if err != nil {
-			return info, rejectPeer(w, err)
+			return info, rejectPeer(w, fmt.Errorf("%w: malformed HELLO: %w", ErrAuth, err))
 		}
-		switch string(name) {
-		case "READY":
-			r, err := parseReady(data)
-			if err != nil {
-				return info, rejectPeer(w, err)
-			}
-			info.socketType, info.identity = r.socketType, r.identity
-			if !compatible(ours, r.socketType) {
-				return info, rejectPeer(w, fmt.Errorf("%w: %s peer cannot talk to a %s", ErrSocketType, quoteShort(r.socketType), ours))
-			}
-			if ours == socketRouter && r.identity != "" {
-				if len(r.identity) > 255 || r.identity[0] == 0 {
-					return info, rejectPeer(w, fmt.Errorf("%w: peer identity of %d bytes starting with 0x%02x", ErrInvalidIdentity, len(r.identity), r.identity[0]))
-				}
-			}
-			return info, nil
-		case "ERROR":
-			return info, fmt.Errorf("%w: %s", ErrPeerError, quoteShort(parseErrorReason(data)))
-		default:
-			return info, rejectPeer(w, fmt.Errorf("%w: unexpected command %s before READY", ErrProtocol, quoteShort(string(name))))
+		if !plain.matches(username, password) {
+			return info, rejectPeer(w, fmt.Errorf("%w: invalid username or password (username %s)", ErrAuth, quoteShort(string(username))))
+		}
+		if _, err := w.Write(appendCommand(out[:0], "WELCOME", nil)); err != nil {
+			return info, err
+		}
+		if meta, err = expectCommand(&fr, w, "INITIATE", maxFrame); err != nil {
+			return info, err
+		}
+	default: // client
+		if _, err := w.Write(appendHello(out[:0], plain.Username, plain.Password)); err != nil {
+			return info, err
+		}
+		if _, err := expectCommand(&fr, w, "WELCOME", maxFrame); err != nil {
+			return info, authError(err)
+		}
+		if _, err := w.Write(appendInitiate(out[:0], ours, identity)); err != nil {
+			return info, err
+		}
+		if meta, err = expectCommand(&fr, w, "READY", maxFrame); err != nil {
+			return info, err
 		}
 	}
+	r, err := parseReady(meta)
+	if err != nil {
+		return info, rejectPeer(w, err)
+	}
+	info.socketType, info.identity = r.socketType, r.identity
+	if !compatible(ours, r.socketType) {
+		return info, rejectPeer(w, fmt.Errorf("%w: %s peer cannot talk to a %s", ErrSocketType, quoteShort(r.socketType), ours))
+	}
+	if ours == socketRouter && r.identity != "" {
+		if len(r.identity) > 255 || r.identity[0] == 0 {
+			return info, rejectPeer(w, fmt.Errorf("%w: peer identity of %d bytes starting with 0x%02x", ErrInvalidIdentity, len(r.identity), r.identity[0]))
+		}
+	}
+	if plain != nil && server {
+		if _, err := w.Write(appendReady(out[:0], ours, identity)); err != nil {
+			return info, err
+		}
+	}
+	return info, nil
+}
+
+// expectCommand reads one frame of at most limit bytes, which must be the
+// command want, and returns its data. An ERROR command gives ErrPeerError;
+// anything else is rejected.
+func expectCommand(fr *frameReader, w io.Writer, want string, limit int64) ([]byte, error) {
+	flags, body, err := fr.readFrame(limit)
+	if err != nil {
+		return nil, rejectPeer(w, err)
+	}
+	if flags&flagCommand == 0 || flags&flagMore != 0 {
+		return nil, rejectPeer(w, fmt.Errorf("%w: message frame before %s", ErrProtocol, want))
+	}
+	name, data, err := parseCommand(body)
+	if err != nil {
+		if reason, ok := garbledError(body); ok {
+			return nil, fmt.Errorf("%w: %s", ErrPeerError, quoteShort(reason))
+		}
+		return nil, rejectPeer(w, err)
+	}
+	switch string(name) {
+	case want:
+		return data, nil
+	case "ERROR":
+		return nil, fmt.Errorf("%w: %s", ErrPeerError, quoteShort(parseErrorReason(data)))
+	}
+	return nil, rejectPeer(w, fmt.Errorf("%w: unexpected command %s before %s", ErrProtocol, quoteShort(string(name)), want))
+}
+
+// garbledError recognises the ERROR command of libzmq 4.3.4 (Debian 12's
+// pyzmq) refusing a PLAIN HELLO: its body is "^RROR", a reason length and
+// the ZAP status code, without a valid name length. It returns the reason.
+func garbledError(body []byte) (string, bool) {
+	if len(body) < 6 || string(body[1:5]) != "RROR" {
+		return "", false
+	}
+	return parseErrorReason(body[5:]), true
+}
+
+// authError marks a failure of the PLAIN HELLO/WELCOME step with ErrAuth,
+// unless it is an I/O error (a peer that left or timed out).
+func authError(err error) error {
+	if errors.Is(err, ErrProtocol) || errors.Is(err, ErrFrameTooLarge) || errors.Is(err, ErrPeerError) {
+		return fmt.Errorf("%w: %w", ErrAuth, err)
+	}
+	return err
 }
 
 // rejectPeer sends an ERROR command carrying err's text, unless err is an
 // I/O error, and returns err.
 func rejectPeer(w io.Writer, err error) error {
 	if errors.Is(err, ErrProtocol) || errors.Is(err, ErrSocketType) ||
-		errors.Is(err, ErrInvalidIdentity) || errors.Is(err, ErrFrameTooLarge) {
+		errors.Is(err, ErrInvalidIdentity) || errors.Is(err, ErrFrameTooLarge) || errors.Is(err, ErrAuth) {
 		var b [300]byte
 		w.Write(appendError(b[:0], err.Error())) //nolint:errcheck // best effort before closing
 	}

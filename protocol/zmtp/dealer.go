@@ -53,7 +53,8 @@ var _ io.Closer = (*Dealer)(nil)
 // at once; it connects in the background. identity is announced in READY
 // and becomes the Dealer's routing identity at a Router: 1-255 bytes of
 // UTF-8 not starting with 0x00, or "" to let the Router generate one. Dial
-// fails only for a malformed endpoint or identity.
+// fails only for a malformed endpoint or identity, or PLAIN credentials
+// (Options.Plain) that cannot be sent (ErrBadOptions).
 func Dial(endpoint, identity string, opts Options) (*Dealer, error) {
 	addr, err := parseEndpoint(endpoint, false)
 	if err != nil {
@@ -61,6 +62,11 @@ func Dial(endpoint, identity string, opts Options) (*Dealer, error) {
 	}
 	if err := validIdentity(identity); err != nil {
 		return nil, err
+	}
+	if opts.Plain != nil {
+		if err := opts.Plain.validate(); err != nil {
+			return nil, err
+		}
 	}
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -262,7 +268,7 @@ func (d *Dealer) connect() error {
 	d.mu.Unlock()
 	br := bufio.NewReaderSize(nc, handshakeBufferSize)
 	nc.SetDeadline(time.Now().Add(d.opts.HandshakeTimeout)) //nolint:errcheck // shows in the handshake
-	info, err := handshake(br, nc, socketDealer, d.identity, d.opts.MaxFrameSize)
+	info, err := handshakeAuth(br, nc, socketDealer, d.identity, d.opts.MaxFrameSize, d.opts.Plain)
 	if err == nil {
 		err = nc.SetDeadline(time.Time{})
 	}

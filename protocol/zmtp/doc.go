@@ -1,5 +1,6 @@
 // Package zmtp is a pure-Go implementation of ZMTP 3.0/3.1 over TCP with the
-// NULL security mechanism and exactly two socket types, DEALER and ROUTER:
+// NULL and (opt-in) PLAIN security mechanisms and exactly two socket types,
+// DEALER and ROUTER:
 // what Locust's master (a ROUTER) and workers (DEALERs) speak through
 // pyzmq/libzmq. It needs no cgo and imports only the standard library.
 //
@@ -29,7 +30,8 @@
 // fails: a first byte other than 0xFF (ZMTP 1.0, HTTP, garbage) or a final
 // signature byte without bit 0 gives ErrBadGreeting; a major version below 3
 // (ZMTP 2.0 sends revision 1 and waits) gives ErrVersion; a mechanism other
-// than NULL gives ErrMechanism. Versions 3.0, 3.1 and higher are accepted.
+// than NULL and PLAIN gives ErrMechanism, and so does PLAIN without
+// Options.Plain. Versions 3.0, 3.1 and higher are accepted.
 //
 // Then frames follow, each a header and a body:
 //
@@ -54,6 +56,41 @@
 // A peer rejected after the greetings were exchanged receives an ERROR
 // command with the reason before the connection is closed; every rejection is
 // logged with its error.
+//
+// # Authentication
+//
+// With Options.Plain, both sides use the PLAIN mechanism of RFC 24/ZMTP-PLAIN
+// instead of NULL; the Router is the PLAIN server (as-server 1 in its
+// greeting; the peer's flag is not checked, since libzmq 4.3 always sends 0).
+// After the greetings:
+//
+//	Dealer (client)                          Router (server)
+//	HELLO    | 5 "HELLO" | ulen | username | plen | password |  ->
+//	                                 <- WELCOME (no data) or ERROR
+//	INITIATE | 8 "INITIATE" | metadata as in READY |         ->
+//	                                 <- READY (metadata) or ERROR
+//
+// Username and password are at most 255 bytes each (one length byte). A
+// PLAIN Router reads a peer's HELLO with a limit of 518 bytes, so an unknown
+// peer cannot make it allocate more before it is authenticated, and compares
+// the credentials in constant time. It refuses, with an ERROR command and
+// ErrAuth, a NULL peer, wrong credentials and a malformed or oversized HELLO;
+// it counts the refusals (Router.AuthRefusals) and logs them at most once
+// per second with the number of refusals not logged. A PLAIN Dealer refuses
+// a NULL Router (ErrAuth) instead of falling back, and reports a refusal by
+// its peer as ErrAuth wrapping ErrPeerError; it keeps reconnecting with its
+// usual backoff. The poller's data path is the same for both mechanisms:
+// authentication happens in the handshake only.
+//
+// Threat model. PLAIN stops a peer that can reach the port but does not know
+// the password from registering as a worker (and taking users and test
+// plans) or from driving a worker as a fake master. The password travels in
+// clear and messages are neither encrypted nor authenticated after the
+// handshake, so PLAIN does not protect against anyone who can read or alter
+// traffic on the path; for that, CURVE (RFC 26), which this package does not
+// implement, or a tunnel (WireGuard, SSH, stunnel) is needed. Locust has no
+// option for it, so Python Locust masters and workers cannot join a PLAIN
+// cluster: it is for cicada-only clusters.
 //
 // # Limits
 //

@@ -28,9 +28,18 @@ var (
 	ErrBadGreeting = errors.New("zmtp: not a ZMTP greeting")
 	// ErrVersion reports a peer speaking ZMTP older than 3.0.
 	ErrVersion = errors.New("zmtp: unsupported ZMTP version")
-	// ErrMechanism reports a peer asking for a security mechanism other than
-	// NULL.
+	// ErrMechanism reports a peer asking for a security mechanism we do not
+	// speak (CURVE, GSSAPI), or for PLAIN when we have no Options.Plain.
 	ErrMechanism = errors.New("zmtp: unsupported security mechanism")
+	// ErrAuth reports a failed PLAIN authentication: on a Router with
+	// Options.Plain, a peer without PLAIN, with wrong credentials or with a
+	// malformed HELLO; on a Dealer with Options.Plain, a peer that does not
+	// offer PLAIN or refuses our credentials. The Router counts these
+	// (Router.AuthRefusals).
+	ErrAuth = errors.New("zmtp: authentication failed")
+	// ErrBadOptions is returned by Listen and Dial for Options they cannot
+	// honour (for example PLAIN credentials longer than 255 bytes).
+	ErrBadOptions = errors.New("zmtp: invalid options")
 	// ErrSocketType reports a peer whose socket type cannot talk to ours (for
 	// example PUB), or that announced none.
 	ErrSocketType = errors.New("zmtp: incompatible socket type")

@@ -97,11 +97,12 @@ func FuzzConn(f *testing.F) {
 }
 
 // FuzzGreeting checks that greeting parsing never panics and that accepted
-// greetings are ZMTP 3.x NULL.
+// greetings are ZMTP 3.x NULL or PLAIN.
 func FuzzGreeting(f *testing.F) {
 	f.Add(appendGreeting(nil))
 	f.Add(greetingBytes(3, 0, "NULL"))
 	f.Add(greetingBytes(3, 1, "CURVE"))
+	f.Add(appendGreetingMech(nil, mechPlain, true))
 	f.Add([]byte{0xFF, 0, 0, 0, 0, 0, 0, 0, 1, 0x7F, 1, 5})
 	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
@@ -110,7 +111,7 @@ func FuzzGreeting(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if g.major < 3 || g.mechanism != "NULL" || len(in) < greetingSize {
+		if g.major < 3 || (g.mechanism != mechNull && g.mechanism != mechPlain) || len(in) < greetingSize {
 			t.Fatalf("readGreeting(% x) accepted %+v", in, g)
 		}
 	})
@@ -161,6 +162,76 @@ func FuzzFrame(f *testing.F) {
 			if err != nil || !framesEqual(frames, again) {
 				t.Fatalf("re-encoding %q: %q, %v", frames, again, err)
 			}
+		}
+	})
+}
+
+// FuzzPlainHello checks HELLO parsing: it never panics, and what it accepts
+// re-encodes to the same bytes.
+func FuzzPlainHello(f *testing.F) {
+	f.Add(appendHello(nil, "cicada", "s3cret")[8:])
+	f.Add([]byte{0, 0})
+	f.Add([]byte{255, 'a'})
+	f.Add([]byte{1, 'a', 1, 'b', 'c'})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		u, p, err := parseHello(data)
+		if err != nil {
+			return
+		}
+		body := appendHello(nil, string(u), string(p))
+		_, again, err := parseCommand(body[frameHeaderSize(len(body)-2):])
+		if err != nil || !bytes.Equal(again, data) {
+			t.Fatalf("parseHello(% x) = %q, %q; re-encoded % x", data, u, p, again)
+		}
+	})
+}
+
+// FuzzPlainServer feeds arbitrary bytes to a PLAIN Router's handshake: it
+// never panics or hangs, and it accepts a peer only after a HELLO with the
+// right credentials.
+func FuzzPlainServer(f *testing.F) {
+	good := plainHello("cicada", "s3cret")
+	f.Add(byte(64), append(bytes.Clone(good), appendInitiate(nil, "DEALER", "w1")...))
+	f.Add(byte(1), append(bytes.Clone(good), appendInitiate(nil, "DEALER", "")...))
+	f.Add(byte(3), plainHello("cicada", "wrong"))
+	f.Add(byte(64), clientHello("DEALER", "null"))
+	f.Add(byte(9), append(appendGreetingMech(nil, mechPlain, false), longHeader(flagCommand, 1<<50)...))
+	f.Add(byte(64), append(appendGreetingMech(nil, mechPlain, false), appendCommand(nil, "HELLO", []byte{200, 1})...))
+	creds := &PlainAuth{Username: "cicada", Password: "s3cret"}
+	hello := appendHello(nil, creds.Username, creds.Password)
+	f.Fuzz(func(t *testing.T, chunk byte, in []byte) {
+		br := bufio.NewReaderSize(&chunkReader{r: bytes.NewReader(in), n: int(chunk) + 1}, 64)
+		info, err := handshakeAuth(br, io.Discard, socketRouter, "", 1<<16, creds)
+		if err != nil {
+			return
+		}
+		if !bytes.Contains(in, hello[2:]) {
+			t.Fatalf("handshake accepted %+v without the credentials in % x", info, in)
+		}
+		if !compatible(socketRouter, info.socketType) {
+			t.Fatalf("handshake accepted socket type %q", info.socketType)
+		}
+	})
+}
+
+// FuzzPlainClient feeds arbitrary bytes as a PLAIN server's answers to a
+// Dealer's handshake: it never panics or hangs, and accepts only a peer that
+// sent WELCOME and READY.
+func FuzzPlainClient(f *testing.F) {
+	server := appendGreetingMech(nil, mechPlain, true)
+	welcome := appendCommand(nil, "WELCOME", nil)
+	f.Add(byte(64), append(append(bytes.Clone(server), welcome...), appendReady(nil, "ROUTER", "")...))
+	f.Add(byte(2), append(bytes.Clone(server), appendError(nil, "400")...))
+	f.Add(byte(5), append(bytes.Clone(server), 0x04, 0x09, '^', 'R', 'R', 'O', 'R', 3, '4', '0', '0'))
+	f.Add(byte(64), appendGreeting(nil))
+	f.Fuzz(func(t *testing.T, chunk byte, in []byte) {
+		br := bufio.NewReaderSize(&chunkReader{r: bytes.NewReader(in), n: int(chunk) + 1}, 64)
+		info, err := handshakeAuth(br, io.Discard, socketDealer, "w", 1<<16, &PlainAuth{Username: "u", Password: "p"})
+		if err != nil {
+			return
+		}
+		if !bytes.Contains(in, welcome[2:]) || !compatible(socketDealer, info.socketType) {
+			t.Fatalf("handshake accepted %+v from % x", info, in)
 		}
 	})
 }

@@ -298,3 +298,75 @@ func testInteropManyPyDealers(t *testing.T, m servingMode) {
 		t.Fatalf("python printed %q; want ok %d", l, n)
 	}
 }
+
+// TestInteropPyPlainDealerToGoRouter: a pyzmq DEALER with plain_username and
+// plain_password joins our PLAIN Router; one with a wrong password is
+// refused and counted, and none of its messages arrive.
+func TestInteropPyPlainDealerToGoRouter(t *testing.T) {
+	needPyZMQ(t)
+	log := &logCapture{}
+	r := newRouter(t, plainOpts(log, &testCreds))
+
+	bad := startPy(t, "dealer", endpointOf(r), "py-intruder", "--plain", "cicada:wrong")
+	bad.ready()
+	bad.send(tok([]byte("let me in")))
+	waitFor(t, waitLong, "a refused python dealer", func() bool { return r.AuthRefusals() >= 1 })
+	log.waitErr(t, ErrAuth)
+	bad.kill()
+
+	py := startPy(t, "dealer", endpointOf(r), "py-plain", "--plain", "cicada:s3cret")
+	py.ready()
+	waitConnectedID(t, r.Events(), "py-plain")
+	py.send(tok([]byte("hello")), tok([]byte("plain")))
+	id, f := routerRecv(t, r)
+	if id != "py-plain" || !framesEqual(f, strFrames("hello", "plain")) {
+		t.Fatalf("Recv = %q %q; want py-plain [hello plain] (the refused dealer's message must not arrive)", id, f)
+	}
+	if err := r.Send(id, []byte("welcome")); err != nil {
+		t.Fatal(err)
+	}
+	if got := py.expectMsg(); len(got) != 1 || got[0] != tok([]byte("welcome")) {
+		t.Fatalf("python dealer got %q; want [welcome]", got)
+	}
+	for _, p := range r.Peers() {
+		if p == "py-intruder" {
+			t.Fatal("refused python dealer is registered")
+		}
+	}
+}
+
+// TestInteropGoPlainDealerToPyRouter: our Dealer against a pyzmq ROUTER that
+// is a PLAIN server (ZAP handler: pyzmq's ThreadAuthenticator), with the
+// right and a wrong password.
+func TestInteropGoPlainDealerToPyRouter(t *testing.T) {
+	needPyZMQ(t)
+	py := startPy(t, "router", "tcp://127.0.0.1:*", "--echo", "--plain-server", "cicada:s3cret")
+	ep := py.ready()
+
+	log := &logCapture{}
+	bad := newDealer(t, ep, "go-intruder", plainOpts(log, &PlainAuth{Username: "cicada", Password: "wrong"}))
+	log.waitErr(t, ErrAuth)
+	if !log.hasErr(ErrPeerError) {
+		t.Fatalf("dealer logged %v; want the router's ERROR (ErrPeerError)", log.errs())
+	}
+	select {
+	case ev := <-bad.Events():
+		t.Fatalf("refused dealer got event %+v", ev)
+	default:
+	}
+	bad.Close()
+
+	d := newDealer(t, ep, "go-plain", plainOpts(nil, &testCreds))
+	waitEvent(t, d.Events(), Connected, waitLong)
+	if err := d.Send([]byte("hello"), []byte("plain")); err != nil {
+		t.Fatal(err)
+	}
+	got := py.expectMsg()
+	want := []string{tok([]byte("go-plain")), tok([]byte("hello")), tok([]byte("plain"))}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("python router got %q; want %q", got, want)
+	}
+	if echo := dealerRecv(t, d); !framesEqual(echo, strFrames("hello", "plain")) {
+		t.Fatalf("echo = %q; want [hello plain]", echo)
+	}
+}

@@ -81,6 +81,15 @@ type Options struct {
 	// PollInterval of latency. If zero, the Router reads as soon as data
 	// arrives.
 	PollInterval time.Duration
+	// Plain, if set, turns on ZMTP's PLAIN mechanism (RFC 24/ZMTP-PLAIN) in
+	// place of NULL. A Router then refuses every peer that does not present
+	// these credentials (NULL peers such as Python Locust workers included)
+	// with an ERROR command, logs the refusals at most once per second and
+	// counts them (Router.AuthRefusals). A Dealer presents them and refuses
+	// a peer that does not offer PLAIN: it never falls back to NULL. The
+	// password travels in clear; see the package documentation. If nil, the
+	// NULL mechanism, as Locust uses.
+	Plain *PlainAuth
 	// noPoller makes a Router serve connections with goroutines even on
 	// Linux (tests of that path).
 	noPoller bool
@@ -123,6 +132,10 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Plain != nil {
+		creds := *o.Plain // the caller may change its copy later
+		o.Plain = &creds
 	}
 	return o
 }

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -34,7 +35,11 @@ type Router struct {
 	events    chan Event
 	closing   chan struct{} // closed when Close starts
 	g         group
-	mu        struct {
+	// authRefused counts peers refused by PLAIN authentication; refusals
+	// rate-limits their log lines.
+	authRefused atomic.Uint64
+	refusals    refusalLog
+	mu          struct {
 		sync.RWMutex
 		peers   map[string]*peer      // by identity: the current connection
 		pending map[net.Conn]struct{} // connections in handshake
@@ -61,10 +66,19 @@ type inbound struct {
 // Listen binds a Router to endpoint ("tcp://*:5557" for every interface,
 // "tcp://127.0.0.1:0" for an ephemeral port, "tcp://[::1]:5557") and starts
 // accepting peers in the background.
+//
+// With Options.Plain, only peers presenting those PLAIN credentials are
+// accepted; credentials that cannot be sent (an empty password, more than
+// 255 bytes) give ErrBadOptions.
 func Listen(endpoint string, opts Options) (*Router, error) {
 	addr, err := parseEndpoint(endpoint, true)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Plain != nil {
+		if err := opts.Plain.validate(); err != nil {
+			return nil, err
+		}
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -153,6 +167,12 @@ func (r *Router) Send(identity string, frames ...[]byte) error {
 		}
 	}
 }
+
+// AuthRefusals returns the number of peers that a Router with Options.Plain
+// has refused since Listen: peers without PLAIN (NULL peers such as Python
+// Locust workers), with wrong credentials or with a malformed HELLO. It is
+// safe for concurrent use.
+func (r *Router) AuthRefusals() uint64 { return r.authRefused.Load() }
 
 // Peers returns the identities of the connected peers, in no order.
 func (r *Router) Peers() []string {
@@ -280,7 +300,7 @@ func (r *Router) serveConn(nc net.Conn) {
 
 	br := bufio.NewReaderSize(nc, handshakeBufferSize)
 	nc.SetDeadline(time.Now().Add(r.opts.HandshakeTimeout)) //nolint:errcheck // shows in the handshake
-	info, err := handshake(br, nc, socketRouter, "", r.opts.MaxFrameSize)
+	info, err := handshakeAuth(br, nc, socketRouter, "", r.opts.MaxFrameSize, r.opts.Plain)
 	if err == nil {
 		err = nc.SetDeadline(time.Time{})
 	}
@@ -291,6 +311,11 @@ func (r *Router) serveConn(nc net.Conn) {
 		nc.Close()
 		switch {
 		case r.isClosing():
+		case errors.Is(err, ErrAuth):
+			r.authRefused.Add(1)
+			if ok, suppressed := r.refusals.allow(time.Now()); ok {
+				r.log.Warn("zmtp: refused peer", "remote", nc.RemoteAddr().String(), "err", err, "refusals_not_logged", suppressed)
+			}
 		case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET):
 			// Port probes and health checks: connect and close.
 			r.log.Debug("zmtp: peer left during handshake", "remote", nc.RemoteAddr().String(), "err", err)

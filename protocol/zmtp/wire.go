@@ -31,13 +31,27 @@ const (
 
 var zeros [32]byte
 
-// appendGreeting appends our greeting: signature, version 3.1, mechanism
-// NULL, as-server 0, filler.
-func appendGreeting(dst []byte) []byte {
+// Security mechanisms (RFC 23/ZMTP; RFC 24/ZMTP-PLAIN).
+const (
+	mechNull  = "NULL"
+	mechPlain = "PLAIN"
+)
+
+// appendGreeting appends our NULL greeting: signature, version 3.1,
+// mechanism NULL, as-server 0, filler.
+func appendGreeting(dst []byte) []byte { return appendGreetingMech(dst, mechNull, false) }
+
+// appendGreetingMech appends a greeting announcing mechanism (at most 20
+// bytes) and the as-server flag.
+func appendGreetingMech(dst []byte, mechanism string, asServer bool) []byte {
 	dst = append(dst, 0xFF, 0, 0, 0, 0, 0, 0, 0, 0, 0x7F, 3, 1)
-	dst = append(dst, "NULL"...)
-	dst = append(dst, zeros[:16]...) // mechanism is 20 bytes, zero padded
-	dst = append(dst, 0)             // as-server
+	dst = append(dst, mechanism...)
+	dst = append(dst, zeros[:20-len(mechanism)]...) // mechanism is 20 bytes, zero padded
+	if asServer {
+		dst = append(dst, 1)
+	} else {
+		dst = append(dst, 0)
+	}
 	return append(dst, zeros[:31]...)
 }
 
@@ -81,8 +95,8 @@ func parseGreeting(b *[greetingSize]byte) (greeting, error) {
 		n++
 	}
 	g := greeting{major: b[10], minor: b[11], mechanism: string(mech[:n]), asServer: b[32] != 0}
-	if g.mechanism != "NULL" {
-		return g, fmt.Errorf("%w %q, only NULL is supported", ErrMechanism, g.mechanism)
+	if g.mechanism != mechNull && g.mechanism != mechPlain {
+		return g, fmt.Errorf("%w %s, only NULL and PLAIN are supported", ErrMechanism, quoteShort(g.mechanism))
 	}
 	return g, nil
 }

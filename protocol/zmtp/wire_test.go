@@ -41,7 +41,7 @@ func TestReadGreeting(t *testing.T) {
 		{"ours", appendGreeting(nil), greeting{major: 3, minor: 1, mechanism: "NULL"}, nil},
 		{"ZMTP 3.0", greetingBytes(3, 0, "NULL"), greeting{major: 3, minor: 0, mechanism: "NULL"}, nil},
 		{"ZMTP 4.2 accepted as 3.x", greetingBytes(4, 2, "NULL"), greeting{major: 4, minor: 2, mechanism: "NULL"}, nil},
-		{"PLAIN", greetingBytes(3, 1, "PLAIN"), greeting{}, ErrMechanism},
+		{"PLAIN", greetingBytes(3, 1, "PLAIN"), greeting{major: 3, minor: 1, mechanism: "PLAIN"}, nil},
 		{"CURVE", greetingBytes(3, 0, "CURVE"), greeting{}, ErrMechanism},
 		{"lower-case null", greetingBytes(3, 1, "null"), greeting{}, ErrMechanism},
 		{"ZMTP 2.0 (12 bytes then waits)", zmtp2, greeting{}, ErrVersion},

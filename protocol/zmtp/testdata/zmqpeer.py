@@ -16,6 +16,9 @@ when longer than 4096 bytes. Commands on stdin, one per line:
                    N copies of byte HH
   quit             close and exit (also on end of stdin)
 --echo sends every received message back (a ROUTER to its sender).
+--plain USER:PASS makes a DEALER a ZMTP PLAIN client with these credentials;
+--plain-server USER:PASS makes a ROUTER a PLAIN server that accepts only
+them (pyzmq's ThreadAuthenticator answers libzmq's ZAP requests).
 """
 import argparse
 import hashlib
@@ -123,20 +126,34 @@ def main():
     ap.add_argument("--echo", action="store_true")
     ap.add_argument("--heartbeat", type=int, default=0, help="ZMQ_HEARTBEAT_IVL in ms")
     ap.add_argument("--heartbeat-timeout", type=int, default=0, help="ZMQ_HEARTBEAT_TIMEOUT in ms")
+    ap.add_argument("--plain", help="DEALER: PLAIN client credentials USER:PASS")
+    ap.add_argument("--plain-server", help="ROUTER: PLAIN server accepting USER:PASS")
     a = ap.parse_args()
     ctx = zmq.Context()
     if a.mode == "many":
         rc = many(ctx, a.endpoint, int(a.arg))
         ctx.destroy(linger=0)
         return rc
+    auth = None
     if a.mode == "router":
         sock = ctx.socket(zmq.ROUTER)
+        if a.plain_server:
+            from zmq.auth.thread import ThreadAuthenticator
+            user, password = a.plain_server.split(":", 1)
+            auth = ThreadAuthenticator(ctx)
+            auth.start()
+            auth.configure_plain(domain="*", passwords={user: password})
+            sock.plain_server = True
         sock.bind(a.endpoint)
         ready = sock.getsockopt(zmq.LAST_ENDPOINT).decode()
     else:
         sock = ctx.socket(zmq.DEALER)
         if a.arg and a.arg != "-":
             sock.setsockopt(zmq.IDENTITY, a.arg.encode())
+        if a.plain:
+            user, password = a.plain.split(":", 1)
+            sock.plain_username = user.encode()
+            sock.plain_password = password.encode()
         if a.heartbeat:
             sock.setsockopt(zmq.HEARTBEAT_IVL, a.heartbeat)
             sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, a.heartbeat_timeout or 3 * a.heartbeat)
@@ -146,6 +163,8 @@ def main():
     out("ready " + ready)
     serve(sock, a.echo)
     sock.close()
+    if auth is not None:
+        auth.stop()
     ctx.term()
     return 0
 
