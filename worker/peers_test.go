@@ -70,8 +70,12 @@ func (m *locustMaster) wait(t *testing.T, d time.Duration) error {
 func (m *locustMaster) log() string { return m.Log() }
 
 // problems returns the master's log lines at WARNING or above, and
-// tracebacks, except the ones listed as expected.
+// tracebacks, except the ones listed as expected and Locust's warning that
+// a worker "exceeded cpu threshold": it reports the CPU share the worker
+// measured (over 90 % of a core under -race on a busy 2-core machine), a
+// fact about the machine, not a fault of the protocol.
 func (m *locustMaster) problems(expected ...string) []string {
+	expected = append(expected, "exceeded cpu threshold")
 	var out []string
 	sc := bufio.NewScanner(strings.NewReader(m.log()))
 	for sc.Scan() {

@@ -152,16 +152,10 @@ async function flow(page) {
   await page.click('#tabs a[data-tab="ratio"]');
   await page.waitForFunction(() => document.querySelector("#ratio-total li") !== null, null, { timeout: T });
 
-  // Reset, then stop: GET routes that change state, which the server
-  // refuses from other sites and must accept from the dashboard.
+  // Stop, then (after the report) reset: GET routes that change state,
+  // which the server refuses from other sites and must accept from the
+  // dashboard.
   await page.click('#tabs a[data-tab="stats"]');
-  const [reset] = await Promise.all([
-    page.waitForResponse((r) => r.url().endsWith("/stats/reset"), { timeout: T }),
-    page.click("#btn-reset"),
-  ]);
-  check(reset.status() === 200, "reset from the dashboard answered " + reset.status());
-  // The reset empties the chart history; let it fill again for the report.
-  await page.waitForFunction(() => window.cicada.state.history.time.length >= 3, null, { timeout: T });
   const [stop] = await Promise.all([
     page.waitForResponse((r) => r.url().endsWith("/stop"), { timeout: T }),
     page.click("#btn-stop"),
@@ -179,6 +173,15 @@ async function flow(page) {
   await report.waitForFunction(() => document.querySelectorAll(".uplot").length === 3, null, { timeout: T });
   await report.screenshot({ path: path.join(artifacts, "08-report.png"), fullPage: true });
   await report.close();
+
+  // Reset from the dashboard. It empties the chart history, so it comes
+  // after the report: the report leaves its charts out while the server's
+  // history is empty, as Locust's does.
+  const [reset] = await Promise.all([
+    page.waitForResponse((r) => r.url().endsWith("/stats/reset"), { timeout: T }),
+    page.click("#btn-reset"),
+  ]);
+  check(reset.status() === 200, "reset from the dashboard answered " + reset.status());
 }
 
 async function perf(page) {
