@@ -159,6 +159,14 @@ func (l *Link) open() error {
 	if err := l.bind(); err != nil {
 		return err
 	}
+	// Copy mode sends at most 32 frames per sendto() unless the budget is
+	// raised (XDP_MAX_TX_SKB_BUDGET, Linux 6.16 and later); older kernels
+	// refuse the option and keep 32.
+	if err := unix.SetsockoptInt(fd, unix.SOL_XDP, unix.XDP_MAX_TX_SKB_BUDGET, c.TXRing); err == nil {
+		l.stats.TxBudget = uint64(c.TXRing)
+	} else {
+		l.stats.TxBudget = 32
+	}
 	if l.prog != nil {
 		if err := l.prog.setSocket(c.QueueID, fd); err != nil {
 			return err

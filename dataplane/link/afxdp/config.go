@@ -144,6 +144,9 @@ type Stats struct {
 	Polls uint64
 	// BindRetries counts binds that failed with EBUSY and were retried.
 	BindRetries uint64
+	// TxBudget is how many frames one sendto() sends in copy mode: the
+	// TX ring size where the kernel lets it be raised, else 32.
+	TxBudget uint64
 	// RxFillEmpty counts Receive calls that found no free frame for the
 	// fill ring while it was empty.
 	RxFillEmpty uint64

@@ -38,7 +38,7 @@ type lab struct {
 // newLab builds the namespaces and the veth pair, named cx<pid><n>a/b, and
 // removes them when t ends, failed or not. It skips (fails under CI=true)
 // without root or without ip(8).
-func newLab(t *testing.T) *lab {
+func newLab(t testing.TB) *lab {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		testpeer.Missing(t, "AF_XDP lab needs root (network namespaces, veth, bpf(2)); run as root")
@@ -118,7 +118,7 @@ func inNetns(ns string, f func() error) error {
 }
 
 // openA opens an AF_XDP link on the lab's A end (namespace A).
-func (l *lab) openA(t *testing.T, cfg Config) *Link {
+func (l *lab) openA(t testing.TB, cfg Config) *Link {
 	t.Helper()
 	cfg.Interface = l.ifA
 	var x *Link
@@ -137,7 +137,7 @@ type packetSock struct {
 	mac net.HardwareAddr
 }
 
-func (l *lab) packetB(t *testing.T) *packetSock {
+func (l *lab) packetB(t testing.TB) *packetSock {
 	t.Helper()
 	var p packetSock
 	err := inNetns(l.nsB, func() error {
