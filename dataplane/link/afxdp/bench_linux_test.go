@@ -53,6 +53,7 @@ func BenchmarkTransmit(b *testing.B) {
 	st, _ := x.Stats()
 	b.ReportMetric(float64(sent)/el.Seconds()/1e6, "Mpps")
 	b.ReportMetric(float64(st.Kicks)/float64(sent), "kicks/frame")
+	b.Logf("TX budget per sendto: %d frames", st.TxBudget)
 }
 
 // BenchmarkReceive measures RX packets per second of 64-byte frames that a
