@@ -65,7 +65,7 @@ func Open(cfg Config) (*Link, error) {
 		return nil, fmt.Errorf("afxdp: interface %q: %w", c.Interface, err)
 	}
 	l := &Link{cfg: c, fd: -1, ifindex: ifc.Index, mtu: ifc.MTU,
-		fs: uint64(c.FrameSize), fsMask: uint64(c.FrameSize - 1), rxFrames: uint64(c.FillRing)}
+		fs: uint64(c.FrameSize), fsMask: uint64(c.FrameSize - 1), rxFrames: uint64(c.rxFrames())}
 	copy(l.mac[:], ifc.HardwareAddr)
 	if err := l.open(); err != nil {
 		_ = l.release()
@@ -140,13 +140,14 @@ func (l *Link) open() error {
 	l.rxDescs = unsafe.Slice((*desc)(unsafe.Pointer(&l.ringMem[2][off.Rx.Desc])), c.RXRing)
 	l.txDescs = unsafe.Slice((*desc)(unsafe.Pointer(&l.ringMem[3][off.Tx.Desc])), c.TXRing)
 
-	l.rxFree = newFrameStack(c.FillRing)
-	l.txFree = newFrameStack(c.Frames - c.FillRing)
-	l.lent = make([]uint64, 0, c.FillRing)
-	for i := c.FillRing - 1; i >= 0; i-- {
+	rxn := c.rxFrames()
+	l.rxFree = newFrameStack(rxn)
+	l.txFree = newFrameStack(c.Frames - rxn)
+	l.lent = make([]uint64, 0, rxn)
+	for i := rxn - 1; i >= 0; i-- {
 		l.rxFree.push(uint64(i) * l.fs)
 	}
-	for i := c.Frames - 1; i >= c.FillRing; i-- {
+	for i := c.Frames - 1; i >= rxn; i-- {
 		l.txFree.push(uint64(i) * l.fs)
 	}
 	l.refill() // the kernel needs frames before the first packet

@@ -64,8 +64,10 @@ type Config struct {
 	// FillRing, CompletionRing, RXRing and TXRing are the ring sizes, powers
 	// of two. If zero, DefaultRingSize.
 	FillRing, CompletionRing, RXRing, TXRing int
-	// Frames is the number of UMEM frames. The first FillRing frames serve
-	// receive, the rest transmit. If zero, FillRing+TXRing.
+	// Frames is the number of UMEM frames. The first FillRing+RXRing
+	// frames serve receive (enough to keep the fill ring full while the RX
+	// ring is full too), the rest transmit. If zero,
+	// FillRing+RXRing+TXRing.
 	Frames int
 	// Mode is the bind mode. The zero value is ModeCopy.
 	Mode Mode
@@ -112,11 +114,11 @@ func (c Config) withDefaults(pageSize int) (Config, error) {
 		}
 	}
 	if c.Frames == 0 {
-		c.Frames = c.FillRing + c.TXRing
+		c.Frames = c.rxFrames() + c.TXRing
 	}
-	if c.Frames <= c.FillRing || c.Frames > 1<<24 {
-		return c, fmt.Errorf("%w: afxdp: %d frames leave none for transmit after the fill ring's %d",
-			link.ErrConfig, c.Frames, c.FillRing)
+	if c.Frames <= c.rxFrames() || c.Frames > 1<<24 {
+		return c, fmt.Errorf("%w: afxdp: %d frames leave none for transmit after receive's %d",
+			link.ErrConfig, c.Frames, c.rxFrames())
 	}
 	switch c.Mode {
 	case ModeCopy, ModeZeroCopy, ModeAuto:
@@ -131,6 +133,10 @@ func (c Config) withDefaults(pageSize int) (Config, error) {
 	}
 	return c, nil
 }
+
+// rxFrames is how many UMEM frames serve receive: as many as the fill and
+// RX rings hold together.
+func (c Config) rxFrames() int { return c.FillRing + c.RXRing }
 
 func powerOfTwo(n int) bool { return n > 0 && n&(n-1) == 0 }
 

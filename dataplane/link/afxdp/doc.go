@@ -8,8 +8,9 @@
 // registers it (XDP_UMEM_REG, the original 24-byte struct, which every
 // kernel since 4.18 accepts), sets the four ring sizes, reads
 // XDP_MMAP_OFFSETS and maps each ring at the offsets the kernel reports.
-// The frames are split once: the first Config.FillRing frames serve receive,
-// the rest serve transmit, each part with its own stack of free frame
+// The frames are split once: the first Config.FillRing+Config.RXRing frames
+// serve receive (so the fill ring can stay full while the RX ring is full
+// too), the rest serve transmit, each part with its own stack of free frame
 // addresses, so neither direction can starve the other.
 //
 //   - receive: free RX frame -> fill ring -> (kernel) -> RX ring -> lent to

@@ -365,12 +365,12 @@ func TestExchangeWithPacketSocket(t *testing.T) {
 				x.kick(true)
 				x.reclaim()
 				_, txFree, _, _ := x.frameCounts()
-				return txFree == x.cfg.Frames-x.cfg.FillRing
+				return txFree == x.cfg.Frames-x.cfg.rxFrames()
 			})
 			rxFree, _, lent, held := x.frameCounts()
-			if rxFree+lent+held != cfg.FillRing || lent != 0 {
-				t.Errorf("RX frames: %d free + %d lent + %d in the kernel, want %d in all, 0 lent",
-					rxFree, lent, held, cfg.FillRing)
+			if rxFree+lent+held != x.cfg.rxFrames() || lent != 0 || held != cfg.FillRing {
+				t.Errorf("RX frames: %d free + %d lent + %d in the kernel, want %d in all, 0 lent, %d in the kernel",
+					rxFree, lent, held, x.cfg.rxFrames(), cfg.FillRing)
 			}
 		})
 	}

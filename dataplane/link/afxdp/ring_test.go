@@ -175,7 +175,7 @@ func TestConfigDefaultsAndRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.FrameSize != DefaultFrameSize || c.RXRing != DefaultRingSize || c.Frames != 2*DefaultRingSize ||
+	if c.FrameSize != DefaultFrameSize || c.RXRing != DefaultRingSize || c.Frames != 3*DefaultRingSize ||
 		c.BindRetry != DefaultBindRetry || c.License != "Dual MIT/GPL" || c.Mode != ModeCopy {
 		t.Fatalf("defaults not filled in: %+v", c)
 	}
@@ -186,7 +186,7 @@ func TestConfigDefaultsAndRefusals(t *testing.T) {
 		"frame over page":   {Interface: "x", FrameSize: 8192},
 		"frame under 2048":  {Interface: "x", FrameSize: 1024},
 		"ring not pow2":     {Interface: "x", TXRing: 100},
-		"no TX frames":      {Interface: "x", FillRing: 64, Frames: 64},
+		"no TX frames":      {Interface: "x", FillRing: 64, RXRing: 64, Frames: 128},
 		"unknown mode":      {Interface: "x", Mode: Mode(9)},
 		"ring over 1<<20":   {Interface: "x", RXRing: 1 << 21},
 		"too many frames":   {Interface: "x", Frames: 1<<24 + 1},
