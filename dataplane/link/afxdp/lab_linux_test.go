@@ -443,3 +443,27 @@ func TestLicense(t *testing.T) {
 		t.Fatalf("GPL-only helper under a non-GPL license: %v, want the verifier's GPL refusal", err)
 	}
 }
+
+// TestModesOnVeth checks what veth offers: zero copy is refused (veth has
+// no AF_XDP zero-copy support), auto falls back to copy and works.
+func TestModesOnVeth(t *testing.T) {
+	l := newLab(t)
+	p := l.packetB(t)
+	err := inNetns(l.nsA, func() error {
+		x, err := Open(Config{Interface: l.ifA, Mode: ModeZeroCopy, BindRetry: -1})
+		if err == nil {
+			_ = x.Close()
+		}
+		return err
+	})
+	if !errors.Is(err, unix.EOPNOTSUPP) {
+		t.Fatalf("zero-copy bind on veth: %v, want EOPNOTSUPP (veth has no zero-copy support)", err)
+	}
+	t.Logf("zero copy on veth: %v", err)
+	if l.xdpAttached(t) {
+		t.Fatal("a failed Open left its XDP program attached")
+	}
+	x := l.openA(t, Config{Mode: ModeAuto, FillRing: 64, RXRing: 64, CompletionRing: 64, TXRing: 64})
+	sendBtoA(t, x, p, 0, 200)
+	sendAtoB(t, x, p, 0, 200)
+}
