@@ -18,12 +18,17 @@ func fill64(b []byte, dst, src []byte) []byte {
 }
 
 // transmitFlat transmits 64-byte frames in bursts of 64 until n are
-// accepted or stop is set; it returns how many were accepted.
+// accepted, stop is set or a minute has passed; it returns how many were
+// accepted.
 func transmitFlat(x *Link, dst []byte, n uint64, stop *atomic.Bool) uint64 {
 	batch := make([][]byte, 0, 64)
 	src := x.MAC()
+	deadline := time.Now().Add(time.Minute)
 	var sent uint64
-	for sent < n && !stop.Load() {
+	for turn := 0; sent < n && !stop.Load(); turn++ {
+		if turn%1024 == 0 && time.Now().After(deadline) {
+			break
+		}
 		batch = batch[:0]
 		for len(batch) < cap(batch) {
 			b := x.Buffer()

@@ -467,3 +467,32 @@ func TestModesOnVeth(t *testing.T) {
 	sendBtoA(t, x, p, 0, 200)
 	sendAtoB(t, x, p, 0, 200)
 }
+
+// TestNoAllocations checks that a turn of an engine's loop on the link
+// (Buffer, Transmit, Receive, idle Receive, poll) allocates nothing.
+func TestNoAllocations(t *testing.T) {
+	l := newLab(t)
+	x := l.openA(t, Config{FillRing: 64, RXRing: 64, CompletionRing: 64, TXRing: 64})
+	p := l.packetB(t)
+	frames := make([][]byte, 16)
+	batch := make([][]byte, 0, 16)
+	src := x.MAC()
+	allocs := testing.AllocsPerRun(200, func() {
+		batch = batch[:0]
+		for range 8 {
+			if b := x.Buffer(); b != nil {
+				batch = append(batch, fill64(b, p.mac, src[:]))
+			}
+		}
+		x.Transmit(batch)
+		x.Receive(frames)
+		x.Receive(frames)
+		_ = x.Wait(0) // the poll() an idle Receive makes when asked
+	})
+	if allocs != 0 {
+		t.Fatalf("%.1f allocations per loop turn, want 0", allocs)
+	}
+	if c := x.Counters(); c.TxFrames == 0 {
+		t.Fatalf("nothing was sent: %+v", c)
+	}
+}
