@@ -54,7 +54,9 @@ var _ link.Link = (*Link)(nil)
 
 // Open creates an AF_XDP link on cfg.Interface's queue cfg.QueueID, in the
 // calling thread's network namespace. It needs CAP_NET_ADMIN and CAP_BPF
-// (or root).
+// (or root) and Linux 5.9 or later (BPF_LINK_CREATE for XDP). It refuses
+// an interface whose MTU-sized frames would not fit a UMEM frame after
+// its 256-byte headroom.
 func Open(cfg Config) (*Link, error) {
 	c, err := cfg.withDefaults(unix.Getpagesize())
 	if err != nil {
@@ -63,6 +65,10 @@ func Open(cfg Config) (*Link, error) {
 	ifc, err := net.InterfaceByName(c.Interface)
 	if err != nil {
 		return nil, fmt.Errorf("afxdp: interface %q: %w", c.Interface, err)
+	}
+	if room := c.FrameSize - unix.XDP_PACKET_HEADROOM; ifc.MTU+14 > room {
+		return nil, fmt.Errorf("%w: afxdp: %s has MTU %d, a frame of %d bytes leaves room for %d",
+			link.ErrConfig, c.Interface, ifc.MTU, c.FrameSize, room)
 	}
 	l := &Link{cfg: c, fd: -1, ifindex: ifc.Index, mtu: ifc.MTU,
 		fs: uint64(c.FrameSize), fsMask: uint64(c.FrameSize - 1), rxFrames: uint64(c.rxFrames())}

@@ -144,7 +144,8 @@ func powerOfTwo(n int) bool { return n > 0 && n&(n-1) == 0 }
 // XDP_STATISTICS for the socket.
 type Stats struct {
 	// Kicks counts sendto() wake-ups of the TX path; KickErrors those that
-	// failed with a transient error (EAGAIN, EBUSY, ENOBUFS, ENETDOWN).
+	// failed (EAGAIN, EBUSY or ENOBUFS while the kernel is busy, ENETDOWN);
+	// the frames stay queued and the next Transmit kicks again.
 	Kicks, KickErrors uint64
 	// Polls counts zero-timeout poll() calls of an idle Receive.
 	Polls uint64

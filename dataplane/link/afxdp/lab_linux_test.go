@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cicada-load/cicada/dataplane/link"
 	"github.com/cicada-load/cicada/internal/testpeer"
 )
 
@@ -494,5 +495,24 @@ func TestNoAllocations(t *testing.T) {
 	}
 	if c := x.Counters(); c.TxFrames == 0 {
 		t.Fatalf("nothing was sent: %+v", c)
+	}
+}
+
+// TestRefusesLargeMTU checks that Open refuses an interface whose MTU-sized
+// frames would not fit a UMEM frame after the 256-byte headroom.
+func TestRefusesLargeMTU(t *testing.T) {
+	l := newLab(t)
+	if out, err := exec.Command("ip", "-n", l.nsA, "link", "set", "dev", l.ifA, "mtu", "4000").CombinedOutput(); err != nil {
+		t.Fatalf("ip link set mtu: %v: %s", err, out)
+	}
+	err := inNetns(l.nsA, func() error {
+		x, err := Open(Config{Interface: l.ifA})
+		if err == nil {
+			_ = x.Close()
+		}
+		return err
+	})
+	if !errors.Is(err, link.ErrConfig) {
+		t.Fatalf("Open with MTU 4000 and 2048-byte frames: %v, want link.ErrConfig", err)
 	}
 }
