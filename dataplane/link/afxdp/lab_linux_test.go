@@ -516,3 +516,50 @@ func TestRefusesLargeMTU(t *testing.T) {
 		t.Fatalf("Open with MTU 4000 and 2048-byte frames: %v, want link.ErrConfig", err)
 	}
 }
+
+// TestTransmitRingFull gives Transmit twice what the TX ring holds: it
+// accepts a ringful, counts the rest dropped and returns their frames to
+// the stack, so that once the sent ones complete every TX frame is free
+// again; the peer receives exactly the accepted ones.
+func TestTransmitRingFull(t *testing.T) {
+	l := newLab(t)
+	p := l.packetB(t)
+	const ring = 32
+	cfg := Config{FillRing: 64, RXRing: 64, CompletionRing: 64, TXRing: ring}
+	cfg.Frames = 64 + 64 + 2*ring
+	x := l.openA(t, cfg)
+	src := x.MAC()
+	batch := make([][]byte, 0, 2*ring)
+	for s := range uint32(2 * ring) {
+		b := x.Buffer()
+		if b == nil {
+			t.Fatalf("no buffer %d of %d", s, 2*ring)
+		}
+		batch = append(batch, b[:makeFrame(b, p.mac, src[:], 'A', s)])
+	}
+	if x.Buffer() != nil || x.Counters().TxNoBuffer != 1 {
+		t.Fatalf("a buffer beyond the TX frames: %+v", x.Counters())
+	}
+	if got := x.Transmit(batch); got != ring {
+		t.Fatalf("Transmit accepted %d of %d with a ring of %d", got, 2*ring, ring)
+	}
+	if c := x.Counters(); c.TxFrames != ring || c.TxDropped != ring {
+		t.Fatalf("counters %+v, want %d sent and %d dropped", c, ring, ring)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for s := range uint32(ring) {
+		got, ok, err := checkFrame(p.recv(t, deadline), 'A')
+		if err != nil || !ok || got != s {
+			t.Fatalf("B received frame %d (ours %v, %v), want %d", got, ok, err, s)
+		}
+	}
+	testpeer.Eventually(t, 5*time.Second, "every TX frame free again", func() bool {
+		x.kick(true)
+		x.reclaim()
+		_, txFree, _, _ := x.frameCounts()
+		return txFree == 2*ring
+	})
+	if _, _, err := unix.Recvfrom(p.fd, recvBuf, 0); !errors.Is(err, unix.EAGAIN) {
+		t.Fatalf("B has a frame beyond the %d accepted (err %v)", ring, err)
+	}
+}
