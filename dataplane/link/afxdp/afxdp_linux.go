@@ -250,6 +250,9 @@ func (l *Link) reclaim() {
 // the UMEM. It never blocks; when it finds nothing and the kernel asked for
 // a wake-up it calls poll() with a zero timeout.
 func (l *Link) Receive(frames [][]byte) int {
+	if l.closed {
+		return 0
+	}
 	for _, a := range l.lent {
 		l.rxFree.push(a)
 	}
@@ -288,6 +291,9 @@ func (l *Link) Receive(frames [][]byte) int {
 // reclaiming completions (and kicking the kernel for them) when it is
 // empty.
 func (l *Link) Buffer() []byte {
+	if l.closed {
+		return nil
+	}
 	a, ok := l.txFree.pop()
 	if !ok {
 		l.reclaim()
@@ -309,6 +315,10 @@ func (l *Link) Buffer() []byte {
 // ring, returns those the ring has no room for to the TX stack (counted in
 // TxDropped), and kicks the kernel if it asks for it.
 func (l *Link) Transmit(frames [][]byte) int {
+	if l.closed {
+		l.counters.TxDropped += uint64(len(frames))
+		return 0
+	}
 	l.reclaim()
 	room := l.tx.free(uint32(len(frames)))
 	var queued uint32
@@ -414,8 +424,9 @@ func (l *Link) Stats() (Stats, error) {
 }
 
 // Close detaches the XDP program, closes the socket and unmaps the rings
-// and the UMEM. Frames lent by Receive or Buffer are invalid afterwards.
-// A second Close returns ErrClosed.
+// and the UMEM. Frames lent by Receive or Buffer are invalid afterwards;
+// Receive then returns 0, Buffer nil and Transmit 0. A second Close
+// returns ErrClosed.
 func (l *Link) Close() error {
 	if l.closed {
 		return ErrClosed

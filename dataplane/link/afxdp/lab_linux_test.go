@@ -407,6 +407,12 @@ func TestCloseReleasesAndRebind(t *testing.T) {
 	if err := x.Close(); !errors.Is(err, ErrClosed) {
 		t.Fatalf("second Close: %v, want ErrClosed", err)
 	}
+	if x.Receive(make([][]byte, 4)) != 0 || x.Buffer() != nil || x.Transmit([][]byte{nil}) != 0 {
+		t.Fatal("a closed link received, lent or accepted a frame")
+	}
+	if err := x.Wait(0); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Wait on a closed link: %v, want ErrClosed", err)
+	}
 	if l.xdpAttached(t) {
 		t.Fatal("XDP program still attached after Close")
 	}
