@@ -120,6 +120,10 @@ func (c Config) withDefaults(pageSize int) (Config, error) {
 		return c, fmt.Errorf("%w: afxdp: %d frames leave none for transmit after receive's %d",
 			link.ErrConfig, c.Frames, c.rxFrames())
 	}
+	if uint64(c.Frames)*uint64(c.FrameSize) > uint64(maxInt) {
+		return c, fmt.Errorf("%w: afxdp: a UMEM of %d x %d bytes does not fit an int",
+			link.ErrConfig, c.Frames, c.FrameSize)
+	}
 	switch c.Mode {
 	case ModeCopy, ModeZeroCopy, ModeAuto:
 	default:
@@ -137,6 +141,8 @@ func (c Config) withDefaults(pageSize int) (Config, error) {
 // rxFrames is how many UMEM frames serve receive: as many as the fill and
 // RX rings hold together.
 func (c Config) rxFrames() int { return c.FillRing + c.RXRing }
+
+const maxInt = int(^uint(0) >> 1)
 
 func powerOfTwo(n int) bool { return n > 0 && n&(n-1) == 0 }
 

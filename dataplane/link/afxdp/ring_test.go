@@ -99,7 +99,7 @@ func TestRingIndexWrap(t *testing.T) {
 	if next != 200 || want != 200 {
 		t.Fatalf("produced %d, consumed %d, want 200 each", next, want)
 	}
-	const start, wrapped = 0xffff_fffa, 200 - (1<<32 - 0xffff_fffa)
+	const start, wrapped uint32 = 0xffff_fffa, 200 - (1<<32 - 0xffff_fffa)
 	if s.words[0] != wrapped || s.words[1] != wrapped {
 		t.Fatalf("indices %#x, %#x did not wrap from %#x to %#x", s.words[0], s.words[1], start, wrapped)
 	}
