@@ -36,16 +36,17 @@ type lab struct {
 	nsA, nsB, ifA, ifB string
 }
 
-// newLab builds the namespaces and the veth pair, named cx<pid><n>a/b, and
-// removes them when t ends, failed or not. It skips (fails under CI=true)
-// without root or without ip(8).
+// newLab builds the namespaces and the veth pair, named cx<pid>n<seq>a/b,
+// and removes them when t ends, failed or not (the n keeps pid 12 lab 34
+// apart from pid 123 lab 4; interface names hold 15 bytes). It skips
+// (fails under CI=true) without root or without ip(8).
 func newLab(t testing.TB) *lab {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		testpeer.Missing(t, "AF_XDP lab needs root (network namespaces, veth, bpf(2)); run as root")
 	}
 	ip := testpeer.RequirePeer(t, "ip")
-	name := fmt.Sprintf("cx%d%d", os.Getpid()%1_000_000, labSeq.Add(1))
+	name := fmt.Sprintf("cx%dn%d", os.Getpid(), labSeq.Add(1)%1000) // at most 14 bytes with the a/b suffix
 	l := &lab{nsA: name + "a", nsB: name + "b", ifA: name + "a", ifB: name + "b"}
 	run := func(args ...string) {
 		t.Helper()
