@@ -10,11 +10,14 @@
 //	                     server state machines, HTTP/1.1 client, ARP, ICMP
 //	dataplane/link/pipe  in-process link pair with seeded loss, reordering,
 //	                     duplication and delay
+//	dataplane/link/afxdp AF_XDP socket link in pure Go (Linux): UMEM, rings,
+//	                     XDP redirect program
 //	dataplane/link       the batch link interface and its ownership contract
 //	dataplane/wire       zero-allocation frame views, builders, checksums
 //
 // wire imports only the standard library; link imports wire; stack imports
-// link and wire. Nothing in dataplane imports the rest of cicada yet.
+// link and wire; link/afxdp imports link, wire and golang.org/x/sys/unix
+// (its tests also drive stack over it). Nothing in dataplane imports the rest of cicada yet.
 //
 // # Contracts
 //
