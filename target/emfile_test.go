@@ -11,12 +11,12 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cicada-load/cicada/internal/testpeer"
 )
 
 // emfileLimit is the RLIMIT_NOFILE of the target child process: room for
@@ -54,24 +54,6 @@ func TestHelperTargetLowFileLimit(t *testing.T) {
 	os.Exit(0)
 }
 
-// syncBuf is a strings.Builder safe for a writer and a reader.
-type syncBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *syncBuf) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuf) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // TestTargetSurvivesEMFILE runs a target with a low file limit in a child
 // process, exhausts its descriptors with connections, releases them, and
 // checks that the target serves again (issue 20 item 6: `cicada target`
@@ -79,8 +61,7 @@ func (b *syncBuf) String() string {
 func TestTargetSurvivesEMFILE(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHelperTargetLowFileLimit$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "TARGET_EMFILE_CHILD=1")
+	cmd := testpeer.SelfCommand(ctx, "TestHelperTargetLowFileLimit", []string{"TARGET_EMFILE_CHILD=1"})
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +70,7 @@ func TestTargetSurvivesEMFILE(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr syncBuf
+	var stderr testpeer.SyncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

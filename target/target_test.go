@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -285,8 +284,7 @@ func measureIdleConns(t testing.TB, n int) float64 {
 	fmt.Fprintf(warm, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 	http.ReadResponse(bufio.NewReader(warm), nil)
 	before := memNow()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestIdleConnectionMemory$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "TARGET_CLIENT_CHILD="+s.Addr().String()+","+strconv.Itoa(n))
+	cmd := testpeer.SelfCommand(context.Background(), "TestIdleConnectionMemory", []string{"TARGET_CLIENT_CHILD=" + s.Addr().String() + "," + strconv.Itoa(n)})
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

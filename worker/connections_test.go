@@ -144,9 +144,13 @@ func childMode(t *testing.T, mode string, env []string, wrapper ...string) (stri
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	args := append(append([]string(nil), wrapper...), os.Args[0], "-test.run", "^TestChildProcess$", "-test.v", "-test.count=1")
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	cmd.Env = append(append(os.Environ(), "CICADA_CHILD_MODE="+mode), env...)
+	cmd := testpeer.SelfCommand(ctx, "TestChildProcess", append([]string{"CICADA_CHILD_MODE=" + mode}, env...), "-test.v")
+	if len(wrapper) > 0 {
+		args := append(append([]string(nil), wrapper[1:]...), cmd.Args...)
+		env := cmd.Env
+		cmd = exec.CommandContext(ctx, wrapper[0], args...)
+		cmd.Env = env
+	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()

@@ -1,7 +1,9 @@
 package testpeer
 
 import (
+	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -286,5 +288,31 @@ func TestSyncBufferConcurrentWrites(t *testing.T) {
 	wg.Wait()
 	if got := len(b.String()); got != 8*100*2 {
 		t.Errorf("len(String()) after 800 writes of 2 bytes = %d; want 1600", got)
+	}
+}
+
+// TestHelperSelfChild is the child of TestSelfCommand: it prints its
+// variable and its arguments after "--".
+func TestHelperSelfChild(t *testing.T) {
+	v := os.Getenv("TESTPEER_SELF_CHILD")
+	if v == "" {
+		t.Skip("child process of TestSelfCommand")
+	}
+	fmt.Printf("CHILD %s %s\n", v, strings.Join(flag.Args(), ","))
+	os.Exit(0)
+}
+
+func TestSelfCommand(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := SelfCommand(ctx, "TestHelperSelfChild", []string{"TESTPEER_SELF_CHILD=yes"}, "--", "a", "b").Output()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	if want := "CHILD yes a,b\n"; string(out) != want {
+		t.Errorf("child output = %q; want %q", out, want)
+	}
+	if a := SelfArgs("X", "-test.v"); a[0] != os.Args[0] || a[1] != "-test.run=^X$" || a[len(a)-1] != "-test.v" {
+		t.Errorf("SelfArgs = %q", a)
 	}
 }
