@@ -202,12 +202,9 @@ func diagRun(t *testing.T, opts Options, users int64, wantKind, wantErrKind, wan
 		ParsedOptions: map[string]any{"num_users": users, "expect_workers": int64(1)}})
 	if wantKind == "" {
 		m.await(protocol.TypeSpawningComplete, 1, 30*time.Second)
-		deadline := time.Now().Add(30 * time.Second)
-		for c := lastConns(m); c == nil || c.Established != users; c = lastConns(m) {
-			if time.Now().After(deadline) {
-				t.Fatalf("not every user connected: counters %+v, server %+v", c, srv.Counters())
-			}
-			time.Sleep(20 * time.Millisecond) // polling interval
+		connected := func() bool { c := lastConns(m); return c != nil && c.Established == users }
+		if err := testpeer.Poll(30*time.Second, 20*time.Millisecond, connected); err != nil {
+			t.Fatalf("not every user connected: counters %+v, server %+v", lastConns(m), srv.Counters())
 		}
 		if ws := m.all(protocol.TypeCicadaWarning); len(ws) > 0 {
 			t.Errorf("unexpected warnings: %v", ws[0].msg.Data)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/internal/testpeer"
 	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/protocol/zmtp"
 )
@@ -127,16 +128,13 @@ func (m *fakeMaster) send(id, typ string, data any) {
 func (m *fakeMaster) sendRaw(id string, frames ...[]byte) {
 	m.t.Helper()
 	// The peer may be between connections: retry briefly.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := m.r.Send(id, frames...)
-		if err == nil {
-			return
-		}
-		if !errors.Is(err, zmtp.ErrUnknownPeer) || time.Now().After(deadline) {
-			m.t.Fatalf("send to %s: %v", id, err)
-		}
-		time.Sleep(5 * time.Millisecond)
+	var err error
+	_ = testpeer.Poll(10*time.Second, 5*time.Millisecond, func() bool {
+		err = m.r.Send(id, frames...)
+		return !errors.Is(err, zmtp.ErrUnknownPeer)
+	})
+	if err != nil {
+		m.t.Fatalf("send to %s: %v", id, err)
 	}
 }
 
