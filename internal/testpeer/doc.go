@@ -16,6 +16,7 @@
 //	StartLocust(t, cfg)         cfg.Start() then (*Process).Stop
 //	-                           StartProcess(cmd, log) then (*Process).Stop
 //	-                           SelfCommand(ctx, test, env, args...)
+//	-                           CSVRow(path, first)
 //	Eventually(t, d, what, f)   Poll(d, interval, f)
 //	RequirePeer(t, name)        LookPeer(name)
 //	RequirePython(t, mods...)   CheckPython(mods...)

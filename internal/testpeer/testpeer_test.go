@@ -316,3 +316,28 @@ func TestSelfCommand(t *testing.T) {
 		t.Errorf("SelfArgs = %q", a)
 	}
 }
+
+func TestCSVRow(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x_connections.csv")
+	if err := os.WriteFile(path, []byte("Name,Open,Established\nw1,2,1\nTotal,5,4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := CSVRow(path, "Total")
+	if len(got) != 3 || got["Name"] != "Total" || got["Open"] != "5" || got["Established"] != "4" {
+		t.Errorf("CSVRow(Total) = %v; want the Total row", got)
+	}
+	if got := CSVRow(path, "w2"); got != nil {
+		t.Errorf("CSVRow(w2) = %v; want nil", got)
+	}
+	partial := filepath.Join(dir, "partial.csv")
+	if err := os.WriteFile(partial, []byte("Name,Open,Established\nTotal,5,4\nw1,2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := CSVRow(partial, "Total"); got != nil {
+		t.Errorf("CSVRow(a file being written) = %v; want nil", got)
+	}
+	if got := CSVRow(filepath.Join(dir, "missing.csv"), "Total"); got != nil {
+		t.Errorf("CSVRow(missing file) = %v; want nil", got)
+	}
+}
