@@ -97,6 +97,11 @@ type Config struct {
 	SourceIPs   string // --source-ips: range or CIDR of local addresses for user connections
 	SecondRound bool   // --second-round: one more request per user on its existing connection
 	NodeID      string // --node-id: worker id (default <hostname>_<uuid hex>)
+	// MaxUsers is --max-users: the most users a spawn may ask of this
+	// worker (worker.Options.MaxUsers). 0, the default, is twice the
+	// open-files limit; NoMaxUsers (-1) is no ceiling; other negative
+	// values are refused.
+	MaxUsers int64
 
 	UserClasses []string // positional UserClass names
 }
@@ -247,6 +252,8 @@ func NewParser(out io.Writer, getenv func(string) string, home, workdir string) 
 	str(&cfg.SourceIPs, "source-ips", "", "CICADA_SOURCE_IPS", "", "Local source addresses for user connections: a range (127.0.0.1-127.0.0.16) or CIDR")
 	boolean(&cfg.SecondRound, "second-round", "", "CICADA_SECOND_ROUND", "After all users are spawned, each user sends one more request on its existing connection")
 	str(&cfg.NodeID, "node-id", "", "CICADA_NODE_ID", "", "Worker node id (default <hostname>_<random hex>)")
+	fs.Int64Var(&cfg.MaxUsers, "max-users", 0, "Worker: most users a spawn may ask of it (0: twice the open-files limit, -1: no ceiling)")
+	p.options = append(p.options, option{name: "max-users", env: "CICADA_MAX_USERS"})
 	return p
 }
 
@@ -374,6 +381,8 @@ func (p *Parser) validate() error {
 		return fmt.Errorf("%w: argument -r/--spawn-rate: must be a positive finite number, got %v", ErrUsage, c.SpawnRate)
 	case c.Users < 0:
 		return fmt.Errorf("%w: argument -u/--users: must be >= 0", ErrUsage)
+	case c.MaxUsers < NoMaxUsers:
+		return fmt.Errorf("%w: argument --max-users: must be >= 0, or %d for no ceiling, got %d", ErrUsage, NoMaxUsers, c.MaxUsers)
 	case c.Processes != 0 && c.Master:
 		return fmt.Errorf("%w: --processes cannot be combined with --master", ErrUsage)
 	}
@@ -385,6 +394,10 @@ func (p *Parser) validate() error {
 	}
 	return nil
 }
+
+// NoMaxUsers is the --max-users value that lifts a worker's user ceiling
+// (worker.Options.MaxUsers < 0); the only negative value accepted.
+const NoMaxUsers = -1
 
 // validateSeconds refuses integer second counts that would wrap around
 // time.Duration when cmd converts them (--autoquit 99999999999999 fired at

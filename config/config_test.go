@@ -335,3 +335,55 @@ func TestConfFileLimits(t *testing.T) {
 		t.Errorf("Parse with ./locust.conf a directory: error = %v; want ErrNotRegular", err)
 	}
 }
+
+// TestMaxUsers: --max-users (CICADA_MAX_USERS, max-users in a config file)
+// is 0 by default, takes a positive ceiling or -1 for none from every
+// layer with the usual precedence, and refuses other negative values.
+func TestMaxUsers(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		conf string
+		want int64
+	}{
+		{"default", nil, nil, "", 0},
+		{"flag", []string{"--max-users", "5000"}, nil, "", 5000},
+		{"no ceiling", []string{"--max-users", "-1"}, nil, "", NoMaxUsers},
+		{"no ceiling with =", []string{"--max-users=-1"}, nil, "", NoMaxUsers},
+		{"env", nil, map[string]string{"CICADA_MAX_USERS": "200"}, "", 200},
+		{"conf", nil, nil, "max-users = 300", 300},
+		{"env over conf", nil, map[string]string{"CICADA_MAX_USERS": "200"}, "max-users = 300", 200},
+		{"flag over env", []string{"--max-users", "7"}, map[string]string{"CICADA_MAX_USERS": "-1"}, "", 7},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			work := t.TempDir()
+			if tt.conf != "" {
+				if err := os.WriteFile(filepath.Join(work, "locust.conf"), []byte(tt.conf), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg, err := NewParser(io.Discard, func(k string) string { return tt.env[k] }, t.TempDir(), work).Parse(tt.args)
+			if err != nil {
+				t.Fatalf("Parse(%q) = %v", tt.args, err)
+			}
+			if cfg.MaxUsers != tt.want {
+				t.Errorf("MaxUsers = %d; want %d", cfg.MaxUsers, tt.want)
+			}
+		})
+	}
+	for _, bad := range []struct {
+		args []string
+		env  map[string]string
+	}{
+		{[]string{"--max-users", "-2"}, nil},
+		{[]string{"--max-users", "lots"}, nil},
+		{nil, map[string]string{"CICADA_MAX_USERS": "-5"}},
+	} {
+		_, err := NewParser(io.Discard, func(k string) string { return bad.env[k] }, t.TempDir(), t.TempDir()).Parse(bad.args)
+		if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "--max-users") {
+			t.Errorf("Parse(%q, env %v) error = %v; want ErrUsage naming --max-users", bad.args, bad.env, err)
+		}
+	}
+}
