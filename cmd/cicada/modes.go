@@ -148,6 +148,7 @@ func (a *app) workerOptions(log *slog.Logger) (worker.Options, error) {
 		NodeID:     a.cfg.NodeID,
 		Logger:     log,
 		SourceIPs:  ips,
+		MaxUsers:   a.cfg.MaxUsers,
 	}, err
 }
 
