@@ -1,6 +1,7 @@
 // Package config turns cicada's command line, LOCUST_* environment variables
 // and locust.conf-style files into one Config, with Locust's option names,
-// defaults and precedence (locust-outputs.md §1):
+// defaults and precedence (Locust 2.12.1 locust/argument_parser.py:
+// setup_parser_arguments and DEFAULT_CONFIG_FILES):
 //
 //	command line > LOCUST_* environment > --config file > ./locust.conf > ~/.locust.conf > default
 //

@@ -87,8 +87,10 @@ func TestTimespanSources(t *testing.T) {
 	}
 }
 
-// TestPrecedence reproduces the verification of locust-outputs.md §1.4:
-// command line > environment > --config > ./locust.conf > ~/.locust.conf.
+// TestPrecedence checks Locust's precedence (Locust 2.12.1
+// locust/argument_parser.py: configargparse with DEFAULT_CONFIG_FILES,
+// later files winning, and LOCUST_* variables): command line >
+// environment > --config > ./locust.conf > ~/.locust.conf.
 func TestPrecedence(t *testing.T) {
 	home, work := t.TempDir(), t.TempDir()
 	write := func(path, text string) {
