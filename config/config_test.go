@@ -60,14 +60,7 @@ func TestTimespanSources(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			work := t.TempDir()
-			if tt.conf != "" {
-				if err := os.WriteFile(filepath.Join(work, "locust.conf"), []byte(tt.conf), 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
-			getenv := func(k string) string { return tt.env[k] }
-			cfg, err := NewParser(io.Discard, getenv, t.TempDir(), work).Parse(tt.args)
+			cfg, err := parseIn(t, tt.args, tt.env, tt.conf)
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) || !errors.Is(err, ErrUsage) {
 					t.Fatalf("Parse(%q, env %v, conf %q) = %v; want %v and ErrUsage", tt.args, tt.env, tt.conf, err, tt.wantErr)
@@ -135,7 +128,6 @@ func TestPrecedence(t *testing.T) {
 }
 
 func TestConfFileSyntax(t *testing.T) {
-	work := t.TempDir()
 	conf := `# comment
 ; another
 [section]
@@ -149,10 +141,7 @@ host: http://127.0.0.1:26080
 csv = "out/x"  # trailing comment
 tags = [a, b]
 `
-	if err := os.WriteFile(filepath.Join(work, "locust.conf"), []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := NewParser(io.Discard, func(string) string { return "" }, t.TempDir(), work).Parse(nil)
+	cfg, err := parseIn(t, nil, nil, conf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,6 +150,19 @@ tags = [a, b]
 		len(cfg.Tags) != 2 || cfg.Tags[0] != "a" || cfg.Tags[1] != "b" {
 		t.Errorf("parsed %+v", cfg)
 	}
+}
+
+// parseIn parses args with env as the environment and conf, unless empty,
+// as ./locust.conf, in fresh home and working directories.
+func parseIn(t *testing.T, args []string, env map[string]string, conf string) (*Config, error) {
+	t.Helper()
+	work := t.TempDir()
+	if conf != "" {
+		if err := os.WriteFile(filepath.Join(work, "locust.conf"), []byte(conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return NewParser(io.Discard, func(k string) string { return env[k] }, t.TempDir(), work).Parse(args)
 }
 
 func TestErrors(t *testing.T) {
@@ -184,14 +186,7 @@ func TestErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			work := t.TempDir()
-			if tt.conf != "" {
-				if err := os.WriteFile(filepath.Join(work, "locust.conf"), []byte(tt.conf), 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
-			_, err := NewParser(io.Discard, func(k string) string { return tt.env[k] }, t.TempDir(), work).Parse(tt.args)
-			if !errors.Is(err, ErrUsage) {
+			if _, err := parseIn(t, tt.args, tt.env, tt.conf); !errors.Is(err, ErrUsage) {
 				t.Errorf("Parse(%q) error = %v; want ErrUsage", tt.args, err)
 			}
 		})
@@ -258,20 +253,18 @@ func TestPortRange(t *testing.T) {
 		for _, tt := range tests {
 			for _, src := range []string{"flag", "env", "conf"} {
 				t.Run(o.flag+"="+tt.value+"/"+src, func(t *testing.T) {
-					work := t.TempDir()
 					var args []string
 					env := map[string]string{}
+					conf := ""
 					switch src {
 					case "flag":
 						args = []string{o.flag + "=" + tt.value}
 					case "env":
 						env[o.env] = tt.value
 					case "conf":
-						if err := os.WriteFile(filepath.Join(work, "locust.conf"), []byte(o.flag[2:]+" = "+tt.value+"\n"), 0o600); err != nil {
-							t.Fatal(err)
-						}
+						conf = o.flag[2:] + " = " + tt.value + "\n"
 					}
-					cfg, err := NewParser(io.Discard, func(k string) string { return env[k] }, t.TempDir(), work).Parse(args)
+					cfg, err := parseIn(t, args, env, conf)
 					if tt.ok {
 						if err != nil {
 							t.Fatalf("Parse(%s %s) error = %v; want nil", o.flag, tt.value, err)
@@ -360,13 +353,7 @@ func TestMaxUsers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			work := t.TempDir()
-			if tt.conf != "" {
-				if err := os.WriteFile(filepath.Join(work, "locust.conf"), []byte(tt.conf), 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
-			cfg, err := NewParser(io.Discard, func(k string) string { return tt.env[k] }, t.TempDir(), work).Parse(tt.args)
+			cfg, err := parseIn(t, tt.args, tt.env, tt.conf)
 			if err != nil {
 				t.Fatalf("Parse(%q) = %v", tt.args, err)
 			}
@@ -383,7 +370,7 @@ func TestMaxUsers(t *testing.T) {
 		{[]string{"--max-users", "lots"}, nil},
 		{nil, map[string]string{"CICADA_MAX_USERS": "-5"}},
 	} {
-		_, err := NewParser(io.Discard, func(k string) string { return bad.env[k] }, t.TempDir(), t.TempDir()).Parse(bad.args)
+		_, err := parseIn(t, bad.args, bad.env, "")
 		if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "--max-users") {
 			t.Errorf("Parse(%q, env %v) error = %v; want ErrUsage naming --max-users", bad.args, bad.env, err)
 		}
