@@ -117,12 +117,8 @@ func TestTargetSurvivesEMFILE(t *testing.T) {
 		}
 		conns = append(conns, c)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(stderr.String(), "accept failed") {
-		if time.Now().After(deadline) {
-			t.Fatalf("target child never ran out of descriptors; stderr:\n%s", stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := testpeer.Poll(20*time.Second, 10*time.Millisecond, func() bool { return strings.Contains(stderr.String(), "accept failed") }); err != nil {
+		t.Fatalf("target child never ran out of descriptors; stderr:\n%s", stderr.String())
 	}
 	for _, c := range conns {
 		c.Close()
@@ -131,8 +127,8 @@ func TestTargetSurvivesEMFILE(t *testing.T) {
 
 	// Released: the target must serve again.
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	deadline = time.Now().Add(20 * time.Second)
-	for {
+	var getErr error
+	serves := func() bool {
 		select {
 		case err := <-exited:
 			exited <- err
@@ -140,17 +136,15 @@ func TestTargetSurvivesEMFILE(t *testing.T) {
 		default:
 		}
 		res, err := client.Get("http://" + addr + "/")
-		if err == nil {
-			io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				break
-			}
+		if getErr = err; err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("target does not serve 20 s after the connections closed: %v; stderr:\n%s", err, stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	}
+	if err := testpeer.Poll(20*time.Second, 20*time.Millisecond, serves); err != nil {
+		t.Fatalf("target does not serve 20 s after the connections closed: %v; stderr:\n%s", getErr, stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "accepting again") {
 		t.Errorf("no recovery logged; stderr:\n%s", stderr.String())

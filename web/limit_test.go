@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/internal/testpeer"
 	"github.com/cicada-load/cicada/web"
 	"github.com/cicada-load/cicada/web/webtest"
 )
@@ -60,18 +61,6 @@ func serveOn(t *testing.T, srv *web.Server, ln net.Listener) {
 			t.Errorf("Serve did not return after cancel")
 		}
 	})
-}
-
-// waitFor polls cond every 10 ms until it holds or d has passed.
-func waitFor(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return true
 }
 
 // TestSlowBodiesAreCutAndConnectionsCapped checks the defences against
@@ -146,9 +135,7 @@ func TestCapWaitsInsteadOfRefusing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer idle.Close()
-	if !waitFor(10*time.Second, func() bool { return ln.accepted.Load() == 1 }) {
-		t.Fatal("first connection not accepted")
-	}
+	testpeer.Eventually(t, 10*time.Second, "the first connection accepted", func() bool { return ln.accepted.Load() == 1 })
 	type result struct {
 		code int
 		err  error

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/internal/testpeer"
 	"github.com/cicada-load/cicada/master"
 	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/protocol/zmtp"
@@ -55,13 +56,8 @@ func TestSwarmRefusesCountsBeyondCeilings(t *testing.T) {
 	if err := d.Send(b); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(m.Status().Workers) != 1 { // also waits for Run to serve
-		if time.Now().After(deadline) {
-			t.Fatal("the worker did not register")
-		}
-		time.Sleep(5 * time.Millisecond) // polling interval
-	}
+	// Also waits for Run to serve.
+	testpeer.Eventually(t, 10*time.Second, "the worker to register", func() bool { return len(m.Status().Workers) == 1 })
 	h := web.New(web.Options{}, &masterRunner{m: m, distributed: true}).Handler()
 	swarm := func(users, rate string) (ok bool, msg string) {
 		t.Helper()
