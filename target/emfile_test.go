@@ -85,19 +85,9 @@ func TestTargetSurvivesEMFILE(t *testing.T) {
 			cmd.Process.Kill()
 		}
 	}()
-	sc := bufio.NewScanner(out)
-	addr := ""
-	for sc.Scan() {
-		if a, ok := strings.CutPrefix(sc.Text(), "ADDR "); ok {
-			addr = a
-			break
-		}
-		if strings.HasPrefix(sc.Text(), "ERR") {
-			t.Fatal(sc.Text())
-		}
-	}
-	if addr == "" {
-		t.Fatalf("target child gave no address; stderr:\n%s", stderr.String())
+	addr, err := testpeer.ChildLine(bufio.NewScanner(out), "ADDR ")
+	if err != nil {
+		t.Fatalf("target child gave no address: %v; stderr:\n%s", err, stderr.String())
 	}
 	go func() { io.Copy(io.Discard, out); exited <- cmd.Wait() }()
 

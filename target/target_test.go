@@ -300,19 +300,8 @@ func measureIdleConns(t testing.TB, n int) float64 {
 		stdin.Close()
 		cmd.Wait()
 	}()
-	sc := bufio.NewScanner(out)
-	ready := false
-	for sc.Scan() {
-		if sc.Text() == "READY" {
-			ready = true
-			break
-		}
-		if strings.HasPrefix(sc.Text(), "ERR") {
-			t.Fatal(sc.Text())
-		}
-	}
-	if !ready {
-		t.Fatal("client child failed")
+	if _, err := testpeer.ChildLine(bufio.NewScanner(out), "READY"); err != nil {
+		t.Fatal(err)
 	}
 	waitFor(t, "all connections", func() bool { return s.Counters().ConnectionsOpen >= int64(n+1) })
 	after := memNow()

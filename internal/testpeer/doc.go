@@ -17,6 +17,7 @@
 //	-                           StartProcess(cmd, log) then (*Process).Stop
 //	-                           SelfCommand(ctx, test, env, args...)
 //	-                           CSVRow(path, first)
+//	-                           ChildLine(scanner, prefix)
 //	Eventually(t, d, what, f)   Poll(d, interval, f)
 //	RequirePeer(t, name)        LookPeer(name)
 //	RequirePython(t, mods...)   CheckPython(mods...)

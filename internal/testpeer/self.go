@@ -1,9 +1,13 @@
 package testpeer
 
 import (
+	"bufio"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 )
 
 // SelfArgs returns the command line that runs this test binary again with
@@ -25,4 +29,30 @@ func SelfCommand(ctx context.Context, test string, env []string, args ...string)
 	cmd := exec.CommandContext(ctx, a[0], a[1:]...)
 	cmd.Env = append(os.Environ(), env...)
 	return cmd
+}
+
+// ErrChildFailed is wrapped by ChildLine's error when the child reported a
+// failure or its output ended first.
+var ErrChildFailed = errors.New("testpeer: child process failed")
+
+// ChildLine reads lines of a child process's output from sc until one
+// starts with prefix, and returns the rest of that line: how a child
+// started by SelfCommand tells its parent that it is ready ("ADDR
+// 127.0.0.1:4242"). A line starting with "ERR" (the child's report of a
+// failure) or the end of the output is an error wrapping ErrChildFailed.
+// The caller may keep reading from sc.
+func ChildLine(sc *bufio.Scanner, prefix string) (string, error) {
+	for sc.Scan() {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, prefix); ok {
+			return rest, nil
+		}
+		if strings.HasPrefix(line, "ERR") {
+			return "", fmt.Errorf("%w: %s", ErrChildFailed, line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", fmt.Errorf("%w: reading its output: %w", ErrChildFailed, err)
+	}
+	return "", fmt.Errorf("%w: its output ended before a line starting with %q", ErrChildFailed, prefix)
 }

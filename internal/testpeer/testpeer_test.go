@@ -1,6 +1,7 @@
 package testpeer
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -339,5 +340,20 @@ func TestCSVRow(t *testing.T) {
 	}
 	if got := CSVRow(filepath.Join(dir, "missing.csv"), "Total"); got != nil {
 		t.Errorf("CSVRow(missing file) = %v; want nil", got)
+	}
+}
+
+func TestChildLine(t *testing.T) {
+	sc := bufio.NewScanner(strings.NewReader("starting\nADDR 127.0.0.1:1\nmore\n"))
+	if got, err := ChildLine(sc, "ADDR "); err != nil || got != "127.0.0.1:1" {
+		t.Errorf("ChildLine = %q, %v; want the address", got, err)
+	}
+	if !sc.Scan() || sc.Text() != "more" {
+		t.Errorf("the scanner does not read on after the line")
+	}
+	for _, out := range []string{"ERR setrlimit: denied\nADDR x\n", "no address\n"} {
+		if _, err := ChildLine(bufio.NewScanner(strings.NewReader(out)), "ADDR "); !errors.Is(err, ErrChildFailed) {
+			t.Errorf("ChildLine(%q) error = %v; want ErrChildFailed", out, err)
+		}
 	}
 }

@@ -185,15 +185,9 @@ func measureIdleClients(t testing.TB, n int, shared bool) (perClient, rssPerClie
 		cmd.Wait()
 	}()
 	sc := bufio.NewScanner(out)
-	addr := ""
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "ADDR="); ok {
-			addr = v
-			break
-		}
-	}
-	if addr == "" {
-		t.Fatal("server child did not start")
+	addr, err := testpeer.ChildLine(sc, "ADDR=")
+	if err != nil {
+		t.Fatalf("server child did not start: %v", err)
 	}
 	go func() {
 		for sc.Scan() {
