@@ -47,7 +47,8 @@ func (c *countingConn) Close() error {
 	return c.Conn.Close()
 }
 
-// serveOn serves srv on ln until the test ends.
+// serveOn serves srv on ln until the test ends, then checks that Serve
+// returns nil.
 func serveOn(t *testing.T, srv *web.Server, ln net.Listener) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -56,7 +57,10 @@ func serveOn(t *testing.T, srv *web.Server, ln net.Listener) {
 	t.Cleanup(func() {
 		cancel()
 		select {
-		case <-done:
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Serve = %v; want nil after cancel", err)
+			}
 		case <-time.After(30 * time.Second):
 			t.Errorf("Serve did not return after cancel")
 		}

@@ -35,20 +35,7 @@ func serve(t *testing.T, srv *web.Server, scheme string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Serve = %v; want nil after cancel", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("Serve did not return after cancel")
-		}
-	})
+	serveOn(t, srv, ln)
 	return scheme + "://" + ln.Addr().String()
 }
 
