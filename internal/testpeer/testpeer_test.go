@@ -299,7 +299,7 @@ func TestHelperSelfChild(t *testing.T) {
 	if v == "" {
 		t.Skip("child process of TestSelfCommand")
 	}
-	fmt.Printf("CHILD %s %s\n", v, strings.Join(flag.Args(), ","))
+	fmt.Fprintf(os.Stdout, "CHILD %s %s\n", v, strings.Join(flag.Args(), ",")) // stdout is the channel to the parent
 	os.Exit(0)
 }
 
