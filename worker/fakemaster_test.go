@@ -244,3 +244,13 @@ func register(t testing.TB, m *fakeMaster, rw *runningWorker, nth int, index int
 	m.send(rw.w.NodeID(), protocol.TypeAck, &protocol.Ack{Index: index, Cicada: protocol.CicadaVersion})
 	waitFor(t, 10*time.Second, "registration", rw.w.Registered)
 }
+
+// startRegistered starts a worker of twoClasses with fastOptions against a
+// new fake master and registers it with the given worker index.
+func startRegistered(t *testing.T, index int64) (*fakeMaster, *runningWorker) {
+	t.Helper()
+	m := newFakeMaster(t, 0)
+	rw := startWorker(t, fastOptions(t, m.port), twoClasses())
+	register(t, m, rw, 1, index)
+	return m, rw
+}
