@@ -62,19 +62,9 @@ func TestTargetSurvivesEMFILE(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := testpeer.SelfCommand(ctx, "TestHelperTargetLowFileLimit", []string{"TARGET_EMFILE_CHILD=1"})
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var stderr testpeer.SyncBuffer
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	stdin, out := startPipedChild(t, cmd)
 	exited := make(chan error, 1)
 	defer func() {
 		stdin.Close()

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -285,17 +286,7 @@ func measureIdleConns(t testing.TB, n int) float64 {
 	http.ReadResponse(bufio.NewReader(warm), nil)
 	before := memNow()
 	cmd := testpeer.SelfCommand(context.Background(), "TestIdleConnectionMemory", []string{"TARGET_CLIENT_CHILD=" + s.Addr().String() + "," + strconv.Itoa(n)})
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	stdin, out := startPipedChild(t, cmd)
 	defer func() {
 		stdin.Close()
 		cmd.Wait()
@@ -306,6 +297,23 @@ func measureIdleConns(t testing.TB, n int) float64 {
 	waitFor(t, "all connections", func() bool { return s.Counters().ConnectionsOpen >= int64(n+1) })
 	after := memNow()
 	return float64(after-before) / float64(n)
+}
+
+// startPipedChild starts cmd with a pipe to its stdin (the children of
+// these tests run until it closes) and one from its stdout.
+func startPipedChild(t testing.TB, cmd *exec.Cmd) (stdin io.WriteCloser, stdout io.ReadCloser) {
+	t.Helper()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stdout, err = cmd.StdoutPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return stdin, stdout
 }
 
 func memNow() uint64 {
