@@ -31,18 +31,9 @@ func startServer(t testing.TB, opts Options) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-errc:
-			if err != nil {
-				t.Errorf("Run() = %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("Run did not return after cancel")
+	testpeer.Go(t, "Run", 30*time.Second, func(ctx context.Context) {
+		if err := s.Run(ctx); err != nil {
+			t.Errorf("Run() = %v", err)
 		}
 	})
 	return s

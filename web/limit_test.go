@@ -51,18 +51,9 @@ func (c *countingConn) Close() error {
 // returns nil.
 func serveOn(t *testing.T, srv *web.Server, ln net.Listener) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Serve = %v; want nil after cancel", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("Serve did not return after cancel")
+	testpeer.Go(t, "Serve", 30*time.Second, func(ctx context.Context) {
+		if err := srv.Serve(ctx, ln); err != nil {
+			t.Errorf("Serve = %v; want nil after cancel", err)
 		}
 	})
 }

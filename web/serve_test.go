@@ -41,10 +41,7 @@ func serve(t *testing.T, srv *web.Server, scheme string) string {
 
 // runFake drives runner in real time until the test ends.
 func runFake(t *testing.T, r *webtest.Runner) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); r.Run(ctx, 100*time.Millisecond) }()
-	t.Cleanup(func() { cancel(); <-done })
+	testpeer.Go(t, "the fake runner", 0, func(ctx context.Context) { r.Run(ctx, 100*time.Millisecond) })
 }
 
 func needTool(t *testing.T, name, install string) string {

@@ -28,10 +28,7 @@ func startTarget(t testing.TB, opts target.Options) *target.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	testpeer.Go(t, "the target", 0, func(ctx context.Context) { _ = srv.Run(ctx) })
 	return srv
 }
 

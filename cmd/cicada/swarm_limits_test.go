@@ -29,20 +29,7 @@ func TestSwarmRefusesCountsBeyondCeilings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = m.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Error("master did not stop")
-		}
-	})
+	testpeer.Go(t, "the master", 30*time.Second, func(ctx context.Context) { _, _ = m.Run(ctx) })
 	// A registered worker, so that a start reaches the dispatcher.
 	d, err := zmtp.Dial("tcp://"+m.Addr().String(), "w_1", zmtp.Options{})
 	if err != nil {

@@ -18,6 +18,7 @@
 //	-                           SelfCommand(ctx, test, env, args...)
 //	-                           CSVRow(path, first)
 //	-                           ChildLine(scanner, prefix)
+//	Go(t, what, within, run)    -
 //	Eventually(t, d, what, f)   Poll(d, interval, f)
 //	RequirePeer(t, name)        LookPeer(name)
 //	RequirePython(t, mods...)   CheckPython(mods...)

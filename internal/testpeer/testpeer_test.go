@@ -357,3 +357,54 @@ func TestChildLine(t *testing.T) {
 		}
 	}
 }
+
+func TestGo(t *testing.T) {
+	var done <-chan struct{}
+	var sawCancel bool
+	t.Run("returns on cancel", func(t *testing.T) {
+		done = Go(t, "run", time.Second, func(ctx context.Context) {
+			<-ctx.Done()
+			sawCancel = true
+		})
+		select {
+		case <-done:
+			t.Fatal("run returned before the test ended")
+		default:
+		}
+	})
+	select {
+	case <-done:
+	default:
+		t.Fatal("done not closed after the cleanup")
+	}
+	if !sawCancel {
+		t.Error("run's context was not cancelled")
+	}
+	stuck := make(chan struct{})
+	defer close(stuck)
+	f := &fakeT{TB: t}
+	func() {
+		defer func() {
+			if r := recover(); r != nil && r != (endTest{}) {
+				panic(r)
+			}
+		}()
+		var cleanups []func()
+		ct := &cleanupT{fakeT: f, cleanups: &cleanups}
+		Go(ct, "stuck", 10*time.Millisecond, func(context.Context) { <-stuck })
+		for _, c := range cleanups {
+			c()
+		}
+	}()
+	if !strings.HasPrefix(f.ended, "fatal: stuck did not return") {
+		t.Errorf("a run that ignores its context ended the test with %q; want a fatal naming it", f.ended)
+	}
+}
+
+// cleanupT collects cleanups instead of registering them with the test.
+type cleanupT struct {
+	*fakeT
+	cleanups *[]func()
+}
+
+func (c *cleanupT) Cleanup(f func()) { *c.cleanups = append(*c.cleanups, f) }
