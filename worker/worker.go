@@ -438,7 +438,7 @@ func (w *Worker) onSpawn(msg protocol.Message) {
 }
 
 // maxUsersFix says how to raise the user ceiling.
-const maxUsersFix = "raise the open-files limit (ulimit -n), or set Options.MaxUsers (worker.Main: --max-users)"
+const maxUsersFix = "raise the open-files limit (ulimit -n), or set --max-users (cicada --worker, worker.Main; Options.MaxUsers)"
 
 // usersPerFile is the default user ceiling per open file allowed: users
 // up to the limit can all connect, and up to twice the limit the failures
