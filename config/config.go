@@ -1,6 +1,7 @@
 // Package config turns cicada's command line, LOCUST_* environment variables
 // and locust.conf-style files into one Config, with Locust's option names,
-// defaults and precedence (locust-outputs.md §1):
+// defaults and precedence (Locust 2.12.1 locust/argument_parser.py:
+// setup_parser_arguments and DEFAULT_CONFIG_FILES):
 //
 //	command line > LOCUST_* environment > --config file > ./locust.conf > ~/.locust.conf > default
 //
@@ -102,6 +103,11 @@ type Config struct {
 	// from that file or from CICADA_CLUSTER_SECRET (see secret.go).
 	ClusterSecretFile string
 	ClusterSecret     string
+	// MaxUsers is --max-users: the most users a spawn may ask of this
+	// worker (worker.Options.MaxUsers). 0, the default, is twice the
+	// open-files limit; NoMaxUsers (-1) is no ceiling; other negative
+	// values are refused.
+	MaxUsers int64
 
 	UserClasses []string // positional UserClass names
 }
@@ -253,6 +259,8 @@ func NewParser(out io.Writer, getenv func(string) string, home, workdir string) 
 	boolean(&cfg.SecondRound, "second-round", "", "CICADA_SECOND_ROUND", "After all users are spawned, each user sends one more request on its existing connection")
 	str(&cfg.NodeID, "node-id", "", "CICADA_NODE_ID", "", "Worker node id (default <hostname>_<random hex>)")
 	str(&cfg.ClusterSecretFile, "cluster-secret-file", "", "CICADA_CLUSTER_SECRET_FILE", "", "File with the secret that masters and workers must share (ZMTP PLAIN; cicada-only clusters); or set CICADA_CLUSTER_SECRET")
+	fs.Int64Var(&cfg.MaxUsers, "max-users", 0, "Worker: most users a spawn may ask of it (0: twice the open-files limit, -1: no ceiling)")
+	p.options = append(p.options, option{name: "max-users", env: "CICADA_MAX_USERS"})
 	return p
 }
 
@@ -383,6 +391,8 @@ func (p *Parser) validate() error {
 		return fmt.Errorf("%w: argument -r/--spawn-rate: must be a positive finite number, got %v", ErrUsage, c.SpawnRate)
 	case c.Users < 0:
 		return fmt.Errorf("%w: argument -u/--users: must be >= 0", ErrUsage)
+	case c.MaxUsers < NoMaxUsers:
+		return fmt.Errorf("%w: argument --max-users: must be >= 0, or %d for no ceiling, got %d", ErrUsage, NoMaxUsers, c.MaxUsers)
 	case c.Processes != 0 && c.Master:
 		return fmt.Errorf("%w: --processes cannot be combined with --master", ErrUsage)
 	}
@@ -394,6 +404,10 @@ func (p *Parser) validate() error {
 	}
 	return nil
 }
+
+// NoMaxUsers is the --max-users value that lifts a worker's user ceiling
+// (worker.Options.MaxUsers < 0); the only negative value accepted.
+const NoMaxUsers = -1
 
 // validateSeconds refuses integer second counts that would wrap around
 // time.Duration when cmd converts them (--autoquit 99999999999999 fired at

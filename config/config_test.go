@@ -60,14 +60,7 @@ func TestTimespanSources(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			work := t.TempDir()
-			if tt.conf != "" {
-				if err := os.WriteFile(filepath.Join(work, "locust.conf"), []byte(tt.conf), 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
-			getenv := func(k string) string { return tt.env[k] }
-			cfg, err := NewParser(io.Discard, getenv, t.TempDir(), work).Parse(tt.args)
+			cfg, err := parseIn(t, tt.args, tt.env, tt.conf)
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) || !errors.Is(err, ErrUsage) {
 					t.Fatalf("Parse(%q, env %v, conf %q) = %v; want %v and ErrUsage", tt.args, tt.env, tt.conf, err, tt.wantErr)
@@ -87,8 +80,10 @@ func TestTimespanSources(t *testing.T) {
 	}
 }
 
-// TestPrecedence reproduces the verification of locust-outputs.md §1.4:
-// command line > environment > --config > ./locust.conf > ~/.locust.conf.
+// TestPrecedence checks Locust's precedence (Locust 2.12.1
+// locust/argument_parser.py: configargparse with DEFAULT_CONFIG_FILES,
+// later files winning, and LOCUST_* variables): command line >
+// environment > --config > ./locust.conf > ~/.locust.conf.
 func TestPrecedence(t *testing.T) {
 	home, work := t.TempDir(), t.TempDir()
 	write := func(path, text string) {
@@ -133,7 +128,6 @@ func TestPrecedence(t *testing.T) {
 }
 
 func TestConfFileSyntax(t *testing.T) {
-	work := t.TempDir()
 	conf := `# comment
 ; another
 [section]
@@ -147,10 +141,7 @@ host: http://127.0.0.1:26080
 csv = "out/x"  # trailing comment
 tags = [a, b]
 `
-	if err := os.WriteFile(filepath.Join(work, "locust.conf"), []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := NewParser(io.Discard, func(string) string { return "" }, t.TempDir(), work).Parse(nil)
+	cfg, err := parseIn(t, nil, nil, conf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,6 +150,19 @@ tags = [a, b]
 		len(cfg.Tags) != 2 || cfg.Tags[0] != "a" || cfg.Tags[1] != "b" {
 		t.Errorf("parsed %+v", cfg)
 	}
+}
+
+// parseIn parses args with env as the environment and conf, unless empty,
+// as ./locust.conf, in fresh home and working directories.
+func parseIn(t *testing.T, args []string, env map[string]string, conf string) (*Config, error) {
+	t.Helper()
+	work := t.TempDir()
+	if conf != "" {
+		if err := os.WriteFile(filepath.Join(work, "locust.conf"), []byte(conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return NewParser(io.Discard, func(k string) string { return env[k] }, t.TempDir(), work).Parse(args)
 }
 
 func TestErrors(t *testing.T) {
@@ -182,14 +186,7 @@ func TestErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			work := t.TempDir()
-			if tt.conf != "" {
-				if err := os.WriteFile(filepath.Join(work, "locust.conf"), []byte(tt.conf), 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
-			_, err := NewParser(io.Discard, func(k string) string { return tt.env[k] }, t.TempDir(), work).Parse(tt.args)
-			if !errors.Is(err, ErrUsage) {
+			if _, err := parseIn(t, tt.args, tt.env, tt.conf); !errors.Is(err, ErrUsage) {
 				t.Errorf("Parse(%q) error = %v; want ErrUsage", tt.args, err)
 			}
 		})
@@ -256,20 +253,18 @@ func TestPortRange(t *testing.T) {
 		for _, tt := range tests {
 			for _, src := range []string{"flag", "env", "conf"} {
 				t.Run(o.flag+"="+tt.value+"/"+src, func(t *testing.T) {
-					work := t.TempDir()
 					var args []string
 					env := map[string]string{}
+					conf := ""
 					switch src {
 					case "flag":
 						args = []string{o.flag + "=" + tt.value}
 					case "env":
 						env[o.env] = tt.value
 					case "conf":
-						if err := os.WriteFile(filepath.Join(work, "locust.conf"), []byte(o.flag[2:]+" = "+tt.value+"\n"), 0o600); err != nil {
-							t.Fatal(err)
-						}
+						conf = o.flag[2:] + " = " + tt.value + "\n"
 					}
-					cfg, err := NewParser(io.Discard, func(k string) string { return env[k] }, t.TempDir(), work).Parse(args)
+					cfg, err := parseIn(t, args, env, conf)
 					if tt.ok {
 						if err != nil {
 							t.Fatalf("Parse(%s %s) error = %v; want nil", o.flag, tt.value, err)
@@ -333,5 +328,51 @@ func TestConfFileLimits(t *testing.T) {
 	}
 	if _, err := NewParser(io.Discard, func(string) string { return "" }, t.TempDir(), work).Parse(nil); !errors.Is(err, filelimit.ErrNotRegular) {
 		t.Errorf("Parse with ./locust.conf a directory: error = %v; want ErrNotRegular", err)
+	}
+}
+
+// TestMaxUsers: --max-users (CICADA_MAX_USERS, max-users in a config file)
+// is 0 by default, takes a positive ceiling or -1 for none from every
+// layer with the usual precedence, and refuses other negative values.
+func TestMaxUsers(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		conf string
+		want int64
+	}{
+		{"default", nil, nil, "", 0},
+		{"flag", []string{"--max-users", "5000"}, nil, "", 5000},
+		{"no ceiling", []string{"--max-users", "-1"}, nil, "", NoMaxUsers},
+		{"no ceiling with =", []string{"--max-users=-1"}, nil, "", NoMaxUsers},
+		{"env", nil, map[string]string{"CICADA_MAX_USERS": "200"}, "", 200},
+		{"conf", nil, nil, "max-users = 300", 300},
+		{"env over conf", nil, map[string]string{"CICADA_MAX_USERS": "200"}, "max-users = 300", 200},
+		{"flag over env", []string{"--max-users", "7"}, map[string]string{"CICADA_MAX_USERS": "-1"}, "", 7},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := parseIn(t, tt.args, tt.env, tt.conf)
+			if err != nil {
+				t.Fatalf("Parse(%q) = %v", tt.args, err)
+			}
+			if cfg.MaxUsers != tt.want {
+				t.Errorf("MaxUsers = %d; want %d", cfg.MaxUsers, tt.want)
+			}
+		})
+	}
+	for _, bad := range []struct {
+		args []string
+		env  map[string]string
+	}{
+		{[]string{"--max-users", "-2"}, nil},
+		{[]string{"--max-users", "lots"}, nil},
+		{nil, map[string]string{"CICADA_MAX_USERS": "-5"}},
+	} {
+		_, err := parseIn(t, bad.args, bad.env, "")
+		if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "--max-users") {
+			t.Errorf("Parse(%q, env %v) error = %v; want ErrUsage naming --max-users", bad.args, bad.env, err)
+		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cicada-load/cicada/internal/testpeer"
 )
 
 func ap(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }
@@ -182,19 +184,15 @@ func TestTimeWait(t *testing.T) {
 	}
 	dst := ln.Addr().(*net.TCPAddr).AddrPort()
 	other := ap("127.0.0.1:1")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got, err := TimeWait([]netip.AddrPort{dst, other})
-		if err != nil {
+	var got map[netip.AddrPort]int
+	if err := testpeer.Poll(10*time.Second, 20*time.Millisecond, func() bool {
+		var err error
+		if got, err = TimeWait([]netip.AddrPort{dst, other}); err != nil {
 			t.Fatal(err)
 		}
-		if got[dst] >= n || time.Now().After(deadline) {
-			if got[dst] < n {
-				t.Fatalf("TimeWait = %v; want >= %d for %v", got, n, dst)
-			}
-			break
-		}
-		time.Sleep(20 * time.Millisecond) // polling interval
+		return got[dst] >= n
+	}); err != nil {
+		t.Fatalf("TimeWait = %v; want >= %d for %v", got, n, dst)
 	}
 	viaNetlink := map[netip.AddrPort]int{dst: 0}
 	if err := timeWaitNetlink(viaNetlink); err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/internal/testpeer"
 	"github.com/cicada-load/cicada/master/dispatch"
 	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/worker"
@@ -40,20 +41,9 @@ func startGoWorker(t *testing.T, port int, sc worker.Scenario, logs *logBuf) (*w
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	done := testpeer.Go(t, "the worker", waitLong, func(ctx context.Context) {
 		if err := w.Run(ctx); err != nil {
 			t.Logf("worker Run returned %v", err)
-		}
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(waitLong):
-			t.Errorf("worker did not stop")
 		}
 	})
 	return w, done

@@ -222,9 +222,9 @@ func (m *Master) Close() error {
 // Run runs the master until the test ends (headless), Quit is called or ctx
 // is done, then waits for the workers' final reports, logs "Shutting down
 // (exit code N)", prints the summary and completes the CSV files. It
-// returns the process exit code as Locust computes it (locust-outputs.md
-// §8.1), and an error only when the master itself failed. Run may be called
-// once.
+// returns the process exit code as Locust computes it (Locust 2.12.1
+// locust/main.py, shutdown), and an error only when the master itself
+// failed. Run may be called once.
 func (m *Master) Run(ctx context.Context) (exitCode int, err error) {
 	if !m.phase.CompareAndSwap(0, 1) {
 		return 1, ErrClosed

@@ -683,7 +683,8 @@ func (m *Master) publishUserCount() {
 	}
 }
 
-// liveness is Locust's heartbeat_worker tick (locust-protocol.md §4.2). It
+// liveness is Locust's heartbeat_worker tick (Locust 2.12.1
+// locust/runners.py, MasterRunner.heartbeat_worker). It
 // visits every node once, in no order, and sorts only the nodes that go
 // missing or are deleted, whose log lines and effects come in id order as
 // Locust's do.

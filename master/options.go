@@ -13,7 +13,9 @@ import (
 )
 
 // Defaults for the zero values of Options. The timings are Locust's
-// (locust-protocol.md §4.1).
+// (Locust 2.12.1 locust/runners.py: HEARTBEAT_INTERVAL, HEARTBEAT_LIVENESS,
+// HEARTBEAT_DEAD_INTERNAL; locust/stats.py: CONSOLE_STATS_INTERVAL_SEC,
+// CSV_STATS_INTERVAL_SEC).
 const (
 	DefaultBindHost          = "*"
 	DefaultBindPort          = 5557

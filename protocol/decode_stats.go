@@ -23,7 +23,9 @@ const MaxReportErrors = 100_000
 // 3 s, thousands of workers), so it walks the map keys itself instead of
 // going through fields and closures, and compares keys as payload slices.
 
-// statsReport decodes the data of a stats message (locust-protocol.md §6).
+// statsReport decodes the data of a stats message (Locust 2.12.1
+// locust/stats.py, setup_distributed_stats_event_listeners, and the
+// report_to_master listener of WorkerRunner in locust/runners.py).
 // Required keys: stats, stats_total, errors, user_classes_count (Locust's
 // master reads all four); user_count is optional (-1 when absent).
 func (d *decoder) statsReport() (*StatsReport, error) {

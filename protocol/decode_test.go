@@ -103,7 +103,9 @@ func TestDecode(t *testing.T) {
 		in   []byte
 		want Message
 	}{
-		// §12.3: Python never sends bin, but reading bin as str is harmless.
+		// Python never sends bin (Locust 2.12.1 locust/rpc/protocol.py,
+		// Message.serialize packs str as str), but reading bin as str is
+		// harmless.
 		{"bin type and node_id", mp(A(3), B("quit"), Nil, B("n")), Message{Type: "quit", NodeID: "n"}},
 		{"bin client_ready version", env("client_ready", B("2.12.1")),
 			Message{Type: "client_ready", Data: &ClientReady{Version: "2.12.1"}, NodeID: "node_1"}},
@@ -158,7 +160,9 @@ func TestDecode(t *testing.T) {
 		{"master spawning_complete", env("spawning_complete", mp(M(1), S("user_count"), I(4))),
 			Message{Type: "spawning_complete", Data: &MasterSpawningComplete{UserCount: 4}, NodeID: "node_1"}},
 
-		// §12.8: float keys from 2.12.1 (140.0), int keys of any width.
+		// Float keys from 2.12.1 (140.0: round(t, -1) of a float in
+		// locust/stats.py, StatsEntry._log_response_time), int keys of any
+		// width.
 		{"stats float and int keys", env("stats", report(mp(A(1), entry(3,
 			S("response_times"), mp(M(4), F(140), I(2), I(3), I(1), F32(150), I(1), H("cc 8c"), I(5)),
 			S("num_reqs_per_sec"), mp(M(1), H("ce 6b0d3e00"), I(1)),
@@ -170,7 +174,8 @@ func TestDecode(t *testing.T) {
 				Total:            StatsEntry{Name: "/x", Method: sp("GET"), StartTime: 10},
 				UserClassesCount: map[string]int64{"U": 1}, UserCount: -1}}},
 
-		// §12.9: nil versus 0.
+		// nil versus 0 (locust/stats.py, StatsEntry: min_response_time and
+		// last_request_timestamp are None until a sample).
 		{"stats nil vs zero", env("stats", report(A(0), mp(M(7), S("name"), S("Aggregated"), S("method"), Nil,
 			S("start_time"), I(7), S("min_response_time"), Nil, S("last_request_timestamp"), Nil,
 			S("max_response_time"), I(0), S("total_response_time"), I(0)))),
@@ -221,7 +226,8 @@ func TestDecode(t *testing.T) {
 				nil: int64(0), true: int64(1), 1.5: int64(2), "b": int64(3), uint64(math.MaxUint64): int64(4)}}}},
 		{"custom nil data", env("ping", Nil), Message{Type: "ping", NodeID: "node_1", Data: &Custom{}}},
 
-		// §2.3: HEAD's datetime map.
+		// HEAD's datetime map (upstream locust/rpc/protocol.py's encode and
+		// decode hooks; 2.12.1 sends no datetimes).
 		{"datetime", env("dt", mp(M(1), S("when"), mp(M(2), S("__datetime__"), True, S("as_str"), S("20240102T03:04:05.678901")))),
 			Message{Type: "dt", NodeID: "node_1", Data: &Custom{Data: map[string]any{
 				"when": time.Date(2024, 1, 2, 3, 4, 5, 678901000, time.UTC)}}}},

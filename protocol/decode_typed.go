@@ -6,8 +6,10 @@ import (
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
-// data decodes the data element of a message of type typ (locust-protocol.md
-// §3). Data depth starts at MaxDepth-1: the envelope is level 1.
+// data decodes the data element of a message of type typ (as Locust 2.12.1
+// sends and reads them: locust/runners.py, MasterRunner.client_listener and
+// WorkerRunner.worker). Data depth starts at MaxDepth-1: the envelope is
+// level 1.
 func (d *decoder) data(typ string) (any, error) {
 	c, err := d.peek()
 	if err != nil {

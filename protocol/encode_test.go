@@ -16,7 +16,7 @@ const (
 )
 
 // TestEncodeCapturedBytes encodes messages whose exact bytes were captured
-// from real Locust (locust-protocol.md §13) and expects the same bytes.
+// from real Locust processes (2.12.1 and HEAD) and expects the same bytes.
 func TestEncodeCapturedBytes(t *testing.T) {
 	tests := []struct {
 		name string
@@ -63,8 +63,9 @@ func TestEncode(t *testing.T) {
 		in   Message
 		want []byte
 	}{
-		// §12.8/§12.9: int keys in ascending order, nil where Locust sends nil,
-		// str for every string, float64 for every float.
+		// int keys in ascending order, nil where Locust sends nil (None in
+		// locust/stats.py, StatsEntry), str for every string, float64 for
+		// every float.
 		{"stats entry wire form", Message{Type: TypeStats, NodeID: "n", Data: &StatsReport{
 			Stats: []StatsEntry{{Name: "/a", Method: sp("GET"), LastRequestTimestamp: fp(2.5), StartTime: 1,
 				NumRequests: 3, NumFailures: 1, TotalResponseTime: 300, MaxResponseTime: 150, MinResponseTime: fp(50),
@@ -133,7 +134,8 @@ func TestEncode(t *testing.T) {
 		{"custom bin stays bin", Message{Type: "b", Data: &Custom{Data: []byte("raw")}}, mp(A(3), S("b"), B("raw"), S(""))},
 		{"nil custom", Message{Type: "x", Data: (*Custom)(nil)}, mp(A(3), S("x"), Nil, S(""))},
 
-		// §2.3: time.Time → HEAD's datetime map, wall clock, zone dropped.
+		// time.Time → HEAD's datetime map (upstream locust/rpc/protocol.py's
+		// encode hook), wall clock, zone dropped.
 		{"datetime", Message{Type: "dt", Data: &Custom{Data: time.Date(2024, 1, 2, 3, 4, 5, 678901999, time.FixedZone("X", 3600))}},
 			mp(A(3), S("dt"), M(2), S("__datetime__"), True, S("as_str"), S("20240102T03:04:05.678901"), S(""))},
 

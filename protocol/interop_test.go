@@ -16,12 +16,12 @@ import (
 	"github.com/cicada-load/cicada/internal/testpeer"
 )
 
-// TestLocustMasterMergesOurStats sends stats messages encoded by this
-// package through the real Locust 2.12.1 master code (the worker_report
-// listener, percentiles, console tables) in one Python process. It is the
-// end-to-end check of §12.8 and §12.9: int bucket keys and nil fields must
-// not break Locust's sorting and min/max logic. A payload with str bucket
-// keys is included as a negative control.
+// TestLocustMasterMergesOurStats sends stats messages encoded by this package
+// through the real Locust 2.12.1 master code (the worker_report listener,
+// percentiles, console tables) in one Python process. It is the end-to-end
+// check of int bucket keys and nil fields (None in locust/stats.py,
+// StatsEntry): they must not break Locust's sorting and min/max logic. A
+// payload with str bucket keys is included as a negative control.
 func TestLocustMasterMergesOurStats(t *testing.T) {
 	py := testpeer.RequirePython(t, "msgpack", "locust.stats")
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)

@@ -11,8 +11,9 @@
 // The package imports only the standard library and the msgpack codec.
 package protocol
 
-// Message type names, exactly as Locust puts them on the wire
-// (locust-protocol.md §3). Messages of the types spawning, stop,
+// Message type names, exactly as Locust puts them on the wire (Locust
+// 2.12.1 locust/runners.py: MasterRunner.client_listener, WorkerRunner.worker
+// and their send_message calls). Messages of the types spawning, stop,
 // client_stopped, quit and reconnect carry nil data.
 const (
 	TypeClientReady      = "client_ready"
@@ -158,7 +159,9 @@ type Custom struct {
 }
 
 // StatsReport is the data of a worker's stats message (W→M), a delta since
-// the worker's previous report (locust-protocol.md §6). The keys stats,
+// the worker's previous report (Locust 2.12.1 locust/stats.py,
+// setup_distributed_stats_event_listeners; locust/runners.py,
+// WorkerRunner.__init__'s on_report_to_master). The keys stats,
 // stats_total, errors and user_classes_count are required on the wire;
 // UserCount is -1 when user_count was absent; a value of -1 is omitted on
 // encode. Empty maps and lists decode to nil; nil encodes as empty.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/internal/testpeer"
 	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/protocol/zmtp"
 	"github.com/cicada-load/cicada/worker"
@@ -102,18 +103,13 @@ users:
 	send(protocol.TypeAck, &protocol.Ack{Index: 0})
 	send(protocol.TypeSpawn, &protocol.Spawn{Timestamp: 1, UserClassesCount: map[string]int64{"Buyer": 1}, ParsedOptions: map[string]any{}})
 	recv(protocol.TypeSpawningComplete)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	seenN := func() int {
 		mu.Lock()
-		n := len(seen)
-		mu.Unlock()
-		if n >= 7 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d requests reached the server", n)
-		}
-		time.Sleep(5 * time.Millisecond)
+		defer mu.Unlock()
+		return len(seen)
+	}
+	if err := testpeer.Poll(20*time.Second, 5*time.Millisecond, func() bool { return seenN() >= 7 }); err != nil {
+		t.Fatalf("only %d requests reached the server", seenN())
 	}
 	send(protocol.TypeQuit, nil)
 	var reqs, fails int64

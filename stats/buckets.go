@@ -10,12 +10,13 @@ import (
 )
 
 // BucketKey returns the response-time bucket Locust 2.12.1 files a sample of
-// duration rt under (locust-protocol.md §6.3): with t = rt in milliseconds,
-// round(t) below 100 ms, round(t, -1) below 1 s, round(t, -2) below 10 s and
-// round(t, -3) above, where Python's round goes half to even on the exact
-// value. The arithmetic is done on integer nanoseconds, which gives exactly
-// Python's result for the float t = ns/1e6 (the float is a tie if and only if
-// the integer is). Negative durations count as 0.
+// duration rt under (locust/stats.py, StatsEntry._log_response_time): with
+// t = rt in milliseconds, round(t) below 100 ms, round(t, -1) below 1 s,
+// round(t, -2) below 10 s and round(t, -3) above, where Python's round goes
+// half to even on the exact value. The arithmetic is done on integer
+// nanoseconds, which gives exactly Python's result for the float t = ns/1e6
+// (the float is a tie if and only if the integer is). Negative durations
+// count as 0.
 func BucketKey(rt time.Duration) int64 {
 	ns := int64(rt)
 	if ns < 0 {

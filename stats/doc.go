@@ -7,11 +7,14 @@
 // report, a *protocol.StatsReport, resetting itself as a Locust worker does.
 //
 // Master side: Stats merges reports from Python and cicada workers exactly as
-// Locust 2.12.1's master does (locust-protocol.md §6.6) and computes medians,
-// percentiles, current and total rates and the per-second snapshots behind
-// the "current" percentiles as Locust does (locust-outputs.md §3). Snapshot
-// returns an immutable view that the writers in this package render
-// byte-for-byte as Locust 2.12.1 does (locust-outputs.md §2 and §4): the
+// Locust 2.12.1's master does (locust/stats.py,
+// setup_distributed_stats_event_listeners.on_worker_report and
+// StatsEntry.extend) and computes medians, percentiles, current and total
+// rates and the per-second snapshots behind the "current" percentiles as
+// Locust does (StatsEntry). Snapshot returns an immutable view that the
+// writers in this package render byte-for-byte as Locust 2.12.1 does
+// (locust/stats.py: get_stats_summary, get_percentile_stats_summary,
+// get_error_report_summary, StatsCSV and StatsCSVFileWriter): the
 // periodic and final stats tables, the percentile table, the error report,
 // _stats.csv, _stats_history.csv, _failures.csv and _exceptions.csv. A
 // standalone cicada process goes through the same path: Recorder → Report →

@@ -6,30 +6,17 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/internal/testpeer"
 	"github.com/cicada-load/cicada/protocol"
 )
 
-// logBuf is a concurrency-safe log sink for tests.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+// logBuf is a concurrency-safe log sink for tests that counts lines.
+type logBuf struct{ testpeer.SyncBuffer }
 
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) count(sub string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.b.String(), sub)
-}
+func (l *logBuf) count(sub string) int { return strings.Count(l.String(), sub) }
 
 func (l *logBuf) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
 

@@ -128,7 +128,8 @@ func TestGoldenPythonRepr(t *testing.T) {
 }
 
 func TestErrorKey(t *testing.T) {
-	// Captured from a Locust 2.12.1 worker (locust-protocol.md §6.5).
+	// Captured from a Locust 2.12.1 worker (locust/stats.py,
+	// StatsError.create_key).
 	got := ErrorKey("GET", "api", "CatchResponseError('custom failure')")
 	const want = "013216903189cb1cf406e878bf77561087f47dfe858494c93b3211e82b183454"
 	if got != want {

@@ -15,9 +15,10 @@ import (
 // entryKey identifies a stats entry.
 type entryKey struct{ method, name string }
 
-// Recorder is the worker side of the stats engine: it records request
-// samples from any number of goroutines and turns them into Locust's
-// periodic delta report (locust-protocol.md §6.4).
+// Recorder is the worker side of the stats engine: it records request samples
+// from any number of goroutines and turns them into Locust's periodic delta
+// report (Locust 2.12.1 locust/stats.py,
+// setup_distributed_stats_event_listeners.on_report_to_master).
 //
 // Record is cheap: a lock-free lookup of the entry in a copy-on-write map,
 // then one short critical section under that entry's own mutex (counters,
@@ -248,13 +249,14 @@ func (r *Recorder) newEntryLocked(method, name string, now float64) (e *wentry, 
 }
 
 // Report returns the delta report since the previous Report (or Clear) in
-// Locust's stats message format and resets the statistics, as a Locust
-// worker does every 3 s (locust-protocol.md §6.4): Stats holds the entries
-// with at least one request, in creation order; Total is the Aggregated
-// entry (always present; its start time is the previous report's);
-// Errors is keyed like Locust's (SHA-256 of
-// method.name.repr(error)) and carries FirstSeen/LastSeen as Locust ≥ 2.44
-// workers do. Every entry carries its exact histogram in Exact.
+// Locust's stats message format and resets the statistics, as a Locust worker
+// does every 3 s (Locust 2.12.1 locust/runners.py,
+// WorkerRunner.stats_reporter; locust/stats.py, on_report_to_master and
+// StatsEntry.get_stripped_report): Stats holds the entries with at least one
+// request, in creation order; Total is the Aggregated entry (always present;
+// its start time is the previous report's); Errors is keyed like Locust's
+// (SHA-256 of method.name.repr(error)) and carries FirstSeen/LastSeen as
+// Locust ≥ 2.44 workers do. Every entry carries its exact histogram in Exact.
 //
 // The report differs from a Python worker's in one respect: response-time
 // sums are exact sums of the nanosecond samples converted once, where Python

@@ -51,8 +51,10 @@ type EntryStats struct {
 	LastRequestTimestamp *float64
 
 	// CurrentRPS and CurrentFailPerSec are Locust's sliding-window rates
-	// (locust-outputs.md §3.5); TotalRPS and TotalFailPerSec the rates over
-	// the whole run (§3.6). All use the Aggregated entry's timestamps.
+	// (Locust 2.12.1 locust/stats.py, StatsEntry.current_rps and
+	// current_fail_per_sec); TotalRPS and TotalFailPerSec the rates over the
+	// whole run (total_rps, total_fail_per_sec). All use the Aggregated
+	// entry's timestamps.
 	CurrentRPS, CurrentFailPerSec float64
 	TotalRPS, TotalFailPerSec     float64
 

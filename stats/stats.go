@@ -20,8 +20,8 @@ const cacheSize = 20
 // worker reports, Python's and cicada's alike, into Locust's global
 // statistics and hands out immutable Snapshots for tables, CSV files and the
 // web UI. Everything is computed as Locust 2.12.1's master computes it
-// (locust-outputs.md §3); beside Locust's buckets it keeps the exact
-// histograms that cicada workers send in StatsEntry.Exact.
+// (locust/stats.py, StatsEntry and RequestStats); beside Locust's buckets it
+// keeps the exact histograms that cicada workers send in StatsEntry.Exact.
 //
 // Distinct entries, error rows and exceptions are capped (Options); what
 // exceeds a cap is counted under one folded row (OtherName, OtherError,

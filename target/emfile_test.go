@@ -11,12 +11,12 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cicada-load/cicada/internal/testpeer"
 )
 
 // emfileLimit is the RLIMIT_NOFILE of the target child process: room for
@@ -54,24 +54,6 @@ func TestHelperTargetLowFileLimit(t *testing.T) {
 	os.Exit(0)
 }
 
-// syncBuf is a strings.Builder safe for a writer and a reader.
-type syncBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *syncBuf) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuf) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // TestTargetSurvivesEMFILE runs a target with a low file limit in a child
 // process, exhausts its descriptors with connections, releases them, and
 // checks that the target serves again (issue 20 item 6: `cicada target`
@@ -79,21 +61,10 @@ func (b *syncBuf) String() string {
 func TestTargetSurvivesEMFILE(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHelperTargetLowFileLimit$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "TARGET_EMFILE_CHILD=1")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr syncBuf
+	cmd := testpeer.SelfCommand(ctx, "TestHelperTargetLowFileLimit", []string{"TARGET_EMFILE_CHILD=1"})
+	var stderr testpeer.SyncBuffer
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	stdin, out := startPipedChild(t, cmd)
 	exited := make(chan error, 1)
 	defer func() {
 		stdin.Close()
@@ -104,19 +75,9 @@ func TestTargetSurvivesEMFILE(t *testing.T) {
 			cmd.Process.Kill()
 		}
 	}()
-	sc := bufio.NewScanner(out)
-	addr := ""
-	for sc.Scan() {
-		if a, ok := strings.CutPrefix(sc.Text(), "ADDR "); ok {
-			addr = a
-			break
-		}
-		if strings.HasPrefix(sc.Text(), "ERR") {
-			t.Fatal(sc.Text())
-		}
-	}
-	if addr == "" {
-		t.Fatalf("target child gave no address; stderr:\n%s", stderr.String())
+	addr, err := testpeer.ChildLine(bufio.NewScanner(out), "ADDR ")
+	if err != nil {
+		t.Fatalf("target child gave no address: %v; stderr:\n%s", err, stderr.String())
 	}
 	go func() { io.Copy(io.Discard, out); exited <- cmd.Wait() }()
 
@@ -136,12 +97,8 @@ func TestTargetSurvivesEMFILE(t *testing.T) {
 		}
 		conns = append(conns, c)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(stderr.String(), "accept failed") {
-		if time.Now().After(deadline) {
-			t.Fatalf("target child never ran out of descriptors; stderr:\n%s", stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := testpeer.Poll(20*time.Second, 10*time.Millisecond, func() bool { return strings.Contains(stderr.String(), "accept failed") }); err != nil {
+		t.Fatalf("target child never ran out of descriptors; stderr:\n%s", stderr.String())
 	}
 	for _, c := range conns {
 		c.Close()
@@ -150,8 +107,8 @@ func TestTargetSurvivesEMFILE(t *testing.T) {
 
 	// Released: the target must serve again.
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	deadline = time.Now().Add(20 * time.Second)
-	for {
+	var getErr error
+	serves := func() bool {
 		select {
 		case err := <-exited:
 			exited <- err
@@ -159,17 +116,15 @@ func TestTargetSurvivesEMFILE(t *testing.T) {
 		default:
 		}
 		res, err := client.Get("http://" + addr + "/")
-		if err == nil {
-			io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				break
-			}
+		if getErr = err; err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("target does not serve 20 s after the connections closed: %v; stderr:\n%s", err, stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	}
+	if err := testpeer.Poll(20*time.Second, 20*time.Millisecond, serves); err != nil {
+		t.Fatalf("target does not serve 20 s after the connections closed: %v; stderr:\n%s", getErr, stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "accepting again") {
 		t.Errorf("no recovery logged; stderr:\n%s", stderr.String())

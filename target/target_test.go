@@ -31,18 +31,9 @@ func startServer(t testing.TB, opts Options) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-errc:
-			if err != nil {
-				t.Errorf("Run() = %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("Run did not return after cancel")
+	testpeer.Go(t, "Run", 30*time.Second, func(ctx context.Context) {
+		if err := s.Run(ctx); err != nil {
+			t.Errorf("Run() = %v", err)
 		}
 	})
 	return s
@@ -285,40 +276,35 @@ func measureIdleConns(t testing.TB, n int) float64 {
 	fmt.Fprintf(warm, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 	http.ReadResponse(bufio.NewReader(warm), nil)
 	before := memNow()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestIdleConnectionMemory$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "TARGET_CLIENT_CHILD="+s.Addr().String()+","+strconv.Itoa(n))
+	cmd := testpeer.SelfCommand(context.Background(), "TestIdleConnectionMemory", []string{"TARGET_CLIENT_CHILD=" + s.Addr().String() + "," + strconv.Itoa(n)})
+	stdin, out := startPipedChild(t, cmd)
+	defer func() {
+		stdin.Close()
+		cmd.Wait()
+	}()
+	if _, err := testpeer.ChildLine(bufio.NewScanner(out), "READY"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "all connections", func() bool { return s.Counters().ConnectionsOpen >= int64(n+1) })
+	after := memNow()
+	return float64(after-before) / float64(n)
+}
+
+// startPipedChild starts cmd with a pipe to its stdin (the children of
+// these tests run until it closes) and one from its stdout.
+func startPipedChild(t testing.TB, cmd *exec.Cmd) (stdin io.WriteCloser, stdout io.ReadCloser) {
+	t.Helper()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
+	if stdout, err = cmd.StdoutPipe(); err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		stdin.Close()
-		cmd.Wait()
-	}()
-	sc := bufio.NewScanner(out)
-	ready := false
-	for sc.Scan() {
-		if sc.Text() == "READY" {
-			ready = true
-			break
-		}
-		if strings.HasPrefix(sc.Text(), "ERR") {
-			t.Fatal(sc.Text())
-		}
-	}
-	if !ready {
-		t.Fatal("client child failed")
-	}
-	waitFor(t, "all connections", func() bool { return s.Counters().ConnectionsOpen >= int64(n+1) })
-	after := memNow()
-	return float64(after-before) / float64(n)
+	return stdin, stdout
 }
 
 func memNow() uint64 {

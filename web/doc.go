@@ -5,8 +5,8 @@
 //
 // # Routes
 //
-// Every route of Locust 2.12.1 plus the JSON routes of current Locust
-// (locust-outputs.md section 6):
+// Every route of Locust 2.12.1 (locust/web.py, WebUI.__init__) plus the
+// JSON routes of current Locust:
 //
 //	GET  /                                 dashboard (embedded assets, see web/ui)
 //	POST /swarm                            start or edit a test (form-encoded)

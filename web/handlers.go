@@ -126,10 +126,10 @@ func swarmReply(w http.ResponseWriter, ok bool, msg, host string, runTime time.D
 	writeJSON(w, http.StatusOK, jw.bytes())
 }
 
-// handleSwarm starts or edits a test (locust-outputs.md 6.4). Invalid input
-// is answered with HTTP 200 and success: false, as Locust does for
-// run_time; cicada does the same for a missing or invalid user_count or
-// spawn_rate where 2.12.1 crashed with a 500.
+// handleSwarm starts or edits a test (Locust 2.12.1 locust/web.py, swarm in
+// WebUI.__init__). Invalid input is answered with HTTP 200 and success:
+// false, as Locust does for run_time; cicada does the same for a missing or
+// invalid user_count or spawn_rate where 2.12.1 crashed with a 500.
 func (s *Server) handleSwarm(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxSwarmFormBytes)
 	if err := r.ParseForm(); err != nil {
@@ -222,8 +222,9 @@ func first(v []string) string {
 	return v[0]
 }
 
-// handleStop stops the test (locust-outputs.md 6.5); synchronous, like
-// Locust. A pending run_time timer is not cancelled (Locust does not).
+// handleStop stops the test (Locust 2.12.1 locust/web.py, stop in
+// WebUI.__init__); synchronous, like Locust. A pending run_time timer is
+// not cancelled (Locust does not).
 func (s *Server) handleStop(w http.ResponseWriter, r *http.Request) {
 	// Stopping may take longer than WriteTimeout (the runner waits for the
 	// users to stop); only the reply is bounded. Without a real connection

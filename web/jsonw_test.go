@@ -5,35 +5,21 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/cicada-load/cicada/internal/pyrepr"
 )
 
+// TestAppendPyFloat: a finite float is Python's repr (pyrepr's rules,
+// tested there), a NaN or an infinity is JSON null.
 func TestAppendPyFloat(t *testing.T) {
-	// Expected values are Python 3's repr(float).
-	tests := []struct {
-		in   float64
-		want string
-	}{
-		{0, "0.0"},
-		{math.Copysign(0, -1), "-0.0"},
-		{1, "1.0"},
-		{2.5, "2.5"},
-		{12, "12.0"},
-		{0.27976190476190477, "0.27976190476190477"},
-		{30.166666666666668, "30.166666666666668"},
-		{1796011280.7118347, "1796011280.7118347"},
-		{0.0001, "0.0001"},
-		{0.00001, "1e-05"},
-		{1.5e-7, "1.5e-07"},
-		{9999999999999998, "9999999999999998.0"},
-		{1e16, "1e+16"},
-		{1.2345e100, "1.2345e+100"},
-		{-3.25, "-3.25"},
-		{math.NaN(), "null"},
-		{math.Inf(1), "null"},
+	for _, f := range []float64{0, math.Copysign(0, -1), 2.5, 0.00001, 1e16, -3.25} {
+		if got, want := string(appendPyFloat([]byte("x"), f)), "x"+pyrepr.Float(f); got != want {
+			t.Errorf("appendPyFloat(x, %v) = %s; want %s", f, got, want)
+		}
 	}
-	for _, tt := range tests {
-		if got := string(appendPyFloat(nil, tt.in)); got != tt.want {
-			t.Errorf("appendPyFloat(%v) = %s; want %s", tt.in, got, tt.want)
+	for _, f := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		if got := string(appendPyFloat(nil, f)); got != "null" {
+			t.Errorf("appendPyFloat(%v) = %s; want null", f, got)
 		}
 	}
 }

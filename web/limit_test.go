@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/internal/testpeer"
 	"github.com/cicada-load/cicada/web"
 	"github.com/cicada-load/cicada/web/webtest"
 )
@@ -46,32 +47,15 @@ func (c *countingConn) Close() error {
 	return c.Conn.Close()
 }
 
-// serveOn serves srv on ln until the test ends.
+// serveOn serves srv on ln until the test ends, then checks that Serve
+// returns nil.
 func serveOn(t *testing.T, srv *web.Server, ln net.Listener) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Errorf("Serve did not return after cancel")
+	testpeer.Go(t, "Serve", 30*time.Second, func(ctx context.Context) {
+		if err := srv.Serve(ctx, ln); err != nil {
+			t.Errorf("Serve = %v; want nil after cancel", err)
 		}
 	})
-}
-
-// waitFor polls cond every 10 ms until it holds or d has passed.
-func waitFor(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return true
 }
 
 // TestSlowBodiesAreCutAndConnectionsCapped checks the defences against
@@ -146,9 +130,7 @@ func TestCapWaitsInsteadOfRefusing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer idle.Close()
-	if !waitFor(10*time.Second, func() bool { return ln.accepted.Load() == 1 }) {
-		t.Fatal("first connection not accepted")
-	}
+	testpeer.Eventually(t, 10*time.Second, "the first connection accepted", func() bool { return ln.accepted.Load() == 1 })
 	type result struct {
 		code int
 		err  error

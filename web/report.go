@@ -65,10 +65,11 @@ type reportView struct {
 	TasksPerClass, TasksTotal        template.HTML
 }
 
-// WriteReport writes the self-contained HTML report (locust-outputs.md
-// section 5): request statistics, response-time percentiles, failures,
-// exceptions, charts of the history (uPlot, inlined) and the final task
-// ratios. It works offline: every script, style and datum is inline.
+// WriteReport writes the self-contained HTML report (Locust 2.12.1
+// locust/html.py, get_html_report): request statistics, response-time
+// percentiles, failures, exceptions, charts of the history (uPlot, inlined)
+// and the final task ratios. It works offline: every script, style and
+// datum is inline.
 // cmd uses it for --html; the web Server serves it at /stats/report.
 func WriteReport(w io.Writer, d ReportData) error {
 	v, err := buildReportView(d)

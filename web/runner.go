@@ -42,7 +42,8 @@ type Runner interface {
 	Stop(ctx context.Context) error
 
 	// ResetStats zeroes statistics, errors and exceptions, keeping the
-	// entries (Locust's GET /stats/reset, section 3.9 of locust-outputs.md).
+	// entries (Locust's GET /stats/reset: Locust 2.12.1 locust/web.py,
+	// reset_stats in WebUI.__init__).
 	ResetStats()
 }
 

@@ -35,29 +35,13 @@ func serve(t *testing.T, srv *web.Server, scheme string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Serve = %v; want nil after cancel", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("Serve did not return after cancel")
-		}
-	})
+	serveOn(t, srv, ln)
 	return scheme + "://" + ln.Addr().String()
 }
 
 // runFake drives runner in real time until the test ends.
 func runFake(t *testing.T, r *webtest.Runner) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); r.Run(ctx, 100*time.Millisecond) }()
-	t.Cleanup(func() { cancel(); <-done })
+	testpeer.Go(t, "the fake runner", 0, func(ctx context.Context) { r.Run(ctx, 100*time.Millisecond) })
 }
 
 func needTool(t *testing.T, name, install string) string {
@@ -175,13 +159,7 @@ func TestServeLifecycle(t *testing.T) {
 	res.Body.Close()
 	// The history sampler runs while serving.
 	r.Step(time.Second)
-	deadline := time.Now().Add(20 * time.Second)
-	for len(srv.History().Points()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("history was never sampled while serving")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testpeer.Eventually(t, 20*time.Second, "the history sampled while serving", func() bool { return len(srv.History().Points()) > 0 })
 	http.DefaultClient.CloseIdleConnections()
 	cancel()
 	select {
@@ -199,13 +177,9 @@ func TestServeLifecycle(t *testing.T) {
 	if err := srv.Serve(context.Background(), ln2); !errors.Is(err, web.ErrClosed) {
 		t.Errorf("second Serve = %v; want ErrClosed", err)
 	}
-	deadline = time.Now().Add(20 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<16)
-			t.Fatalf("goroutines leaked: %d > %d\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := testpeer.Poll(20*time.Second, 10*time.Millisecond, func() bool { return runtime.NumGoroutine() <= before }); err != nil {
+		buf := make([]byte, 1<<16)
+		t.Fatalf("goroutines leaked: %d > %d\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
 	}
 }
 
@@ -224,12 +198,8 @@ func TestRunTimeStopsTest(t *testing.T) {
 		t.Fatal(err)
 	}
 	res.Body.Close()
-	deadline := time.Now().Add(30 * time.Second)
-	for r.Stops() < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("run_time did not stop the test (stops = %d)", r.Stops())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := testpeer.Poll(30*time.Second, 20*time.Millisecond, func() bool { return r.Stops() >= 2 }); err != nil {
+		t.Fatalf("run_time did not stop the test (stops = %d)", r.Stops())
 	}
 }
 

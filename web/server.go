@@ -402,7 +402,8 @@ func isPublic(path string) bool {
 	return strings.HasPrefix(path, "/assets/") || strings.HasPrefix(path, "/static/")
 }
 
-// routes builds the route table (locust-outputs.md section 6.3).
+// routes builds the route table (Locust 2.12.1 locust/web.py, the routes of
+// WebUI.__init__).
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	s.methods = make(map[string]string)

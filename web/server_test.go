@@ -133,7 +133,8 @@ func wantJSONHeaders(t *testing.T, r reply) {
 	checkSortedJSON(t, r.body)
 }
 
-// Verbatim 2.12.1 bodies of locust-outputs.md section 6.4 and 6.5.
+// Verbatim bodies of Locust 2.12.1's POST /swarm and GET /stop (locust/web.py,
+// swarm and stop in WebUI.__init__).
 const (
 	swarmStartBody = `{
   "host": "http://127.0.0.1:26080",

@@ -269,7 +269,8 @@ func (s *Server) buildRequests() []byte {
 	return jw.bytes()
 }
 
-// handleRequests answers GET /stats/requests (locust-outputs.md 6.6).
+// handleRequests answers GET /stats/requests (Locust 2.12.1 locust/web.py,
+// request_stats in WebUI.__init__).
 func (s *Server) handleRequests(w http.ResponseWriter, r *http.Request) {
 	body := s.cache.get(s.opts.Now, s.opts.StatsCacheTTL, s.buildRequests)
 	writeJSON(w, http.StatusOK, body)

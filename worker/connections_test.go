@@ -28,10 +28,7 @@ func startTarget(t testing.TB, opts target.Options) *target.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	testpeer.Go(t, "the target", 0, func(ctx context.Context) { _ = srv.Run(ctx) })
 	return srv
 }
 
@@ -144,9 +141,13 @@ func childMode(t *testing.T, mode string, env []string, wrapper ...string) (stri
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	args := append(append([]string(nil), wrapper...), os.Args[0], "-test.run", "^TestChildProcess$", "-test.v", "-test.count=1")
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	cmd.Env = append(append(os.Environ(), "CICADA_CHILD_MODE="+mode), env...)
+	cmd := testpeer.SelfCommand(ctx, "TestChildProcess", append([]string{"CICADA_CHILD_MODE=" + mode}, env...), "-test.v")
+	if len(wrapper) > 0 {
+		args := append(append([]string(nil), wrapper[1:]...), cmd.Args...)
+		env := cmd.Env
+		cmd = exec.CommandContext(ctx, wrapper[0], args...)
+		cmd.Env = env
+	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -198,12 +199,9 @@ func diagRun(t *testing.T, opts Options, users int64, wantKind, wantErrKind, wan
 		ParsedOptions: map[string]any{"num_users": users, "expect_workers": int64(1)}})
 	if wantKind == "" {
 		m.await(protocol.TypeSpawningComplete, 1, 30*time.Second)
-		deadline := time.Now().Add(30 * time.Second)
-		for c := lastConns(m); c == nil || c.Established != users; c = lastConns(m) {
-			if time.Now().After(deadline) {
-				t.Fatalf("not every user connected: counters %+v, server %+v", c, srv.Counters())
-			}
-			time.Sleep(20 * time.Millisecond) // polling interval
+		connected := func() bool { c := lastConns(m); return c != nil && c.Established == users }
+		if err := testpeer.Poll(30*time.Second, 20*time.Millisecond, connected); err != nil {
+			t.Fatalf("not every user connected: counters %+v, server %+v", lastConns(m), srv.Counters())
 		}
 		if ws := m.all(protocol.TypeCicadaWarning); len(ws) > 0 {
 			t.Errorf("unexpected warnings: %v", ws[0].msg.Data)

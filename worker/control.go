@@ -122,12 +122,13 @@ func (w *Worker) controller(ctx context.Context) {
 	}
 }
 
-// doSpawn converges to the spawn's absolute counts (locust-protocol.md §3.6,
-// §5.4), clamped to the worker's user ceiling: missing users start at once
-// (in batches a newer command interrupts), surplus users (the most recently
-// started first) stop gracefully within stop_timeout, then forcibly. It
-// then reports spawning_complete with the actual counts, unless a newer
-// command superseded it meanwhile.
+// doSpawn converges to the spawn's absolute counts (Locust 2.12.1
+// locust/runners.py, the "spawn" case of WorkerRunner.worker and
+// WorkerRunner.start_worker), clamped to the worker's user ceiling: missing
+// users start at once (in batches a newer command interrupts), surplus users
+// (the most recently started first) stop gracefully within stop_timeout, then
+// forcibly. It then reports spawning_complete with the actual counts, unless
+// a newer command superseded it meanwhile.
 func (w *Worker) doSpawn(ctx context.Context, s *protocol.Spawn, newTest bool) {
 	pl := w.pool.plan(s.UserClassesCount, w.maxUsers)
 	if pl.clamped {
@@ -253,8 +254,9 @@ func (w *Worker) reportUnknown(unknown []string) {
 	w.mu.Unlock()
 }
 
-// doStop runs Locust's stop sequence (§3.12): stop users, client_stopped,
-// wait stop_timeout, client_ready, state ready.
+// doStop runs Locust's stop sequence (Locust 2.12.1 locust/runners.py, the
+// "stop" case of WorkerRunner.worker): stop users, client_stopped, wait
+// stop_timeout, client_ready, state ready.
 func (w *Worker) doStop(ctx context.Context) {
 	w.mu.Lock()
 	grace := w.mu.stopTimeout

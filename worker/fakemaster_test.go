@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/internal/testpeer"
 	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/protocol/zmtp"
 )
@@ -127,16 +128,13 @@ func (m *fakeMaster) send(id, typ string, data any) {
 func (m *fakeMaster) sendRaw(id string, frames ...[]byte) {
 	m.t.Helper()
 	// The peer may be between connections: retry briefly.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := m.r.Send(id, frames...)
-		if err == nil {
-			return
-		}
-		if !errors.Is(err, zmtp.ErrUnknownPeer) || time.Now().After(deadline) {
-			m.t.Fatalf("send to %s: %v", id, err)
-		}
-		time.Sleep(5 * time.Millisecond)
+	var err error
+	_ = testpeer.Poll(10*time.Second, 5*time.Millisecond, func() bool {
+		err = m.r.Send(id, frames...)
+		return !errors.Is(err, zmtp.ErrUnknownPeer)
+	})
+	if err != nil {
+		m.t.Fatalf("send to %s: %v", id, err)
 	}
 }
 
@@ -245,4 +243,14 @@ func register(t testing.TB, m *fakeMaster, rw *runningWorker, nth int, index int
 	m.await(protocol.TypeClientReady, nth, 10*time.Second)
 	m.send(rw.w.NodeID(), protocol.TypeAck, &protocol.Ack{Index: index, Cicada: protocol.CicadaVersion})
 	waitFor(t, 10*time.Second, "registration", rw.w.Registered)
+}
+
+// startRegistered starts a worker of twoClasses with fastOptions against a
+// new fake master and registers it with the given worker index.
+func startRegistered(t *testing.T, index int64) (*fakeMaster, *runningWorker) {
+	t.Helper()
+	m := newFakeMaster(t, 0)
+	rw := startWorker(t, fastOptions(t, m.port), twoClasses())
+	register(t, m, rw, 1, index)
+	return m, rw
 }

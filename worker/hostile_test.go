@@ -133,20 +133,29 @@ func TestSpawnTimestampCannotDisableWorker(t *testing.T) {
 	}
 }
 
+// startCountingWorker starts a registered worker of twoClasses, without
+// self-diagnosis, whose log lines h counts and whose repeated reports are
+// suppressed for repeat.
+func startCountingWorker(t *testing.T, repeat time.Duration) (*fakeMaster, *runningWorker, *countingHandler) {
+	t.Helper()
+	m := newFakeMaster(t, 0)
+	h := newCountingHandler()
+	opts := fastOptions(t, m.port)
+	opts.Logger = slog.New(h)
+	opts.RepeatInterval = repeat
+	opts.DisableDiagnosis = true
+	rw := startWorker(t, opts, twoClasses())
+	register(t, m, rw, 1, 0)
+	return m, rw, h
+}
+
 // TestUnknownClassFloodBounded: spawns naming 100,000 unknown classes,
 // and 200 more spawns with new unknown names each, give one ERROR line and
 // one exception per RepeatInterval, and a summary of the suppressed ones.
 // Before the fix: one ERROR line and one exception per name.
 func TestUnknownClassFloodBounded(t *testing.T) {
 	t.Parallel()
-	m := newFakeMaster(t, 0)
-	h := newCountingHandler()
-	opts := fastOptions(t, m.port)
-	opts.Logger = slog.New(h)
-	opts.RepeatInterval = time.Hour
-	opts.DisableDiagnosis = true
-	rw := startWorker(t, opts, twoClasses())
-	register(t, m, rw, 1, 0)
+	m, rw, h := startCountingWorker(t, time.Hour)
 	counts := map[string]int64{"A": 1}
 	for i := range 100_000 {
 		counts["Nope"+strconv.Itoa(i)] = 1
@@ -188,14 +197,7 @@ func TestUnknownClassFloodBounded(t *testing.T) {
 // has been quiet for an interval.
 func TestRepeatSummary(t *testing.T) {
 	t.Parallel()
-	m := newFakeMaster(t, 0)
-	h := newCountingHandler()
-	opts := fastOptions(t, m.port)
-	opts.Logger = slog.New(h)
-	opts.RepeatInterval = 2 * time.Second // longer than sending 50 messages takes
-	opts.DisableDiagnosis = true
-	rw := startWorker(t, opts, twoClasses())
-	register(t, m, rw, 1, 0)
+	m, rw, h := startCountingWorker(t, 2*time.Second) // longer than sending 50 messages takes
 	for range 50 {
 		m.sendRaw(rw.w.NodeID(), []byte("not msgpack"))
 	}

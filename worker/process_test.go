@@ -1,18 +1,18 @@
 package worker
 
 import (
-	"bytes"
+	"context"
 	"log/slog"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/internal/testpeer"
 	"github.com/cicada-load/cicada/protocol"
 )
 
@@ -20,35 +20,17 @@ import (
 // TestChildProcess in a mode), for tests that signal or stop it.
 type child struct {
 	cmd  *exec.Cmd
-	out  *lockedBuffer
+	out  *testpeer.SyncBuffer
 	done chan struct{}
 	err  error // Wait's result, once done is closed
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // startChild starts the child worker in mode, connecting to masterPort.
 // Cleanup kills it (by its PID) if it still runs.
 func startChild(t *testing.T, mode string, masterPort int) *child {
 	t.Helper()
-	c := &child{out: new(lockedBuffer), done: make(chan struct{})}
-	c.cmd = exec.Command(os.Args[0], "-test.run", "^TestChildProcess$", "-test.v", "-test.count=1")
-	c.cmd.Env = append(os.Environ(), "CICADA_CHILD_MODE="+mode, "CICADA_CHILD_MASTER_PORT="+strconv.Itoa(masterPort))
+	c := &child{out: new(testpeer.SyncBuffer), done: make(chan struct{})}
+	c.cmd = testpeer.SelfCommand(context.Background(), "TestChildProcess", []string{"CICADA_CHILD_MODE=" + mode, "CICADA_CHILD_MASTER_PORT=" + strconv.Itoa(masterPort)}, "-test.v")
 	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
 	if err := c.cmd.Start(); err != nil {
 		t.Fatalf("start child: %v", err)
@@ -143,11 +125,10 @@ const (
 	pauseHBDelay  = 300 * time.Millisecond
 )
 
-func childPaused(t *testing.T) {
-	opts := fastOptions(t, childMasterPort(t))
-	opts.Logger = verboseLogger()
-	opts.MasterHeartbeatTimeout = pauseTimeout
-	opts.DisableDiagnosis = true
+// runChildWorker runs a worker of twoClasses in a child process until the
+// master quits it.
+func runChildWorker(t *testing.T, opts Options) {
+	t.Helper()
 	w, err := New(opts, twoClasses())
 	if err != nil {
 		t.Fatal(err)
@@ -155,6 +136,14 @@ func childPaused(t *testing.T) {
 	if err := w.Run(t.Context()); err != nil {
 		t.Fatalf("Run = %v; want nil (quit by the master)", err)
 	}
+}
+
+func childPaused(t *testing.T) {
+	opts := fastOptions(t, childMasterPort(t))
+	opts.Logger = verboseLogger()
+	opts.MasterHeartbeatTimeout = pauseTimeout
+	opts.DisableDiagnosis = true
+	runChildWorker(t, opts)
 }
 
 // TestWorkerSurvivesPause: a worker stopped (SIGSTOP) for longer than its
@@ -222,13 +211,7 @@ func childHugeSpawn(t *testing.T) {
 	lowerFileLimit(t, hugeSpawnFiles)
 	opts := fastOptions(t, childMasterPort(t))
 	opts.Logger = verboseLogger()
-	w, err := New(opts, twoClasses())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Run(t.Context()); err != nil {
-		t.Fatalf("Run = %v; want nil (quit by the master)", err)
-	}
+	runChildWorker(t, opts)
 }
 
 func childHugeSpawnUnbounded(t *testing.T) {
@@ -236,13 +219,7 @@ func childHugeSpawnUnbounded(t *testing.T) {
 	opts.Logger = verboseLogger()
 	opts.MaxUsers = -1
 	opts.DisableDiagnosis = true
-	w, err := New(opts, twoClasses())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Run(t.Context()); err != nil {
-		t.Fatalf("Run = %v; want nil (quit by the master)", err)
-	}
+	runChildWorker(t, opts)
 }
 
 func childHugeSpawnMain(t *testing.T) {

@@ -15,9 +15,7 @@ import (
 // become a negative grace, so users were stopped at once.
 func TestSpawnStopTimeoutBounds(t *testing.T) {
 	t.Parallel()
-	m := newFakeMaster(t, 0)
-	rw := startWorker(t, fastOptions(t, m.port), twoClasses())
-	register(t, m, rw, 1, 1)
+	m, rw := startRegistered(t, 1)
 	id := rw.w.NodeID()
 	grace := func() time.Duration {
 		rw.w.mu.Lock()

@@ -260,7 +260,9 @@ func (w *Worker) send(typ string, data any) {
 }
 
 // sendGated sends a message that a Python master only accepts from a
-// registered worker (locust-protocol.md §12.6); it is dropped otherwise.
+// registered worker (Locust 2.12.1 locust/runners.py,
+// MasterRunner.client_listener looks the sender of spawning and
+// spawning_complete up in self.clients); it is dropped otherwise.
 func (w *Worker) sendGated(typ string, data any) {
 	w.mu.Lock()
 	ok := w.mu.registered
@@ -436,7 +438,7 @@ func (w *Worker) onSpawn(msg protocol.Message) {
 }
 
 // maxUsersFix says how to raise the user ceiling.
-const maxUsersFix = "raise the open-files limit (ulimit -n), or set Options.MaxUsers (worker.Main: --max-users)"
+const maxUsersFix = "raise the open-files limit (ulimit -n), or set --max-users (cicada --worker, worker.Main; Options.MaxUsers)"
 
 // usersPerFile is the default user ceiling per open file allowed: users
 // up to the limit can all connect, and up to twice the limit the failures
@@ -594,8 +596,10 @@ func pauseGap(interval, timeout time.Duration) time.Duration {
 
 // onEvent tracks the connection. After a lost connection the worker
 // registers again (client_ready), so that a restarted master finds it: a
-// Python worker never does this and stays a zombie (locust-protocol.md
-// §8.6).
+// Python worker never does this and stays a zombie (Locust 2.12.1
+// locust/runners.py: WorkerRunner sends client_ready at start, in
+// connect_to_master, and after a stop, never after a lost connection, and
+// reconnect only resets the socket).
 func (w *Worker) onEvent(ev zmtp.Event) {
 	switch ev.Kind {
 	case zmtp.Connected:

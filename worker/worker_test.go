@@ -66,9 +66,7 @@ func TestHandshake(t *testing.T) {
 
 func TestSpawnAbsoluteCountsAndStates(t *testing.T) {
 	t.Parallel()
-	m := newFakeMaster(t, 0)
-	rw := startWorker(t, fastOptions(t, m.port), twoClasses())
-	register(t, m, rw, 1, 0)
+	m, rw := startRegistered(t, 0)
 	id := rw.w.NodeID()
 
 	steps := []struct {
@@ -106,9 +104,7 @@ func TestSpawnAbsoluteCountsAndStates(t *testing.T) {
 
 func TestSpawnTimestampDiscard(t *testing.T) {
 	t.Parallel()
-	m := newFakeMaster(t, 0)
-	rw := startWorker(t, fastOptions(t, m.port), twoClasses())
-	register(t, m, rw, 1, 0)
+	m, rw := startRegistered(t, 0)
 	id := rw.w.NodeID()
 
 	m.send(id, protocol.TypeSpawn, spawnMsg(1000.25, map[string]int64{"A": 2, "B": 0}, nil))
@@ -130,9 +126,7 @@ func TestSpawnTimestampDiscard(t *testing.T) {
 
 func TestStopSequence(t *testing.T) {
 	t.Parallel()
-	m := newFakeMaster(t, 0)
-	rw := startWorker(t, fastOptions(t, m.port), twoClasses())
-	register(t, m, rw, 1, 7)
+	m, rw := startRegistered(t, 7)
 	id := rw.w.NodeID()
 
 	m.send(id, protocol.TypeSpawn, spawnMsg(1, map[string]int64{"A": 2, "B": 2}, f64(0.3)))
@@ -212,9 +206,7 @@ func TestQuitSendsFinalStats(t *testing.T) {
 
 func TestFirstSpawnClearsStats(t *testing.T) {
 	t.Parallel()
-	m := newFakeMaster(t, 0)
-	rw := startWorker(t, fastOptions(t, m.port), twoClasses())
-	register(t, m, rw, 1, 0)
+	m, rw := startRegistered(t, 0)
 	m.await(protocol.TypeStats, 1, 10*time.Second)
 	rw.w.rec.Record("GET", "/before-test", time.Millisecond, 1, "")
 	m.send(rw.w.NodeID(), protocol.TypeSpawn, spawnMsg(1, map[string]int64{"A": 1, "B": 0}, nil))
@@ -230,9 +222,7 @@ func TestFirstSpawnClearsStats(t *testing.T) {
 
 func TestUnknownClass(t *testing.T) {
 	t.Parallel()
-	m := newFakeMaster(t, 0)
-	rw := startWorker(t, fastOptions(t, m.port), twoClasses())
-	register(t, m, rw, 1, 0)
+	m, rw := startRegistered(t, 0)
 	m.send(rw.w.NodeID(), protocol.TypeSpawn, spawnMsg(1, map[string]int64{"A": 1, "B": 0, "Nope": 4}, nil))
 	exc := m.await(protocol.TypeException, 1, 10*time.Second).msg.Data.(*protocol.Exception)
 	if !strings.Contains(exc.Msg, `"Nope"`) || exc.Traceback == "" {
@@ -268,9 +258,7 @@ func TestSingleClassServesAnyName(t *testing.T) {
 
 func TestMalformedMessages(t *testing.T) {
 	t.Parallel()
-	m := newFakeMaster(t, 0)
-	rw := startWorker(t, fastOptions(t, m.port), twoClasses())
-	register(t, m, rw, 1, 0)
+	m, rw := startRegistered(t, 0)
 	id := rw.w.NodeID()
 	bad := [][]byte{
 		{},                      // empty payload
@@ -294,9 +282,7 @@ func TestMalformedMessages(t *testing.T) {
 
 func TestReconnectMessage(t *testing.T) {
 	t.Parallel()
-	m := newFakeMaster(t, 0)
-	rw := startWorker(t, fastOptions(t, m.port), twoClasses())
-	register(t, m, rw, 1, 0)
+	m, rw := startRegistered(t, 0)
 	waitFor(t, 10*time.Second, "first connection", func() bool { return m.connections() == 1 })
 	m.send(rw.w.NodeID(), protocol.TypeReconnect, nil)
 	waitFor(t, 10*time.Second, "reconnection", func() bool { return m.connections() == 2 })
@@ -312,9 +298,7 @@ func TestReconnectMessage(t *testing.T) {
 // on the same port: the worker must register with the new master.
 func TestMasterRestartReregisters(t *testing.T) {
 	t.Parallel()
-	m := newFakeMaster(t, 0)
-	rw := startWorker(t, fastOptions(t, m.port), twoClasses())
-	register(t, m, rw, 1, 0)
+	m, rw := startRegistered(t, 0)
 	id := rw.w.NodeID()
 	m.send(id, protocol.TypeSpawn, spawnMsg(1, map[string]int64{"A": 2, "B": 0}, nil))
 	m.await(protocol.TypeSpawningComplete, 1, 10*time.Second)
@@ -377,9 +361,7 @@ func TestNoAck(t *testing.T) {
 
 func TestAbruptCancelSendsNoQuit(t *testing.T) {
 	t.Parallel()
-	m := newFakeMaster(t, 0)
-	rw := startWorker(t, fastOptions(t, m.port), twoClasses())
-	register(t, m, rw, 1, 0)
+	m, rw := startRegistered(t, 0)
 	m.send(rw.w.NodeID(), protocol.TypeSpawn, spawnMsg(1, map[string]int64{"A": 3, "B": 0}, nil))
 	m.await(protocol.TypeSpawningComplete, 1, 10*time.Second)
 	rw.cancel()
@@ -393,9 +375,7 @@ func TestAbruptCancelSendsNoQuit(t *testing.T) {
 
 func TestWorkerInitiatedQuit(t *testing.T) {
 	t.Parallel()
-	m := newFakeMaster(t, 0)
-	rw := startWorker(t, fastOptions(t, m.port), twoClasses())
-	register(t, m, rw, 1, 0)
+	m, rw := startRegistered(t, 0)
 	rw.w.Quit()
 	if err := rw.result(t, 10*time.Second); err != nil {
 		t.Fatalf("Run = %v; want nil", err)

@@ -13,9 +13,7 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/csv"
 	"errors"
 	"flag"
 	"fmt"
@@ -212,7 +210,7 @@ wait:
 		case spawnLine = <-spawned:
 			break wait
 		case <-progress.C:
-			tot := csvTotal(prefix + "_connections.csv")
+			tot := testpeer.CSVRow(prefix+"_connections.csv", "Total")
 			c := r.cpuTimes()
 			now := time.Now()
 			dt := now.Sub(lastAt).Seconds()
@@ -244,7 +242,7 @@ wait:
 		return ctx.Err()
 	}
 	// Hold: memory and idle CPU.
-	tot := csvTotal(prefix + "_connections.csv")
+	tot := testpeer.CSVRow(prefix+"_connections.csv", "Total")
 	established, _ := strconv.ParseInt(tot["Established"], 10, 64)
 	var workersRSS int64
 	for _, w := range r.workers {
@@ -261,7 +259,7 @@ wait:
 	}
 	cpu1 := r.cpuTimes()
 	wall := time.Since(t0).Seconds()
-	tot2 := csvTotal(prefix + "_connections.csv")
+	tot2 := testpeer.CSVRow(prefix+"_connections.csv", "Total")
 
 	// End the test: the master quits its workers and prints the summary.
 	_ = r.master.Signal(syscall.SIGINT)
@@ -444,27 +442,6 @@ func logMessage(line string) string {
 		return line[i+2:]
 	}
 	return line
-}
-
-func csvTotal(path string) map[string]string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return map[string]string{}
-	}
-	rows, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
-	if err != nil || len(rows) < 2 {
-		return map[string]string{}
-	}
-	for _, r := range rows[1:] {
-		if r[0] == "Total" && len(r) == len(rows[0]) {
-			m := map[string]string{}
-			for i, h := range rows[0] {
-				m[h] = r[i]
-			}
-			return m
-		}
-	}
-	return map[string]string{}
 }
 
 // aggregatedFailures reads the failures of the last Aggregated row of the

@@ -26,10 +26,7 @@ func startTarget(t *testing.T) *target.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	testpeer.Go(t, "the target", 0, func(ctx context.Context) { _ = srv.Run(ctx) })
 	return srv
 }
 
@@ -180,25 +177,22 @@ func TestAutostartWebUI(t *testing.T) {
 			"-H", srv.URL(), "--web-host", "127.0.0.1", "--web-port", strconv.Itoa(port), "--web-auth", "u:p"}, &stdout, &out)
 	}()
 	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/stats/requests"
-	deadline := time.Now().Add(20 * time.Second)
-	sawRunning := false
-	for time.Now().Before(deadline) && !sawRunning {
+	running := func() bool {
 		req, _ := http.NewRequest("GET", url, nil)
 		req.SetBasicAuth("u", "p")
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			var body struct {
-				State     string `json:"state"`
-				UserCount int    `json:"user_count"`
-			}
-			_ = json.NewDecoder(resp.Body).Decode(&body)
-			resp.Body.Close()
-			sawRunning = body.State == "running" && body.UserCount == 5
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
 		}
-		if !sawRunning {
-			time.Sleep(100 * time.Millisecond) // polling interval, not synchronisation
+		defer resp.Body.Close()
+		var body struct {
+			State     string `json:"state"`
+			UserCount int    `json:"user_count"`
 		}
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		return body.State == "running" && body.UserCount == 5
 	}
-	if !sawRunning {
+	if err := testpeer.Poll(20*time.Second, 100*time.Millisecond, running); err != nil {
 		t.Errorf("never saw state running with 5 users; stderr:\n%s", out.String())
 	}
 	select {

@@ -150,6 +150,7 @@ func (a *app) workerOptions(log *slog.Logger) (worker.Options, error) {
 		Logger:     log,
 		SourceIPs:  ips,
 		Transport:  zmtp.Options{Plain: a.clusterAuth()},
+		MaxUsers:   a.cfg.MaxUsers,
 	}, err
 }
 

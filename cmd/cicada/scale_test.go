@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/csv"
 	"fmt"
 	"net"
 	"os"
@@ -61,30 +60,6 @@ func ssCount(t *testing.T, filter string) (n int, locals map[string]int) {
 	return n, locals
 }
 
-// csvTotal returns the Total row of PREFIX_connections.csv as column name
-// to value.
-func csvTotal(path string) map[string]string {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil || len(rows) < 2 {
-		return nil
-	}
-	for _, r := range rows[1:] {
-		if r[0] == "Total" && len(r) == len(rows[0]) {
-			m := map[string]string{}
-			for i, h := range rows[0] {
-				m[h] = r[i]
-			}
-			return m
-		}
-	}
-	return nil
-}
-
 // TestHoldKeepAliveUsers is issue 7's CI check at small scale: a cicada
 // master and 3 cicada worker processes with --source-ips 127.0.0.1-3 hold
 // 15,000 idle keep-alive users (the seed scenario: GET / every 900 s)
@@ -134,7 +109,7 @@ func TestHoldKeepAliveUsers(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	var last string
 	for {
-		tot := csvTotal(prefix + "_connections.csv")
+		tot := testpeer.CSVRow(prefix+"_connections.csv", "Total")
 		client, locals := ssCount(t, "dport = :"+strconv.Itoa(nginxPort))
 		server, _ := ssCount(t, "sport = :"+strconv.Itoa(nginxPort))
 		last = fmt.Sprintf("CSV total %v; ss: %d client sockets (by source address %v), %d server sockets", tot, client, locals, server)

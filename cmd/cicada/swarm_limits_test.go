@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/internal/testpeer"
 	"github.com/cicada-load/cicada/master"
 	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/protocol/zmtp"
@@ -28,20 +29,7 @@ func TestSwarmRefusesCountsBeyondCeilings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = m.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Error("master did not stop")
-		}
-	})
+	testpeer.Go(t, "the master", 30*time.Second, func(ctx context.Context) { _, _ = m.Run(ctx) })
 	// A registered worker, so that a start reaches the dispatcher.
 	d, err := zmtp.Dial("tcp://"+m.Addr().String(), "w_1", zmtp.Options{})
 	if err != nil {
@@ -55,13 +43,8 @@ func TestSwarmRefusesCountsBeyondCeilings(t *testing.T) {
 	if err := d.Send(b); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(m.Status().Workers) != 1 { // also waits for Run to serve
-		if time.Now().After(deadline) {
-			t.Fatal("the worker did not register")
-		}
-		time.Sleep(5 * time.Millisecond) // polling interval
-	}
+	// Also waits for Run to serve.
+	testpeer.Eventually(t, 10*time.Second, "the worker to register", func() bool { return len(m.Status().Workers) == 1 })
 	h := web.New(web.Options{}, &masterRunner{m: m, distributed: true}).Handler()
 	swarm := func(users, rate string) (ok bool, msg string) {
 		t.Helper()

@@ -1,7 +1,8 @@
 // Package testpeer is the one home of the test scaffolding every cicada
 // package shares: real peer processes (nginx, Python Locust), free loopback
 // ports, polling with a deadline, the checks that a required peer is
-// installed, and whether the race detector is on.
+// installed, the test binary run again as a child process, and whether
+// the race detector is on.
 //
 // It is an ordinary (non-test) package, as net/http/httptest is, so that
 // tests of every package and the programs under bench/ use the same code.
@@ -14,6 +15,10 @@
 //	StartNginx(t, cfg)          cfg.Start() then (*Nginx).Stop or StopWithin
 //	StartLocust(t, cfg)         cfg.Start() then (*Process).Stop
 //	-                           StartProcess(cmd, log) then (*Process).Stop
+//	-                           SelfCommand(ctx, test, env, args...)
+//	-                           CSVRow(path, first)
+//	-                           ChildLine(scanner, prefix)
+//	Go(t, what, within, run)    -
 //	Eventually(t, d, what, f)   Poll(d, interval, f)
 //	RequirePeer(t, name)        LookPeer(name)
 //	RequirePython(t, mods...)   CheckPython(mods...)

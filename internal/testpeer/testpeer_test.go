@@ -1,7 +1,10 @@
 package testpeer
 
 import (
+	"bufio"
+	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -288,3 +291,120 @@ func TestSyncBufferConcurrentWrites(t *testing.T) {
 		t.Errorf("len(String()) after 800 writes of 2 bytes = %d; want 1600", got)
 	}
 }
+
+// TestHelperSelfChild is the child of TestSelfCommand: it prints its
+// variable and its arguments after "--".
+func TestHelperSelfChild(t *testing.T) {
+	v := os.Getenv("TESTPEER_SELF_CHILD")
+	if v == "" {
+		t.Skip("child process of TestSelfCommand")
+	}
+	fmt.Fprintf(os.Stdout, "CHILD %s %s\n", v, strings.Join(flag.Args(), ",")) // stdout is the channel to the parent
+	os.Exit(0)
+}
+
+func TestSelfCommand(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := SelfCommand(ctx, "TestHelperSelfChild", []string{"TESTPEER_SELF_CHILD=yes"}, "--", "a", "b").Output()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	if want := "CHILD yes a,b\n"; string(out) != want {
+		t.Errorf("child output = %q; want %q", out, want)
+	}
+	if a := SelfArgs("X", "-test.v"); a[0] != os.Args[0] || a[1] != "-test.run=^X$" || a[len(a)-1] != "-test.v" {
+		t.Errorf("SelfArgs = %q", a)
+	}
+}
+
+func TestCSVRow(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x_connections.csv")
+	if err := os.WriteFile(path, []byte("Name,Open,Established\nw1,2,1\nTotal,5,4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := CSVRow(path, "Total")
+	if len(got) != 3 || got["Name"] != "Total" || got["Open"] != "5" || got["Established"] != "4" {
+		t.Errorf("CSVRow(Total) = %v; want the Total row", got)
+	}
+	if got := CSVRow(path, "w2"); got != nil {
+		t.Errorf("CSVRow(w2) = %v; want nil", got)
+	}
+	partial := filepath.Join(dir, "partial.csv")
+	if err := os.WriteFile(partial, []byte("Name,Open,Established\nTotal,5,4\nw1,2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := CSVRow(partial, "Total"); got != nil {
+		t.Errorf("CSVRow(a file being written) = %v; want nil", got)
+	}
+	if got := CSVRow(filepath.Join(dir, "missing.csv"), "Total"); got != nil {
+		t.Errorf("CSVRow(missing file) = %v; want nil", got)
+	}
+}
+
+func TestChildLine(t *testing.T) {
+	sc := bufio.NewScanner(strings.NewReader("starting\nADDR 127.0.0.1:1\nmore\n"))
+	if got, err := ChildLine(sc, "ADDR "); err != nil || got != "127.0.0.1:1" {
+		t.Errorf("ChildLine = %q, %v; want the address", got, err)
+	}
+	if !sc.Scan() || sc.Text() != "more" {
+		t.Errorf("the scanner does not read on after the line")
+	}
+	for _, out := range []string{"ERR setrlimit: denied\nADDR x\n", "no address\n"} {
+		if _, err := ChildLine(bufio.NewScanner(strings.NewReader(out)), "ADDR "); !errors.Is(err, ErrChildFailed) {
+			t.Errorf("ChildLine(%q) error = %v; want ErrChildFailed", out, err)
+		}
+	}
+}
+
+func TestGo(t *testing.T) {
+	var done <-chan struct{}
+	var sawCancel bool
+	t.Run("returns on cancel", func(t *testing.T) {
+		done = Go(t, "run", time.Second, func(ctx context.Context) {
+			<-ctx.Done()
+			sawCancel = true
+		})
+		select {
+		case <-done:
+			t.Fatal("run returned before the test ended")
+		default:
+		}
+	})
+	select {
+	case <-done:
+	default:
+		t.Fatal("done not closed after the cleanup")
+	}
+	if !sawCancel {
+		t.Error("run's context was not cancelled")
+	}
+	stuck := make(chan struct{})
+	defer close(stuck)
+	f := &fakeT{TB: t}
+	func() {
+		defer func() {
+			if r := recover(); r != nil && r != (endTest{}) {
+				panic(r)
+			}
+		}()
+		var cleanups []func()
+		ct := &cleanupT{fakeT: f, cleanups: &cleanups}
+		Go(ct, "stuck", 10*time.Millisecond, func(context.Context) { <-stuck })
+		for _, c := range cleanups {
+			c()
+		}
+	}()
+	if !strings.HasPrefix(f.ended, "fatal: stuck did not return") {
+		t.Errorf("a run that ignores its context ended the test with %q; want a fatal naming it", f.ended)
+	}
+}
+
+// cleanupT collects cleanups instead of registering them with the test.
+type cleanupT struct {
+	*fakeT
+	cleanups *[]func()
+}
+
+func (c *cleanupT) Cleanup(f func()) { *c.cleanups = append(*c.cleanups, f) }

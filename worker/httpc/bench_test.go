@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cicada-load/cicada/internal/testpeer"
 )
 
 // leanServer answers every request with a fixed response without
@@ -171,8 +172,7 @@ func BenchmarkIdleClients(b *testing.B) {
 
 func measureIdleClients(t testing.TB, n int, shared bool) (perClient, rssPerClient float64) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestIdleClientMemory$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "HTTPC_SERVER_CHILD=1")
+	cmd := testpeer.SelfCommand(context.Background(), "TestIdleClientMemory", []string{"HTTPC_SERVER_CHILD=1"})
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -185,15 +185,9 @@ func measureIdleClients(t testing.TB, n int, shared bool) (perClient, rssPerClie
 		cmd.Wait()
 	}()
 	sc := bufio.NewScanner(out)
-	addr := ""
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "ADDR="); ok {
-			addr = v
-			break
-		}
-	}
-	if addr == "" {
-		t.Fatal("server child did not start")
+	addr, err := testpeer.ChildLine(sc, "ADDR=")
+	if err != nil {
+		t.Fatalf("server child did not start: %v", err)
 	}
 	go func() {
 		for sc.Scan() {

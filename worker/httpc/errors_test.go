@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cicada-load/cicada/internal/pyrepr"
+	"github.com/cicada-load/cicada/internal/testpeer"
 	"github.com/cicada-load/cicada/protocol"
 )
 
@@ -248,8 +248,7 @@ func TestFileLimit(t *testing.T) {
 		return
 	}
 	srv := startRaw(t, serveFixed(okResponse("x")))
-	cmd := exec.Command(os.Args[0], "-test.run=^TestFileLimit$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "HTTPC_EMFILE_CHILD=1", "HTTPC_EMFILE_URL="+srv.URL())
+	cmd := testpeer.SelfCommand(context.Background(), "TestFileLimit", []string{"HTTPC_EMFILE_CHILD=1", "HTTPC_EMFILE_URL=" + srv.URL()})
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("child: %v\n%s", err, out)
