@@ -2,8 +2,8 @@
 // ZeroMQ ROUTER port, registers Python Locust 2.x and cicada workers, tracks
 // their liveness, dispatches users to them at the spawn rate (package
 // master/dispatch), merges their statistics (package stats) and runs
-// headless tests with Locust's console tables, CSV files, log lines and exit
-// codes.
+// headless and autostarted tests with Locust's console tables, CSV files and
+// log lines; Run returns a Result whose ExitCode is Locust's exit code.
 //
 // Behaviour follows locust/runners.py (MasterRunner) and locust/main.py of
 // Locust 2.12.1, with HEAD's fixes, plus these deliberate differences:
@@ -219,15 +219,16 @@ func (m *Master) Close() error {
 	return m.router.Close()
 }
 
-// Run runs the master until the test ends (headless), Quit is called or ctx
-// is done, then waits for the workers' final reports, logs "Shutting down
-// (exit code N)", prints the summary and completes the CSV files. It
-// returns the process exit code as Locust computes it (locust-outputs.md
-// §8.1), and an error only when the master itself failed. Run may be called
-// once.
-func (m *Master) Run(ctx context.Context) (exitCode int, err error) {
+// Run runs the master until the test ends (headless, or autostart with
+// Autoquit), Quit is called or ctx is done, then waits for the workers'
+// final reports, logs "Shutting down (exit code N)", prints the summary and
+// completes the CSV files. It returns the run's Result, whose ExitCode is
+// the process exit code as Locust computes it, and an error only when the
+// master itself failed (ErrClosed when called twice, ErrCSV). Run may be
+// called once.
+func (m *Master) Run(ctx context.Context) (Result, error) {
 	if !m.phase.CompareAndSwap(0, 1) {
-		return 1, ErrClosed
+		return Result{}, ErrClosed
 	}
 	outCtx, stopOutput := context.WithCancel(context.Background())
 	printing := !m.opts.OnlySummary && (m.opts.Headless || m.opts.PrintStats)
@@ -237,8 +238,11 @@ func (m *Master) Run(ctx context.Context) (exitCode int, err error) {
 	if m.csv != nil {
 		m.goroutine("csv", func() { m.csvWriter(outCtx) })
 	}
-	if m.opts.Headless {
+	switch {
+	case m.opts.Headless:
 		m.goroutine("headless", func() { m.headless(ctx) })
+	case m.opts.Autostart:
+		m.goroutine("autostart", func() { m.autostart(ctx) })
 	}
 
 	m.loop(ctx)
@@ -251,24 +255,20 @@ func (m *Master) Run(ctx context.Context) (exitCode int, err error) {
 	m.wg.Wait()
 	m.phase.Store(2)
 
-	res := m.st.result
-	if res.gaveUp {
+	res := Result{
+		GaveUp:          m.st.result.gaveUp,
+		InternalError:   m.st.result.internalError,
+		ExitCodeOnError: *m.opts.ExitCodeOnError,
+	}
+	if res.GaveUp {
 		m.finishCSV()
-		return 1, nil
+		return res, nil
 	}
 	snap := m.stats.Snapshot()
-	code := 0
-	switch {
-	case len(snap.Errors) > 0 || len(snap.Exceptions) > 0:
-		code = *m.opts.ExitCodeOnError
-	case res.internalError:
-		code = 2
-	}
+	res.Failures = len(snap.Errors) > 0 || len(snap.Exceptions) > 0
 	cv := m.connView.Load()
-	if m.opts.SecondRound && code == 0 && (cv == nil || !cv.round.Passed()) {
-		code = 1 // not every user reused its connection
-	}
-	m.mainLog.Info(fmt.Sprintf("Shutting down (exit code %d)", code))
+	res.SecondRoundFailed = m.opts.SecondRound && (cv == nil || !cv.round.Passed())
+	m.mainLog.Info(fmt.Sprintf("Shutting down (exit code %d)", res.ExitCode()))
 	csvErr := m.finishCSV()
 	f := m.opts.StatsFormat
 	w := m.opts.Stderr
@@ -280,7 +280,7 @@ func (m *Master) Run(ctx context.Context) (exitCode int, err error) {
 	if closeErr != nil && !errors.Is(closeErr, zmtp.ErrClosed) {
 		m.log.Debug("closing the worker port: " + closeErr.Error())
 	}
-	return code, csvErr
+	return res, csvErr
 }
 
 // goroutine starts a tracked, pprof-labelled goroutine.

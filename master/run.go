@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/cicada-load/cicada/master/dispatch"
@@ -463,82 +462,6 @@ func (m *Master) finalSettled(now time.Time) bool {
 		fx.graceEnd, fx.exact = end, true
 	}
 	return !now.Before(fx.graceEnd)
-}
-
-// ---- headless run control (locust/main.py) ----
-
-// headless waits for the workers, starts the test (or the shape) and quits
-// after the run time. It runs on its own goroutine and drives the loop
-// through call.
-func (m *Master) headless(ctx context.Context) {
-	o := &m.opts
-	begin := timeNow()
-	t := time.NewTicker(o.WaitLogInterval)
-	defer t.Stop()
-	for {
-		var ready int
-		var classes bool
-		if !m.call(func() {
-			ready = m.st.countState(protocol.StateReady)
-			classes = len(m.st.classes) > 0
-		}) {
-			return
-		}
-		if ready >= o.ExpectWorkers && classes {
-			break
-		}
-		if o.ExpectWorkersMaxWait > 0 && timeNow().Sub(begin) > o.ExpectWorkersMaxWait {
-			m.rootLog.Error("Gave up waiting for workers to connect")
-			m.call(func() {
-				m.st.result.gaveUp = true
-				m.beginQuit()
-				m.st.done = true // no final reports: no test ran
-			})
-			return
-		}
-		if ready >= o.ExpectWorkers {
-			m.rootLog.Info("Waiting for workers to report their user classes")
-		} else {
-			m.rootLog.Info(fmt.Sprintf("Waiting for workers to be ready, %d of %d connected", ready, o.ExpectWorkers))
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-m.loopDone:
-			return
-		case <-t.C:
-		}
-	}
-	if len(o.Stages) > 0 {
-		m.call(m.startShape)
-		return
-	}
-	m.call(func() {
-		if err := m.start(int64(o.Users), o.SpawnRate); err != nil {
-			m.log.Error("Cannot start the test: " + err.Error())
-		}
-	})
-	if o.RunTime <= 0 {
-		m.mainLog.Info("No run time limit set, use CTRL+C to interrupt")
-		return
-	}
-	m.mainLog.Info(fmt.Sprintf("Run time limit set to %s seconds", formatSeconds(o.RunTime)))
-	timer := time.NewTimer(o.RunTime)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		m.mainLog.Info("--run-time limit reached, shutting down")
-		m.call(m.beginQuit)
-	case <-ctx.Done():
-	case <-m.loopDone:
-	}
-}
-
-func formatSeconds(d time.Duration) string {
-	if d%time.Second == 0 {
-		return fmt.Sprint(int64(d / time.Second))
-	}
-	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.3f", d.Seconds()), "0"), ".")
 }
 
 // startShape starts the load shape goroutine. Precondition: loop.
