@@ -105,7 +105,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cicada-load/cicada/internal/ratelimit"
 	"github.com/cicada-load/cicada/master/dispatch"
 	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/protocol/zmtp"
@@ -256,8 +255,8 @@ func (m *Master) Run(ctx context.Context) (Result, error) {
 	m.phase.Store(2)
 
 	res := Result{
-		GaveUp:          m.st.result.gaveUp,
-		InternalError:   m.st.result.internalError,
+		GaveUp:          m.st.end.result.gaveUp,
+		InternalError:   m.st.end.result.internalError,
 		ExitCodeOnError: *m.opts.ExitCodeOnError,
 	}
 	if res.GaveUp {
@@ -334,7 +333,7 @@ func (m *Master) Start(users int, spawnRate float64, host *string) error {
 	var err error
 	if !m.call(func() {
 		if host != nil {
-			m.st.host = *host
+			m.st.run.host = *host
 		}
 		if len(m.opts.Stages) > 0 {
 			m.startShape()
@@ -394,69 +393,6 @@ func (m *Master) Status() Status {
 
 // ---- the loop ----
 
-// loopState is everything the loop owns.
-type loopState struct {
-	state     string
-	nodes     map[string]*node // add and delete through addNode and deleteNode
-	users     int64            // users reported by all nodes
-	indexes   map[string]int   // worker index by id (see Master.index); forgotten with gone ids
-	nextIdx   int
-	gone      goneIDs            // identities to forget (see noteGone)
-	lastTS    map[string]float64 // last spawn timestamp per worker id (never reset, as the worker's); see spawnedTo
-	stopped   map[string]bool    // sent client_stopped, not yet client_ready: not adopted
-	quitted   map[string]bool    // sent quit: not adopted
-	classes   []UserClass
-	host      string
-	startTime time.Time
-
-	disp          *dispatch.Dispatcher
-	stepping      bool // the dispatcher has steps left
-	rampTimer     *time.Timer
-	rampC         <-chan time.Time
-	lastPaced     time.Time
-	target        int64
-	rate          float64
-	reportWait    bool
-	reportDue     time.Time
-	spawnComplete bool
-
-	stopWaiters []chan struct{}
-	stopDue     time.Time
-
-	shapeCancel context.CancelFunc
-
-	quitting bool
-	final    map[string]*finalReport
-	finalDue time.Time
-
-	cpuWarned  bool
-	usersDirty bool
-	logLimit   *ratelimit.Limiter // log lines per cause (see logf)
-	excLimit   *ratelimit.Limiter // worker exception messages per traceback
-	conn       connLoopState      // connections, warnings, second round
-	index      loopIndex          // per-state node counts, kept as nodes change
-	result     runResult
-	done       bool
-}
-
-type runResult struct {
-	gaveUp        bool
-	internalError bool
-}
-
-func (s *loopState) init(o *Options) {
-	s.state = protocol.StateReady
-	s.nodes = make(map[string]*node)
-	s.indexes = make(map[string]int)
-	s.lastTS = make(map[string]float64)
-	s.stopped = make(map[string]bool)
-	s.quitted = make(map[string]bool)
-	s.classes = append([]UserClass(nil), o.UserClasses...)
-	s.host = o.Host
-	s.logLimit = ratelimit.NewBurst(logBurst, logInterval, limiterKeys)
-	s.excLimit = ratelimit.NewBurst(exceptionBurst, logInterval, limiterKeys)
-}
-
 func (m *Master) loop(ctx context.Context) {
 	defer close(m.loopDone)
 	st := &m.st
@@ -464,19 +400,19 @@ func (m *Master) loop(ctx context.Context) {
 	defer tick.Stop()
 	house := time.NewTicker(houseInterval(m.opts.ReportWait))
 	defer house.Stop()
-	st.rampTimer = time.NewTimer(time.Hour)
-	st.rampTimer.Stop()
-	defer st.rampTimer.Stop()
+	st.ramp.rampTimer = time.NewTimer(time.Hour)
+	st.ramp.rampTimer.Stop()
+	defer st.ramp.rampTimer.Stop()
 	events := m.router.Events()
 	ctxDone := ctx.Done()
 	quitReq := m.quitReq
 	var batch []inbound
-	for !st.done {
+	for !st.end.done {
 		select {
 		case <-m.inbox.ready:
 			batch = m.inbox.take(batch)
 			for i := range batch {
-				if st.done {
+				if st.end.done {
 					batch[i].release()
 					continue
 				}
@@ -489,8 +425,8 @@ func (m *Master) loop(ctx context.Context) {
 			m.safely("heartbeat tick", m.liveness)
 		case <-house.C:
 			m.safely("housekeeping", m.housekeeping)
-		case <-st.rampC:
-			st.rampC = nil
+		case <-st.ramp.rampC:
+			st.ramp.rampC = nil
 			m.safely("dispatch", m.advanceRamp)
 		case ev, ok := <-events:
 			if !ok {
@@ -523,7 +459,7 @@ func houseInterval(reportWait time.Duration) time.Duration {
 func (m *Master) safely(what string, f func()) {
 	defer func() {
 		if r := recover(); r != nil {
-			m.st.result.internalError = true
+			m.st.end.result.internalError = true
 			m.log.Error(fmt.Sprintf("Unhandled error in the master (%s): %v", what, r))
 		}
 	}()
@@ -534,7 +470,7 @@ func (m *Master) safely(what string, f func()) {
 func (m *Master) handleSafely(in *inbound) {
 	defer func() {
 		if r := recover(); r != nil {
-			m.st.result.internalError = true
+			m.st.end.result.internalError = true
 			m.log.Error(fmt.Sprintf("Unhandled error in the master (message): %v", r))
 		}
 	}()
@@ -573,12 +509,12 @@ func (m *Master) send(id, typ string, data any) {
 }
 
 func (m *Master) index(id string) int {
-	if i, ok := m.st.indexes[id]; ok {
+	if i, ok := m.st.reg.indexes[id]; ok {
 		return i
 	}
-	i := m.st.nextIdx
-	m.st.nextIdx++
-	m.st.indexes[id] = i
+	i := m.st.reg.nextIdx
+	m.st.reg.nextIdx++
+	m.st.reg.indexes[id] = i
 	m.st.noteGone(id) // an id heard of but not (yet) a node is forgotten in time
 	return i
 }

@@ -100,7 +100,7 @@ func (m *Master) waitReady(ctx context.Context) bool {
 		var classes bool
 		if !m.call(func() {
 			ready = m.st.countState(protocol.StateReady)
-			classes = len(m.st.classes) > 0
+			classes = len(m.st.run.classes) > 0
 		}) {
 			return false
 		}
@@ -110,9 +110,9 @@ func (m *Master) waitReady(ctx context.Context) bool {
 		if o.ExpectWorkersMaxWait > 0 && timeNow().Sub(begin) > o.ExpectWorkersMaxWait {
 			m.rootLog.Error("Gave up waiting for workers to connect")
 			m.call(func() {
-				m.st.result.gaveUp = true
+				m.st.end.result.gaveUp = true
 				m.beginQuit()
-				m.st.done = true // no final reports: no test ran
+				m.st.end.done = true // no final reports: no test ran
 			})
 			return false
 		}
