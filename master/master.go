@@ -95,12 +95,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
 	"runtime/pprof"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -129,7 +126,7 @@ type Master struct {
 	rootLog *slog.Logger // root
 	router  *zmtp.Router
 	stats   *stats.Stats
-	csv     *csvFiles
+	out     *sink // console table and CSV files
 
 	inbox    *inbox
 	calls    chan func()
@@ -139,10 +136,8 @@ type Master struct {
 	loopDone chan struct{}
 	wg       sync.WaitGroup
 
-	userCount  atomic.Int64 // mirror of the loop's user count, for CSV history
 	lastStatus atomic.Pointer[Status]
-	connView   atomic.Pointer[connView] // published by the loop for the outputs
-	connCSV    *connCSV
+	connView   atomic.Pointer[connView] // published by the loop on its heartbeat ticks
 
 	st loopState // owned by the loop goroutine
 }
@@ -184,18 +179,9 @@ func New(opts Options) (*Master, error) {
 		return nil, fmt.Errorf("%w %s: %w", ErrBind, port, err)
 	}
 	m.router = r
-	if opts.CSVPrefix != "" {
-		c, err := openCSV(opts.CSVPrefix, opts.CSVFullHistory, opts.StatsFormat)
-		if err != nil {
-			r.Close()
-			return nil, err
-		}
-		m.csv = c
-		if m.connCSV, err = openConnCSV(opts.CSVPrefix); err != nil {
-			c.close()
-			r.Close()
-			return nil, err
-		}
+	if m.out, err = newSink(&m.opts, m.log); err != nil {
+		r.Close()
+		return nil, err
 	}
 	return m, nil
 }
@@ -210,10 +196,7 @@ func (m *Master) Close() error {
 		return nil
 	}
 	close(m.loopDone)
-	if m.csv != nil {
-		m.csv.close()
-		m.connCSV.close()
-	}
+	m.out.closeFiles()
 	m.inbox.close()
 	return m.router.Close()
 }
@@ -229,14 +212,7 @@ func (m *Master) Run(ctx context.Context) (Result, error) {
 	if !m.phase.CompareAndSwap(0, 1) {
 		return Result{}, ErrClosed
 	}
-	outCtx, stopOutput := context.WithCancel(context.Background())
-	printing := !m.opts.OnlySummary && (m.opts.Headless || m.opts.PrintStats)
-	if printing {
-		m.goroutine("printer", func() { m.printer(outCtx) })
-	}
-	if m.csv != nil {
-		m.goroutine("csv", func() { m.csvWriter(outCtx) })
-	}
+	m.out.start(m.goroutine)
 	switch {
 	case m.opts.Headless:
 		m.goroutine("headless", func() { m.headless(ctx) })
@@ -246,9 +222,10 @@ func (m *Master) Run(ctx context.Context) (Result, error) {
 
 	m.loop(ctx)
 
-	// The loop is done: no more state changes. Stop the outputs, then the
-	// transport (Close lingers to flush the quit messages).
-	stopOutput()
+	// The loop is done: no more state changes. Stop the outputs (frames
+	// not yet written are dropped: the final one supersedes them), then
+	// the transport (Close lingers to flush the quit messages).
+	m.out.stop()
 	m.inbox.close()
 	closeErr := m.router.Close()
 	m.wg.Wait()
@@ -259,23 +236,17 @@ func (m *Master) Run(ctx context.Context) (Result, error) {
 		InternalError:   m.st.end.result.internalError,
 		ExitCodeOnError: *m.opts.ExitCodeOnError,
 	}
+	final := m.frame()
 	if res.GaveUp {
-		m.finishCSV()
+		m.out.finishCSV(final)
 		return res, nil
 	}
-	snap := m.stats.Snapshot()
-	res.Failures = len(snap.Errors) > 0 || len(snap.Exceptions) > 0
-	cv := m.connView.Load()
+	res.Failures = len(final.snap.Errors) > 0 || len(final.snap.Exceptions) > 0
+	cv := final.conns
 	res.SecondRoundFailed = m.opts.SecondRound && (cv == nil || !cv.round.Passed())
 	m.mainLog.Info(fmt.Sprintf("Shutting down (exit code %d)", res.ExitCode()))
-	csvErr := m.finishCSV()
-	f := m.opts.StatsFormat
-	w := m.opts.Stderr
-	_ = f.WriteStatsTable(w, snap, false)
-	_ = f.WritePercentileTable(w, snap)
-	_ = f.WriteErrorReport(w, snap)
-	writeConnTable(w, cv)
-	writeDiagnosis(w, cv, m.opts.SecondRound)
+	csvErr := m.out.finishCSV(final)
+	m.out.summary(final)
 	if closeErr != nil && !errors.Is(closeErr, zmtp.ErrClosed) {
 		m.log.Debug("closing the worker port: " + closeErr.Error())
 	}
@@ -403,6 +374,11 @@ func (m *Master) loop(ctx context.Context) {
 	st.ramp.rampTimer = time.NewTimer(time.Hour)
 	st.ramp.rampTimer.Stop()
 	defer st.ramp.rampTimer.Stop()
+	tableC, csvC, stopTicks := m.out.tickers()
+	defer stopTicks()
+	if tableC != nil {
+		m.out.offerTable(m.frame()) // the first table at once
+	}
 	events := m.router.Events()
 	ctxDone := ctx.Done()
 	quitReq := m.quitReq
@@ -425,6 +401,10 @@ func (m *Master) loop(ctx context.Context) {
 			m.safely("heartbeat tick", m.liveness)
 		case <-house.C:
 			m.safely("housekeeping", m.housekeeping)
+		case <-tableC:
+			m.out.offerTable(m.frame())
+		case <-csvC:
+			m.out.offerCSV(m.frame())
 		case <-st.ramp.rampC:
 			st.ramp.rampC = nil
 			m.safely("dispatch", m.advanceRamp)
@@ -442,7 +422,6 @@ func (m *Master) loop(ctx context.Context) {
 			m.beginQuit()
 		}
 	}
-	m.publishUserCount()
 	m.publishConns()
 	s := st.status(&m.opts)
 	m.lastStatus.Store(&s)
@@ -488,7 +467,6 @@ func (m *Master) transportEvent(ev zmtp.Event) {
 
 // housekeeping checks the deadlines of the report, stop and final waits.
 func (m *Master) housekeeping() {
-	m.publishUserCount()
 	m.checkReportWait()
 	m.checkStopWaiters()
 	m.checkFinal()
@@ -517,166 +495,6 @@ func (m *Master) index(id string) int {
 	m.st.reg.indexes[id] = i
 	m.st.noteGone(id) // an id heard of but not (yet) a node is forgotten in time
 	return i
-}
-
-// ---- CSV ----
-
-type csvFiles struct {
-	stats, failures, exceptions, history *os.File
-	hist                                 *stats.HistoryCSV
-	format                               stats.Format
-	mu                                   sync.Mutex
-	closed                               bool
-}
-
-func openCSV(prefix string, fullHistory bool, f stats.Format) (*csvFiles, error) {
-	if dir := filepath.Dir(prefix); dir != "." {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrCSV, err)
-		}
-	}
-	c := &csvFiles{format: f}
-	var err error
-	open := func(suffix string) *os.File {
-		if err != nil {
-			return nil
-		}
-		var file *os.File
-		file, err = os.Create(prefix + suffix)
-		return file
-	}
-	c.stats = open("_stats.csv")
-	c.history = open("_stats_history.csv")
-	c.failures = open("_failures.csv")
-	c.exceptions = open("_exceptions.csv")
-	if err != nil {
-		c.close()
-		return nil, fmt.Errorf("%w: %w", ErrCSV, err)
-	}
-	if c.hist, err = f.NewHistoryCSV(c.history, fullHistory); err != nil {
-		c.close()
-		return nil, fmt.Errorf("%w: %w", ErrCSV, err)
-	}
-	// The snapshot files start with their headers, as Locust's do.
-	empty := stats.New(nil).Snapshot()
-	if err := c.rewrite(empty); err != nil {
-		c.close()
-		return nil, err
-	}
-	return c, nil
-}
-
-// rewrite replaces the three snapshot files' contents.
-func (c *csvFiles) rewrite(s *stats.Snapshot) error {
-	var b strings.Builder
-	files := []struct {
-		f     *os.File
-		write func(*strings.Builder) error
-	}{
-		{c.stats, func(b *strings.Builder) error { return c.format.WriteStatsCSV(b, s) }},
-		{c.failures, func(b *strings.Builder) error { return c.format.WriteFailuresCSV(b, s) }},
-		{c.exceptions, func(b *strings.Builder) error { return c.format.WriteExceptionsCSV(b, s) }},
-	}
-	for _, fl := range files {
-		b.Reset()
-		if err := fl.write(&b); err != nil {
-			return fmt.Errorf("%w: %w", ErrCSV, err)
-		}
-		if _, err := fl.f.WriteAt([]byte(b.String()), 0); err != nil {
-			return fmt.Errorf("%w: %w", ErrCSV, err)
-		}
-		if err := fl.f.Truncate(int64(b.Len())); err != nil {
-			return fmt.Errorf("%w: %w", ErrCSV, err)
-		}
-	}
-	return nil
-}
-
-// tick writes one CSV period: the snapshot files and a history row.
-func (c *csvFiles) tick(s *stats.Snapshot, users int64) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return nil
-	}
-	if err := c.rewrite(s); err != nil {
-		return err
-	}
-	if err := c.hist.WriteRows(s, users); err != nil {
-		return fmt.Errorf("%w: %w", ErrCSV, err)
-	}
-	return nil
-}
-
-func (c *csvFiles) close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.closed = true
-	var first error
-	for _, f := range []*os.File{c.stats, c.failures, c.exceptions, c.history} {
-		if f == nil {
-			continue
-		}
-		if err := f.Close(); err != nil && first == nil {
-			first = fmt.Errorf("%w: %w", ErrCSV, err)
-		}
-	}
-	return first
-}
-
-// finishCSV writes the final rows and closes the files (2.12.1 loses the
-// rows written since its last flush; HEAD completes them, as we do).
-func (m *Master) finishCSV() error {
-	if m.csv == nil {
-		return nil
-	}
-	err := m.csv.tick(m.stats.Snapshot(), m.userCount.Load())
-	if cerr := m.csv.close(); err == nil {
-		err = cerr
-	}
-	if cerr := m.connCSV.write(m.connView.Load()); err == nil {
-		err = cerr
-	}
-	if cerr := m.connCSV.close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		m.log.Error("Writing CSV files: " + err.Error())
-	}
-	return err
-}
-
-func (m *Master) csvWriter(ctx context.Context) {
-	t := time.NewTicker(m.opts.CSVInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := m.csv.tick(m.stats.Snapshot(), m.userCount.Load()); err != nil {
-				m.log.Error("Writing CSV files: " + err.Error())
-			}
-			if err := m.connCSV.write(m.connView.Load()); err != nil {
-				m.log.Error("Writing CSV files: " + err.Error())
-			}
-		}
-	}
-}
-
-// printer prints the current stats table at once and every StatsInterval.
-func (m *Master) printer(ctx context.Context) {
-	t := time.NewTicker(m.opts.StatsInterval)
-	defer t.Stop()
-	for {
-		_ = m.opts.StatsFormat.WriteStatsTable(m.opts.Stderr, m.stats.Snapshot(), true)
-		writeConnTable(m.opts.Stderr, m.connView.Load())
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }
 
 // sortedIDs returns the node ids in a stable order.

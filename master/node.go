@@ -373,7 +373,6 @@ func (m *Master) handleMessage(in inbound) (stateChange bool) {
 		default:
 			st.setNodeState(nd, protocol.StateRunning)
 			st.setClasses(nd, copyCounts(sc.UserClassesCount))
-			m.userCountChanged()
 		}
 	case protocol.TypeQuit:
 		m.workerQuit(id)
@@ -470,7 +469,6 @@ func (m *Master) clientReady(id string, cr *protocol.ClientReady) {
 	nd := &node{id: id, state: protocol.StateReady, liveness: m.opts.HeartbeatLiveness, classes: map[string]int64{},
 		version: version, echo: echoHeartbeats(cr), headMsgs: knowsMasterSpawningComplete(cr), memory: -1}
 	st.addNode(nd)
-	m.userCountChanged()
 	if st.end.quitting {
 		// A worker registering while the master quits: it has no users.
 		m.send(id, protocol.TypeQuit, nil)
@@ -502,7 +500,6 @@ func (m *Master) workerJoined(id string) {
 func (m *Master) removeNode(nd *node) {
 	st := &m.st
 	st.deleteNode(nd.id)
-	m.userCountChanged()
 	if st.ramp.disp != nil {
 		st.ramp.disp.RemoveWorker(nd.id)
 		if !st.ramp.stepping && (st.run.state == protocol.StateRunning || st.run.state == protocol.StateSpawning) {
@@ -629,7 +626,6 @@ func (m *Master) statsReport(id string, r *protocol.StatsReport) {
 	}
 	if nd != nil && r.UserClassesCount != nil {
 		st.setClasses(nd, copyCounts(r.UserClassesCount))
-		m.userCountChanged()
 	}
 	if len(st.run.classes) == 0 && len(r.UserClassesCount) > 0 {
 		names := make([]string, 0, len(r.UserClassesCount))
@@ -669,20 +665,6 @@ func (m *Master) workerQuit(id string) {
 	}
 }
 
-// userCountChanged marks the published user count (for the CSV history)
-// stale; housekeeping recomputes it, so a stats report costs O(1) here.
-func (m *Master) userCountChanged() {
-	m.st.reg.usersDirty = true
-}
-
-// publishUserCount recomputes the published user count if stale.
-func (m *Master) publishUserCount() {
-	if m.st.reg.usersDirty {
-		m.st.reg.usersDirty = false
-		m.userCount.Store(m.st.userCount())
-	}
-}
-
 // liveness is Locust's heartbeat_worker tick (locust-protocol.md §4.2). It
 // visits every node once, in no order, and sorts only the nodes that go
 // missing or are deleted, whose log lines and effects come in id order as
@@ -710,7 +692,6 @@ func (m *Master) liveness() {
 		m.logf(slog.LevelInfo, "worker missing", "Worker %s failed to send heartbeat, setting state to missing.", id)
 		st.setNodeState(nd, protocol.StateMissing)
 		st.setClasses(nd, map[string]int64{})
-		m.userCountChanged()
 		if st.ramp.disp != nil {
 			st.ramp.disp.RemoveWorker(id)
 			if m.opts.EnableRebalancing && st.run.state == protocol.StateRunning && st.ramp.spawnComplete {
@@ -733,7 +714,6 @@ func (m *Master) liveness() {
 				m.finalGone(f)
 			}
 		}
-		m.userCountChanged()
 		if (st.run.state == protocol.StateRunning || st.run.state == protocol.StateSpawning) && !st.end.quitting {
 			// The dispatcher forgot these workers when they went missing;
 			// send the split over the remaining ones now (not coalesced:
