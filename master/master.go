@@ -124,7 +124,7 @@ type Master struct {
 	log     *slog.Logger // locust.runners
 	mainLog *slog.Logger // locust.main
 	rootLog *slog.Logger // root
-	router  *zmtp.Router
+	router  transport    // the ROUTER: *zmtp.Router outside tests
 	stats   *stats.Stats
 	out     *sink // console table and CSV files
 
@@ -144,7 +144,11 @@ type Master struct {
 
 // New validates opts, binds the worker port and creates the CSV files.
 // The caller must call Run (which releases both) or Close.
-func New(opts Options) (*Master, error) {
+func New(opts Options) (*Master, error) { return newMaster(opts, listenZMTP) }
+
+// newMaster is New over the transport that listen returns (tests pass an
+// in-memory one).
+func newMaster(opts Options, listen listenFunc) (*Master, error) {
 	if err := opts.normalize(); err != nil {
 		return nil, err
 	}
@@ -169,7 +173,7 @@ func New(opts Options) (*Master, error) {
 	if topts.PollInterval == 0 {
 		topts.PollInterval = DefaultPollInterval
 	}
-	r, err := zmtp.Listen(opts.endpoint(), topts)
+	r, err := listen(opts.endpoint(), topts)
 	if err != nil {
 		port := strconv.Itoa(max(opts.BindPort, 0))
 		if opts.BindHost != "*" {
