@@ -202,8 +202,8 @@ func (m *Master) startSecondRound() {
 	r := &st.conn.round
 	r.Started = true
 	st.conn.asked = make(map[string]bool)
-	for _, id := range sortedIDs(st.nodes) {
-		nd := st.nodes[id]
+	for _, id := range sortedIDs(st.reg.nodes) {
+		nd := st.reg.nodes[id]
 		if !active(nd.state) {
 			continue
 		}
@@ -277,7 +277,7 @@ func (m *Master) publishConns() {
 	}
 	for _, id := range ids {
 		r := st.conn.rows[id]
-		if nd := st.nodes[id]; nd == nil || !active(nd.state) {
+		if nd := st.reg.nodes[id]; nd == nil || !active(nd.state) {
 			r.rate = 0 // gone or missing: no longer connecting
 		}
 		v.rows = append(v.rows, r)

@@ -123,7 +123,9 @@ func startMaster(t testing.TB, opts Options, logs *logBuf) *harness {
 	h := &harness{t: t, m: m, logs: logs, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(h.done)
-		h.code, h.err = m.Run(ctx)
+		var res Result
+		res, h.err = m.Run(ctx)
+		h.code = res.ExitCode()
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -3,7 +3,7 @@ package master
 // Bounds on what the master remembers of workers that are gone. Every
 // identity ever seen used to be kept (its index, last spawn timestamp,
 // stop and quit marks, connection row, warnings): 150,000 churned
-// identities added 52 MB. An identity that leaves st.nodes, or that the
+// identities added 52 MB. An identity that leaves st.reg.nodes, or that the
 // master only heard from without registering it, is now queued as gone
 // and forgotten once it has been gone for goneTicks heartbeat ticks (the
 // time a missing worker is kept, plus the stop timeout), or at once when more than maxGone
@@ -33,8 +33,8 @@ type goneIDs struct {
 // noteGone queues id to be forgotten unless it is (again) a node.
 // Precondition: loop.
 func (s *loopState) noteGone(id string) {
-	g := &s.gone
-	if _, ok := s.nodes[id]; ok {
+	g := &s.reg.gone
+	if _, ok := s.reg.nodes[id]; ok {
 		return
 	}
 	if g.since == nil {
@@ -58,7 +58,7 @@ func (m *Master) goneTicks() int {
 // and the oldest ones beyond maxGone. Precondition: loop.
 func (m *Master) forgetGone(deadTicks int) {
 	st := &m.st
-	g := &st.gone
+	g := &st.reg.gone
 	maxGone := g.max
 	if maxGone == 0 {
 		maxGone = defaultMaxGone
@@ -75,7 +75,7 @@ func (m *Master) forgetGone(deadTicks int) {
 			continue
 		}
 		delete(g.since, id)
-		if _, back := st.nodes[id]; back {
+		if _, back := st.reg.nodes[id]; back {
 			continue // registered again: a node; queued again when it leaves
 		}
 		m.forgetIdentity(id)
@@ -92,10 +92,10 @@ func (m *Master) forgetGone(deadTicks int) {
 // node.
 func (m *Master) forgetIdentity(id string) {
 	st := &m.st
-	delete(st.indexes, id)
-	delete(st.lastTS, id)
-	delete(st.stopped, id)
-	delete(st.quitted, id)
+	delete(st.reg.indexes, id)
+	delete(st.reg.lastTS, id)
+	delete(st.reg.stopped, id)
+	delete(st.reg.quitted, id)
 	delete(st.conn.warned, id)
 	if r, ok := st.conn.rows[id]; ok {
 		st.conn.forgotten.fold(r)

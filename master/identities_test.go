@@ -24,14 +24,14 @@ func TestChurnedIdentitiesAreForgotten(t *testing.T) {
 	msg := func(id, typ string, data any) {
 		m.handle(inbound{id: id, msg: protocol.Message{Type: typ, Data: data, NodeID: id}})
 	}
-	m.st.rampTimer = time.NewTimer(time.Hour) // as the loop sets it up
-	m.st.rampTimer.Stop()
+	m.st.ramp.rampTimer = time.NewTimer(time.Hour) // as the loop sets it up
+	m.st.ramp.rampTimer.Stop()
 	msg("stay_1", protocol.TypeClientReady, skipCheck)
 	if err := m.start(1, 1); err != nil {
 		t.Fatal(err)
 	}
 	const maxGone = 1000
-	m.st.gone.max = maxGone
+	m.st.reg.gone.max = maxGone
 	const n = 5 * maxGone
 	for i := range n {
 		id := fmt.Sprintf("churn_%d", i)
@@ -53,22 +53,22 @@ func TestChurnedIdentitiesAreForgotten(t *testing.T) {
 	m.liveness()
 	st := &m.st
 	sizes := map[string]int{
-		"indexes": len(st.indexes), "lastTS": len(st.lastTS), "stopped": len(st.stopped),
-		"quitted": len(st.quitted), "conn.rows": len(st.conn.rows), "conn.warned": len(st.conn.warned),
-		"conn.order": len(st.conn.order), "gone": len(st.gone.since), "gone queue": len(st.gone.queue) - st.gone.head,
+		"indexes": len(st.reg.indexes), "lastTS": len(st.reg.lastTS), "stopped": len(st.reg.stopped),
+		"quitted": len(st.reg.quitted), "conn.rows": len(st.conn.rows), "conn.warned": len(st.conn.warned),
+		"conn.order": len(st.conn.order), "gone": len(st.reg.gone.since), "gone queue": len(st.reg.gone.queue) - st.reg.gone.head,
 	}
 	for name, size := range sizes {
-		if size > maxGone+len(st.nodes)+1 {
-			t.Errorf("len(%s) = %d after %d churned identities; want at most %d", name, size, 2*n, maxGone+len(st.nodes)+1)
+		if size > maxGone+len(st.reg.nodes)+1 {
+			t.Errorf("len(%s) = %d after %d churned identities; want at most %d", name, size, 2*n, maxGone+len(st.reg.nodes)+1)
 		}
 	}
-	if len(st.lastTS) == 0 {
+	if len(st.reg.lastTS) == 0 {
 		t.Errorf("no spawn was sent during the churn: lastTS is not exercised")
 	}
 	if got := m.connView.Load().total().c.Connects; got != n {
 		t.Errorf("connection total Connects = %d after forgetting; want %d (forgotten rows are folded)", got, n)
 	}
-	if _, ok := st.indexes["stay_1"]; !ok || st.nodes["stay_1"] == nil {
+	if _, ok := st.reg.indexes["stay_1"]; !ok || st.reg.nodes["stay_1"] == nil {
 		t.Errorf("the registered worker stay_1 was forgotten")
 	}
 	if len(st.conn.warnings) > maxWarnings {

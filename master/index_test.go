@@ -27,7 +27,7 @@ func init() {
 // index (a scan of every node), to compare with the index.
 func recount(st *loopState) (workers, ready int, classes map[string]int64) {
 	classes = make(map[string]int64)
-	for _, nd := range st.nodes {
+	for _, nd := range st.reg.nodes {
 		if nd.state == protocol.StateReady {
 			ready++
 		}
@@ -45,8 +45,8 @@ func recount(st *loopState) (workers, ready int, classes map[string]int64) {
 // fireRamp does what the loop does when the dispatch timer has fired.
 func fireRamp(m *Master) {
 	select {
-	case <-m.st.rampC:
-		m.st.rampC = nil
+	case <-m.st.ramp.rampC:
+		m.st.ramp.rampC = nil
 		m.advanceRamp()
 	default:
 	}
@@ -135,16 +135,16 @@ func TestIndexRandomEvents(t *testing.T) {
 				t.Fatalf("seed %d step %d (%s): reportedClasses %v, recount %v", seed, step, what, got, classes)
 			}
 			missing += st.countState(protocol.StateMissing)
-			if st.quitting && !st.done {
+			if st.end.quitting && !st.end.done {
 				if m.finalAllIn() {
 					t.Fatalf("seed %d step %d (%s): every final report is in but the master still waits", seed, step, what)
 				}
 			}
 		}
-		if st.quitting {
+		if st.end.quitting {
 			quits++
 		}
-		if st.done {
+		if st.end.done {
 			dones++
 		}
 		redispatches += st.ix().count
@@ -158,7 +158,7 @@ func TestIndexRandomEvents(t *testing.T) {
 // finalAllIn is checkFinal's condition computed by a scan.
 func (m *Master) finalAllIn() bool {
 	now := timeNow()
-	for _, f := range m.st.final {
+	for _, f := range m.st.end.final {
 		if !f.quit && !f.gone && !(f.stats && now.Sub(f.statsAt) >= m.opts.FinalReportGrace) {
 			return false
 		}
@@ -181,13 +181,13 @@ func TestFinalReportGrace(t *testing.T) {
 	now = now.Add(time.Second)
 	stats(workerID(1)) // until now+3s
 	quit(workerID(2))
-	if m.st.done {
+	if m.st.end.done {
 		t.Fatal("done with two reports in grace")
 	}
 	quit(workerID(1)) // the later grace is no longer awaited
 	now = now.Add(time.Second + time.Millisecond)
 	m.checkFinal()
-	if !m.st.done {
+	if !m.st.end.done {
 		t.Fatalf("not done after worker 0's grace; index %+v", m.st.ix().final)
 	}
 }
@@ -235,14 +235,14 @@ func coalesceRun(t *testing.T, n int, locust bool) (map[string]map[string]int64,
 		if time.Now().After(deadline) {
 			t.Fatal("coalesced re-dispatch not done")
 		}
-		<-st.rampC // the loop's dispatch timer
-		st.rampC = nil
+		<-st.ramp.rampC // the loop's dispatch timer
+		st.ramp.rampC = nil
 		m.advanceRamp()
 	}
 	if st.workerCount() != n {
 		t.Fatalf("%d workers; want %d", st.workerCount(), n)
 	}
-	return st.disp.Users(), st.ix().count
+	return st.ramp.disp.Users(), st.ix().count
 }
 
 // TestCoalescedRedispatch: when many workers heal at once, the master
@@ -278,7 +278,7 @@ func TestLoopEventAllocs(t *testing.T) {
 	t.Cleanup(func() { testHookLoopEvent = hook })
 	const n = 1000
 	m := loopMaster(t, n, Options{HeartbeatLiveness: 1 << 30})
-	m.st.state = protocol.StateRunning
+	m.st.run.state = protocol.StateRunning
 	states := [2]string{protocol.StateSpawning, protocol.StateRunning}
 	hbs := make([]inbound, 2*n)
 	for i := range hbs {

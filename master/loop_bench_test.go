@@ -24,8 +24,8 @@ func loopMaster(tb testing.TB, n int, opts Options) *Master {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { m.Close() })
-	m.st.rampTimer = time.NewTimer(time.Hour)
-	m.st.rampTimer.Stop()
+	m.st.ramp.rampTimer = time.NewTimer(time.Hour)
+	m.st.ramp.rampTimer.Stop()
 	for i := 0; i < n; i++ {
 		m.handle(msgFrom(workerID(i), protocol.TypeClientReady, &protocol.ClientReady{VersionSkipCheck: true}))
 	}
@@ -80,7 +80,7 @@ func BenchmarkLoop10k(b *testing.B) {
 	})
 	b.Run("state-change", func(b *testing.B) {
 		m := loopMaster(b, n, Options{})
-		m.st.state = protocol.StateRunning // check_stopped does its work
+		m.st.run.state = protocol.StateRunning // check_stopped does its work
 		states := [2]string{protocol.StateSpawning, protocol.StateRunning}
 		hbs := make([]inbound, 2*n)
 		for i := range hbs {
@@ -138,12 +138,12 @@ func BenchmarkLoop10k(b *testing.B) {
 			m := loopMaster(b, n, Options{UserClasses: []UserClass{{Name: "A"}}})
 			st := &m.st
 			for j := 0; j < n; j += 100 {
-				st.setNodeState(st.nodes[workerID(j)], protocol.StateMissing)
+				st.setNodeState(st.reg.nodes[workerID(j)], protocol.StateMissing)
 			}
 			if err := m.start(n, 1e9); err != nil {
 				b.Fatal(err)
 			}
-			st.state = protocol.StateRunning
+			st.run.state = protocol.StateRunning
 			hbs := make([]inbound, 0, n/100)
 			for j := 0; j < n; j += 100 {
 				hbs = append(hbs, msgFrom(workerID(j), protocol.TypeHeartbeat, &protocol.Heartbeat{State: protocol.StateRunning}))
@@ -154,8 +154,8 @@ func BenchmarkLoop10k(b *testing.B) {
 				m.handle(hb)
 			}
 			for st.ix().pending {
-				<-st.rampC
-				st.rampC = nil
+				<-st.ramp.rampC
+				st.ramp.rampC = nil
 				m.advanceRamp()
 			}
 			b.StopTimer()

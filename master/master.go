@@ -2,8 +2,8 @@
 // ZeroMQ ROUTER port, registers Python Locust 2.x and cicada workers, tracks
 // their liveness, dispatches users to them at the spawn rate (package
 // master/dispatch), merges their statistics (package stats) and runs
-// headless tests with Locust's console tables, CSV files, log lines and exit
-// codes.
+// headless and autostarted tests with Locust's console tables, CSV files and
+// log lines; Run returns a Result whose ExitCode is Locust's exit code.
 //
 // Behaviour follows locust/runners.py (MasterRunner) and locust/main.py of
 // Locust 2.12.1, with HEAD's fixes, plus these deliberate differences:
@@ -95,17 +95,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
 	"runtime/pprof"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/cicada-load/cicada/internal/ratelimit"
 	"github.com/cicada-load/cicada/master/dispatch"
 	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/protocol/zmtp"
@@ -128,9 +124,9 @@ type Master struct {
 	log     *slog.Logger // locust.runners
 	mainLog *slog.Logger // locust.main
 	rootLog *slog.Logger // root
-	router  *zmtp.Router
+	router  transport    // the ROUTER: *zmtp.Router outside tests
 	stats   *stats.Stats
-	csv     *csvFiles
+	out     *sink // console table and CSV files
 
 	inbox    *inbox
 	calls    chan func()
@@ -140,17 +136,19 @@ type Master struct {
 	loopDone chan struct{}
 	wg       sync.WaitGroup
 
-	userCount  atomic.Int64 // mirror of the loop's user count, for CSV history
 	lastStatus atomic.Pointer[Status]
-	connView   atomic.Pointer[connView] // published by the loop for the outputs
-	connCSV    *connCSV
+	connView   atomic.Pointer[connView] // published by the loop on its heartbeat ticks
 
 	st loopState // owned by the loop goroutine
 }
 
 // New validates opts, binds the worker port and creates the CSV files.
 // The caller must call Run (which releases both) or Close.
-func New(opts Options) (*Master, error) {
+func New(opts Options) (*Master, error) { return newMaster(opts, listenZMTP) }
+
+// newMaster is New over the transport that listen returns (tests pass an
+// in-memory one).
+func newMaster(opts Options, listen listenFunc) (*Master, error) {
 	if err := opts.normalize(); err != nil {
 		return nil, err
 	}
@@ -175,7 +173,7 @@ func New(opts Options) (*Master, error) {
 	if topts.PollInterval == 0 {
 		topts.PollInterval = DefaultPollInterval
 	}
-	r, err := zmtp.Listen(opts.endpoint(), topts)
+	r, err := listen(opts.endpoint(), topts)
 	if err != nil {
 		port := strconv.Itoa(max(opts.BindPort, 0))
 		if opts.BindHost != "*" {
@@ -185,18 +183,9 @@ func New(opts Options) (*Master, error) {
 		return nil, fmt.Errorf("%w %s: %w", ErrBind, port, err)
 	}
 	m.router = r
-	if opts.CSVPrefix != "" {
-		c, err := openCSV(opts.CSVPrefix, opts.CSVFullHistory, opts.StatsFormat)
-		if err != nil {
-			r.Close()
-			return nil, err
-		}
-		m.csv = c
-		if m.connCSV, err = openConnCSV(opts.CSVPrefix); err != nil {
-			c.close()
-			r.Close()
-			return nil, err
-		}
+	if m.out, err = newSink(&m.opts, m.log); err != nil {
+		r.Close()
+		return nil, err
 	}
 	return m, nil
 }
@@ -211,76 +200,62 @@ func (m *Master) Close() error {
 		return nil
 	}
 	close(m.loopDone)
-	if m.csv != nil {
-		m.csv.close()
-		m.connCSV.close()
-	}
+	m.out.closeFiles()
 	m.inbox.close()
 	return m.router.Close()
 }
 
-// Run runs the master until the test ends (headless), Quit is called or ctx
-// is done, then waits for the workers' final reports, logs "Shutting down
-// (exit code N)", prints the summary and completes the CSV files. It
-// returns the process exit code as Locust computes it (Locust 2.12.1
-// locust/main.py, shutdown), and an error only when the master itself
-// failed. Run may be called once.
-func (m *Master) Run(ctx context.Context) (exitCode int, err error) {
+// Run runs the master until the test ends (headless, or autostart with
+// Autoquit), Quit is called or ctx is done, then waits for the workers'
+// final reports, logs "Shutting down (exit code N)", prints the summary and
+// completes the CSV files. It returns the run's Result, whose ExitCode is
+// the process exit code as Locust computes it (Locust 2.12.1 locust/main.py,
+// shutdown), and an error only when the
+// master itself failed (ErrClosed when called twice, ErrCSV). Run may be
+// called once.
+func (m *Master) Run(ctx context.Context) (Result, error) {
 	if !m.phase.CompareAndSwap(0, 1) {
-		return 1, ErrClosed
+		return Result{}, ErrClosed
 	}
-	outCtx, stopOutput := context.WithCancel(context.Background())
-	printing := !m.opts.OnlySummary && (m.opts.Headless || m.opts.PrintStats)
-	if printing {
-		m.goroutine("printer", func() { m.printer(outCtx) })
-	}
-	if m.csv != nil {
-		m.goroutine("csv", func() { m.csvWriter(outCtx) })
-	}
-	if m.opts.Headless {
+	m.out.start(m.goroutine)
+	switch {
+	case m.opts.Headless:
 		m.goroutine("headless", func() { m.headless(ctx) })
+	case m.opts.Autostart:
+		m.goroutine("autostart", func() { m.autostart(ctx) })
 	}
 
 	m.loop(ctx)
 
-	// The loop is done: no more state changes. Stop the outputs, then the
-	// transport (Close lingers to flush the quit messages).
-	stopOutput()
+	// The loop is done: no more state changes. Stop the outputs (frames
+	// not yet written are dropped: the final one supersedes them), then
+	// the transport (Close lingers to flush the quit messages).
+	m.out.stop()
 	m.inbox.close()
 	closeErr := m.router.Close()
 	m.wg.Wait()
 	m.phase.Store(2)
 
-	res := m.st.result
-	if res.gaveUp {
-		m.finishCSV()
-		return 1, nil
+	res := Result{
+		GaveUp:          m.st.end.result.gaveUp,
+		InternalError:   m.st.end.result.internalError,
+		ExitCodeOnError: *m.opts.ExitCodeOnError,
 	}
-	snap := m.stats.Snapshot()
-	code := 0
-	switch {
-	case len(snap.Errors) > 0 || len(snap.Exceptions) > 0:
-		code = *m.opts.ExitCodeOnError
-	case res.internalError:
-		code = 2
+	final := m.frame()
+	if res.GaveUp {
+		m.out.finishCSV(final)
+		return res, nil
 	}
-	cv := m.connView.Load()
-	if m.opts.SecondRound && code == 0 && (cv == nil || !cv.round.Passed()) {
-		code = 1 // not every user reused its connection
-	}
-	m.mainLog.Info(fmt.Sprintf("Shutting down (exit code %d)", code))
-	csvErr := m.finishCSV()
-	f := m.opts.StatsFormat
-	w := m.opts.Stderr
-	_ = f.WriteStatsTable(w, snap, false)
-	_ = f.WritePercentileTable(w, snap)
-	_ = f.WriteErrorReport(w, snap)
-	writeConnTable(w, cv)
-	writeDiagnosis(w, cv, m.opts.SecondRound)
+	res.Failures = len(final.snap.Errors) > 0 || len(final.snap.Exceptions) > 0
+	cv := final.conns
+	res.SecondRoundFailed = m.opts.SecondRound && (cv == nil || !cv.round.Passed())
+	m.mainLog.Info(fmt.Sprintf("Shutting down (exit code %d)", res.ExitCode()))
+	csvErr := m.out.finishCSV(final)
+	m.out.summary(final)
 	if closeErr != nil && !errors.Is(closeErr, zmtp.ErrClosed) {
 		m.log.Debug("closing the worker port: " + closeErr.Error())
 	}
-	return code, csvErr
+	return res, csvErr
 }
 
 // goroutine starts a tracked, pprof-labelled goroutine.
@@ -334,7 +309,7 @@ func (m *Master) Start(users int, spawnRate float64, host *string) error {
 	var err error
 	if !m.call(func() {
 		if host != nil {
-			m.st.host = *host
+			m.st.run.host = *host
 		}
 		if len(m.opts.Stages) > 0 {
 			m.startShape()
@@ -394,69 +369,6 @@ func (m *Master) Status() Status {
 
 // ---- the loop ----
 
-// loopState is everything the loop owns.
-type loopState struct {
-	state     string
-	nodes     map[string]*node // add and delete through addNode and deleteNode
-	users     int64            // users reported by all nodes
-	indexes   map[string]int   // worker index by id (see Master.index); forgotten with gone ids
-	nextIdx   int
-	gone      goneIDs            // identities to forget (see noteGone)
-	lastTS    map[string]float64 // last spawn timestamp per worker id (never reset, as the worker's); see spawnedTo
-	stopped   map[string]bool    // sent client_stopped, not yet client_ready: not adopted
-	quitted   map[string]bool    // sent quit: not adopted
-	classes   []UserClass
-	host      string
-	startTime time.Time
-
-	disp          *dispatch.Dispatcher
-	stepping      bool // the dispatcher has steps left
-	rampTimer     *time.Timer
-	rampC         <-chan time.Time
-	lastPaced     time.Time
-	target        int64
-	rate          float64
-	reportWait    bool
-	reportDue     time.Time
-	spawnComplete bool
-
-	stopWaiters []chan struct{}
-	stopDue     time.Time
-
-	shapeCancel context.CancelFunc
-
-	quitting bool
-	final    map[string]*finalReport
-	finalDue time.Time
-
-	cpuWarned  bool
-	usersDirty bool
-	logLimit   *ratelimit.Limiter // log lines per cause (see logf)
-	excLimit   *ratelimit.Limiter // worker exception messages per traceback
-	conn       connLoopState      // connections, warnings, second round
-	index      loopIndex          // per-state node counts, kept as nodes change
-	result     runResult
-	done       bool
-}
-
-type runResult struct {
-	gaveUp        bool
-	internalError bool
-}
-
-func (s *loopState) init(o *Options) {
-	s.state = protocol.StateReady
-	s.nodes = make(map[string]*node)
-	s.indexes = make(map[string]int)
-	s.lastTS = make(map[string]float64)
-	s.stopped = make(map[string]bool)
-	s.quitted = make(map[string]bool)
-	s.classes = append([]UserClass(nil), o.UserClasses...)
-	s.host = o.Host
-	s.logLimit = ratelimit.NewBurst(logBurst, logInterval, limiterKeys)
-	s.excLimit = ratelimit.NewBurst(exceptionBurst, logInterval, limiterKeys)
-}
-
 func (m *Master) loop(ctx context.Context) {
 	defer close(m.loopDone)
 	st := &m.st
@@ -464,19 +376,24 @@ func (m *Master) loop(ctx context.Context) {
 	defer tick.Stop()
 	house := time.NewTicker(houseInterval(m.opts.ReportWait))
 	defer house.Stop()
-	st.rampTimer = time.NewTimer(time.Hour)
-	st.rampTimer.Stop()
-	defer st.rampTimer.Stop()
+	st.ramp.rampTimer = time.NewTimer(time.Hour)
+	st.ramp.rampTimer.Stop()
+	defer st.ramp.rampTimer.Stop()
+	tableC, csvC, stopTicks := m.out.tickers()
+	defer stopTicks()
+	if tableC != nil {
+		m.out.offerTable(m.frame()) // the first table at once
+	}
 	events := m.router.Events()
 	ctxDone := ctx.Done()
 	quitReq := m.quitReq
 	var batch []inbound
-	for !st.done {
+	for !st.end.done {
 		select {
 		case <-m.inbox.ready:
 			batch = m.inbox.take(batch)
 			for i := range batch {
-				if st.done {
+				if st.end.done {
 					batch[i].release()
 					continue
 				}
@@ -489,8 +406,12 @@ func (m *Master) loop(ctx context.Context) {
 			m.safely("heartbeat tick", m.liveness)
 		case <-house.C:
 			m.safely("housekeeping", m.housekeeping)
-		case <-st.rampC:
-			st.rampC = nil
+		case <-tableC:
+			m.out.offerTable(m.frame())
+		case <-csvC:
+			m.out.offerCSV(m.frame())
+		case <-st.ramp.rampC:
+			st.ramp.rampC = nil
 			m.safely("dispatch", m.advanceRamp)
 		case ev, ok := <-events:
 			if !ok {
@@ -506,7 +427,6 @@ func (m *Master) loop(ctx context.Context) {
 			m.beginQuit()
 		}
 	}
-	m.publishUserCount()
 	m.publishConns()
 	s := st.status(&m.opts)
 	m.lastStatus.Store(&s)
@@ -523,7 +443,7 @@ func houseInterval(reportWait time.Duration) time.Duration {
 func (m *Master) safely(what string, f func()) {
 	defer func() {
 		if r := recover(); r != nil {
-			m.st.result.internalError = true
+			m.st.end.result.internalError = true
 			m.log.Error(fmt.Sprintf("Unhandled error in the master (%s): %v", what, r))
 		}
 	}()
@@ -534,7 +454,7 @@ func (m *Master) safely(what string, f func()) {
 func (m *Master) handleSafely(in *inbound) {
 	defer func() {
 		if r := recover(); r != nil {
-			m.st.result.internalError = true
+			m.st.end.result.internalError = true
 			m.log.Error(fmt.Sprintf("Unhandled error in the master (message): %v", r))
 		}
 	}()
@@ -552,7 +472,6 @@ func (m *Master) transportEvent(ev zmtp.Event) {
 
 // housekeeping checks the deadlines of the report, stop and final waits.
 func (m *Master) housekeeping() {
-	m.publishUserCount()
 	m.checkReportWait()
 	m.checkStopWaiters()
 	m.checkFinal()
@@ -573,174 +492,14 @@ func (m *Master) send(id, typ string, data any) {
 }
 
 func (m *Master) index(id string) int {
-	if i, ok := m.st.indexes[id]; ok {
+	if i, ok := m.st.reg.indexes[id]; ok {
 		return i
 	}
-	i := m.st.nextIdx
-	m.st.nextIdx++
-	m.st.indexes[id] = i
+	i := m.st.reg.nextIdx
+	m.st.reg.nextIdx++
+	m.st.reg.indexes[id] = i
 	m.st.noteGone(id) // an id heard of but not (yet) a node is forgotten in time
 	return i
-}
-
-// ---- CSV ----
-
-type csvFiles struct {
-	stats, failures, exceptions, history *os.File
-	hist                                 *stats.HistoryCSV
-	format                               stats.Format
-	mu                                   sync.Mutex
-	closed                               bool
-}
-
-func openCSV(prefix string, fullHistory bool, f stats.Format) (*csvFiles, error) {
-	if dir := filepath.Dir(prefix); dir != "." {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrCSV, err)
-		}
-	}
-	c := &csvFiles{format: f}
-	var err error
-	open := func(suffix string) *os.File {
-		if err != nil {
-			return nil
-		}
-		var file *os.File
-		file, err = os.Create(prefix + suffix)
-		return file
-	}
-	c.stats = open("_stats.csv")
-	c.history = open("_stats_history.csv")
-	c.failures = open("_failures.csv")
-	c.exceptions = open("_exceptions.csv")
-	if err != nil {
-		c.close()
-		return nil, fmt.Errorf("%w: %w", ErrCSV, err)
-	}
-	if c.hist, err = f.NewHistoryCSV(c.history, fullHistory); err != nil {
-		c.close()
-		return nil, fmt.Errorf("%w: %w", ErrCSV, err)
-	}
-	// The snapshot files start with their headers, as Locust's do.
-	empty := stats.New(nil).Snapshot()
-	if err := c.rewrite(empty); err != nil {
-		c.close()
-		return nil, err
-	}
-	return c, nil
-}
-
-// rewrite replaces the three snapshot files' contents.
-func (c *csvFiles) rewrite(s *stats.Snapshot) error {
-	var b strings.Builder
-	files := []struct {
-		f     *os.File
-		write func(*strings.Builder) error
-	}{
-		{c.stats, func(b *strings.Builder) error { return c.format.WriteStatsCSV(b, s) }},
-		{c.failures, func(b *strings.Builder) error { return c.format.WriteFailuresCSV(b, s) }},
-		{c.exceptions, func(b *strings.Builder) error { return c.format.WriteExceptionsCSV(b, s) }},
-	}
-	for _, fl := range files {
-		b.Reset()
-		if err := fl.write(&b); err != nil {
-			return fmt.Errorf("%w: %w", ErrCSV, err)
-		}
-		if _, err := fl.f.WriteAt([]byte(b.String()), 0); err != nil {
-			return fmt.Errorf("%w: %w", ErrCSV, err)
-		}
-		if err := fl.f.Truncate(int64(b.Len())); err != nil {
-			return fmt.Errorf("%w: %w", ErrCSV, err)
-		}
-	}
-	return nil
-}
-
-// tick writes one CSV period: the snapshot files and a history row.
-func (c *csvFiles) tick(s *stats.Snapshot, users int64) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return nil
-	}
-	if err := c.rewrite(s); err != nil {
-		return err
-	}
-	if err := c.hist.WriteRows(s, users); err != nil {
-		return fmt.Errorf("%w: %w", ErrCSV, err)
-	}
-	return nil
-}
-
-func (c *csvFiles) close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.closed = true
-	var first error
-	for _, f := range []*os.File{c.stats, c.failures, c.exceptions, c.history} {
-		if f == nil {
-			continue
-		}
-		if err := f.Close(); err != nil && first == nil {
-			first = fmt.Errorf("%w: %w", ErrCSV, err)
-		}
-	}
-	return first
-}
-
-// finishCSV writes the final rows and closes the files (2.12.1 loses the
-// rows written since its last flush; HEAD completes them, as we do).
-func (m *Master) finishCSV() error {
-	if m.csv == nil {
-		return nil
-	}
-	err := m.csv.tick(m.stats.Snapshot(), m.userCount.Load())
-	if cerr := m.csv.close(); err == nil {
-		err = cerr
-	}
-	if cerr := m.connCSV.write(m.connView.Load()); err == nil {
-		err = cerr
-	}
-	if cerr := m.connCSV.close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		m.log.Error("Writing CSV files: " + err.Error())
-	}
-	return err
-}
-
-func (m *Master) csvWriter(ctx context.Context) {
-	t := time.NewTicker(m.opts.CSVInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := m.csv.tick(m.stats.Snapshot(), m.userCount.Load()); err != nil {
-				m.log.Error("Writing CSV files: " + err.Error())
-			}
-			if err := m.connCSV.write(m.connView.Load()); err != nil {
-				m.log.Error("Writing CSV files: " + err.Error())
-			}
-		}
-	}
-}
-
-// printer prints the current stats table at once and every StatsInterval.
-func (m *Master) printer(ctx context.Context) {
-	t := time.NewTicker(m.opts.StatsInterval)
-	defer t.Stop()
-	for {
-		_ = m.opts.StatsFormat.WriteStatsTable(m.opts.Stderr, m.stats.Snapshot(), true)
-		writeConnTable(m.opts.Stderr, m.connView.Load())
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }
 
 // sortedIDs returns the node ids in a stable order.

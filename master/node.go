@@ -67,11 +67,11 @@ func stateSlot(state string) int {
 	return slotOther
 }
 
-// nodeIndex is what the loop keeps incrementally about st.nodes, so that
+// nodeIndex is what the loop keeps incrementally about st.reg.nodes, so that
 // no message or tick recounts all workers (the master must handle tens of
 // thousands): the nodes per state, and the users per class summed over the
 // active (ready, spawning, running) nodes. Its invariants, checked by
-// checkIndex in tests, hold because nodes enter and leave st.nodes only
+// checkIndex in tests, hold because nodes enter and leave st.reg.nodes only
 // through addNode and deleteNode, change state only through setNodeState
 // and change their users only through setClasses.
 type nodeIndex struct {
@@ -125,8 +125,8 @@ func (x *nodeIndex) countClasses(classes map[string]int64, sign int) {
 }
 
 // setNodeState changes a node's state, keeping the index. Every state
-// change of a node in st.nodes goes through it. Precondition: loop; nd is
-// in st.nodes.
+// change of a node in st.reg.nodes goes through it. Precondition: loop; nd is
+// in st.reg.nodes.
 func (s *loopState) setNodeState(nd *node, state string) {
 	if nd.state == state {
 		return
@@ -138,10 +138,10 @@ func (s *loopState) setNodeState(nd *node, state string) {
 }
 
 // setClasses replaces a node's reported users, keeping the loop's total and
-// the index. Precondition: loop; nd is in st.nodes.
+// the index. Precondition: loop; nd is in st.reg.nodes.
 func (s *loopState) setClasses(nd *node, classes map[string]int64) {
 	t := sumCounts(classes)
-	s.users += t - nd.total
+	s.reg.users += t - nd.total
 	if active(nd.state) {
 		x := &s.ix().nodes
 		x.countClasses(nd.classes, -1)
@@ -154,16 +154,16 @@ func (s *loopState) setClasses(nd *node, classes map[string]int64) {
 // loop.
 func (s *loopState) addNode(nd *node) {
 	s.deleteNode(nd.id)
-	s.nodes[nd.id] = nd
-	s.users += nd.total
+	s.reg.nodes[nd.id] = nd
+	s.reg.users += nd.total
 	s.ix().nodes.count(nd, 1)
 }
 
 func (s *loopState) deleteNode(id string) {
-	if old := s.nodes[id]; old != nil {
-		s.users -= old.total
+	if old := s.reg.nodes[id]; old != nil {
+		s.reg.users -= old.total
 		s.ix().nodes.count(old, -1)
-		delete(s.nodes, id)
+		delete(s.reg.nodes, id)
 		s.noteGone(id)
 	}
 }
@@ -185,7 +185,7 @@ func (s *loopState) countState(state string) int {
 		return s.ix().nodes.states[slot]
 	}
 	n := 0
-	for _, nd := range s.nodes {
+	for _, nd := range s.reg.nodes {
 		if nd.state == state {
 			n++
 		}
@@ -194,7 +194,7 @@ func (s *loopState) countState(state string) int {
 }
 
 // userCount is Locust's user_count: the users reported by all nodes.
-func (s *loopState) userCount() int64 { return s.users }
+func (s *loopState) userCount() int64 { return s.reg.users }
 
 // reportedClasses is Locust's reported_user_classes_count: the users per
 // class of the active nodes. The result is owned by the caller.
@@ -212,7 +212,7 @@ func (s *loopState) reportedClasses() map[string]int64 {
 func (s *loopState) checkIndex() error {
 	var want nodeIndex
 	var users int64
-	for id, nd := range s.nodes {
+	for id, nd := range s.reg.nodes {
 		if nd.id != id {
 			return fmt.Errorf("node %q stored under %q", nd.id, id)
 		}
@@ -223,8 +223,8 @@ func (s *loopState) checkIndex() error {
 		want.count(nd, 1)
 	}
 	x := &s.ix().nodes
-	if users != s.users {
-		return fmt.Errorf("users %d, recount %d", s.users, users)
+	if users != s.reg.users {
+		return fmt.Errorf("users %d, recount %d", s.reg.users, users)
 	}
 	if want.states != x.states {
 		return fmt.Errorf("states (ready, spawning, running, missing, other) %v, recount %v", x.states, want.states)
@@ -348,23 +348,23 @@ func (m *Master) handleMessage(in inbound) (stateChange bool) {
 		}
 		m.clientReady(id, cr)
 	case protocol.TypeClientStopped:
-		nd := st.nodes[id]
+		nd := st.reg.nodes[id]
 		if nd == nil {
 			m.logf(slog.LevelWarn, "unknown worker", "Received %s message from an unknown worker: %s.", msg.Type, id)
 			return false
 		}
-		st.stopped[id] = true
+		st.reg.stopped[id] = true
 		m.removeNode(nd)
 		m.logf(slog.LevelInfo, "worker stopped", "Worker %s (index %d) reported that it has stopped, removing from running workers", id, m.index(id))
 	case protocol.TypeSpawning:
-		if nd := st.nodes[id]; nd != nil {
+		if nd := st.reg.nodes[id]; nd != nil {
 			st.setNodeState(nd, protocol.StateSpawning)
 		} else {
 			m.logf(slog.LevelDebug, "spawning from unregistered", "Ignoring spawning from unregistered worker %s", id)
 		}
 	case protocol.TypeSpawningComplete:
 		sc, ok := msg.Data.(*protocol.SpawningComplete)
-		nd := st.nodes[id]
+		nd := st.reg.nodes[id]
 		switch {
 		case !ok:
 			m.logf(slog.LevelError, "bad spawning_complete", "Bad spawning_complete data from worker %s: %T", id, msg.Data)
@@ -373,7 +373,6 @@ func (m *Master) handleMessage(in inbound) (stateChange bool) {
 		default:
 			st.setNodeState(nd, protocol.StateRunning)
 			st.setClasses(nd, copyCounts(sc.UserClassesCount))
-			m.userCountChanged()
 		}
 	case protocol.TypeQuit:
 		m.workerQuit(id)
@@ -388,7 +387,7 @@ func (m *Master) handleMessage(in inbound) (stateChange bool) {
 			m.logf(slog.LevelDebug, "exception discarded", "Discarded an exception from worker %s, which runs no test of this master", id)
 			return false
 		}
-		if ok, _ := st.excLimit.Allow(exceptionCause(ex.Traceback), timeNow()); ok {
+		if ok, _ := st.warn.excLimit.Allow(exceptionCause(ex.Traceback), timeNow()); ok {
 			m.stats.AddException(ex.Msg, ex.Traceback, id)
 		}
 		return false
@@ -462,23 +461,22 @@ func (m *Master) clientReady(id string, cr *protocol.ClientReady) {
 	}
 	idx := m.index(id)
 	m.send(id, protocol.TypeAck, &protocol.Ack{Index: int64(idx), Cicada: protocol.CicadaVersion})
-	delete(st.stopped, id)
-	delete(st.quitted, id)
-	if old := st.nodes[id]; old != nil {
+	delete(st.reg.stopped, id)
+	delete(st.reg.quitted, id)
+	if old := st.reg.nodes[id]; old != nil {
 		m.logf(slog.LevelInfo, "registered again", "Worker %s (index %d) registered again; replacing it", id, idx)
 	}
 	nd := &node{id: id, state: protocol.StateReady, liveness: m.opts.HeartbeatLiveness, classes: map[string]int64{},
 		version: version, echo: echoHeartbeats(cr), headMsgs: knowsMasterSpawningComplete(cr), memory: -1}
 	st.addNode(nd)
-	m.userCountChanged()
-	if st.quitting {
+	if st.end.quitting {
 		// A worker registering while the master quits: it has no users.
 		m.send(id, protocol.TypeQuit, nil)
 		return
 	}
 	m.workerJoined(id)
 	m.logf(slog.LevelInfo, "worker ready", "Worker %s (index %d) reported as ready. %d workers connected.", id, idx, st.workerCount())
-	if m.opts.EnableRebalancing && st.state == protocol.StateRunning && st.spawnComplete {
+	if m.opts.EnableRebalancing && st.run.state == protocol.StateRunning && st.ramp.spawnComplete {
 		m.requestRedispatch()
 	}
 }
@@ -488,11 +486,11 @@ func (m *Master) clientReady(id string, cr *protocol.ClientReady) {
 // does (coalesced: see requestRedispatch).
 func (m *Master) workerJoined(id string) {
 	st := &m.st
-	if st.disp == nil {
+	if st.ramp.disp == nil {
 		return
 	}
-	st.disp.AddWorker(id)
-	if !st.stepping && (st.state == protocol.StateRunning || st.state == protocol.StateSpawning) {
+	st.ramp.disp.AddWorker(id)
+	if !st.ramp.stepping && (st.run.state == protocol.StateRunning || st.run.state == protocol.StateSpawning) {
 		m.requestRedispatch()
 	}
 }
@@ -502,10 +500,9 @@ func (m *Master) workerJoined(id string) {
 func (m *Master) removeNode(nd *node) {
 	st := &m.st
 	st.deleteNode(nd.id)
-	m.userCountChanged()
-	if st.disp != nil {
-		st.disp.RemoveWorker(nd.id)
-		if !st.stepping && (st.state == protocol.StateRunning || st.state == protocol.StateSpawning) {
+	if st.ramp.disp != nil {
+		st.ramp.disp.RemoveWorker(nd.id)
+		if !st.ramp.stepping && (st.run.state == protocol.StateRunning || st.run.state == protocol.StateSpawning) {
 			m.requestRedispatch()
 		}
 	}
@@ -513,9 +510,9 @@ func (m *Master) removeNode(nd *node) {
 
 func (m *Master) heartbeat(id string, hb *protocol.Heartbeat) (stateChange bool) {
 	st := &m.st
-	nd := st.nodes[id]
+	nd := st.reg.nodes[id]
 	if nd == nil {
-		if st.stopped[id] || st.quitted[id] || st.quitting {
+		if st.reg.stopped[id] || st.reg.quitted[id] || st.end.quitting {
 			return false // stopping (until its client_ready) or gone: as Locust
 		}
 		nd = m.adopt(id, hb)
@@ -536,7 +533,7 @@ func (m *Master) heartbeat(id string, hb *protocol.Heartbeat) (stateChange bool)
 	nd.cpu = hb.CPUUsage
 	if !nd.cpuWarned && nd.cpu > 90 {
 		nd.cpuWarned = true
-		st.cpuWarned = true
+		st.warn.cpuWarned = true
 		m.logf(slog.LevelWarn, "cpu threshold", "Worker %s (index %d) exceeded cpu threshold (will only log this once per worker)", id, m.index(id))
 	}
 	if hb.MemoryUsage >= 0 {
@@ -587,7 +584,7 @@ func (m *Master) adopt(id string, hb *protocol.Heartbeat) *node {
 // spawnedTo reports whether this master ever sent worker id a spawn: only
 // then does the worker run users of a test of ours. Precondition: loop.
 func (s *loopState) spawnedTo(id string) bool {
-	_, ok := s.lastTS[id]
+	_, ok := s.reg.lastTS[id]
 	return ok
 }
 
@@ -602,9 +599,9 @@ func (s *loopState) spawnedTo(id string) bool {
 // reports whether stop was sent. Precondition: loop.
 func (m *Master) stopOrphan(nd *node) bool {
 	st := &m.st
-	idle := st.state == protocol.StateReady || st.state == protocol.StateStopped
+	idle := st.run.state == protocol.StateReady || st.run.state == protocol.StateStopped
 	busy := nd.state == protocol.StateRunning || nd.state == protocol.StateSpawning
-	if !idle || !busy || nd.stopSent || st.quitting {
+	if !idle || !busy || nd.stopSent || st.end.quitting {
 		return false
 	}
 	nd.stopSent = true
@@ -615,7 +612,7 @@ func (m *Master) stopOrphan(nd *node) bool {
 
 func (m *Master) statsReport(id string, r *protocol.StatsReport) {
 	st := &m.st
-	nd := st.nodes[id]
+	nd := st.reg.nodes[id]
 	if nd != nil && st.spawnedTo(id) {
 		m.stats.Merge(r)
 	} else {
@@ -624,21 +621,20 @@ func (m *Master) statsReport(id string, r *protocol.StatsReport) {
 		// its totals.
 		m.logf(slog.LevelDebug, "report discarded", "Discarded the requests of a report from worker %s, which runs no test of this master", id)
 	}
-	if f := st.final[id]; f != nil && !f.stats {
+	if f := st.end.final[id]; f != nil && !f.stats {
 		m.finalStats(f)
 	}
 	if nd != nil && r.UserClassesCount != nil {
 		st.setClasses(nd, copyCounts(r.UserClassesCount))
-		m.userCountChanged()
 	}
-	if len(st.classes) == 0 && len(r.UserClassesCount) > 0 {
+	if len(st.run.classes) == 0 && len(r.UserClassesCount) > 0 {
 		names := make([]string, 0, len(r.UserClassesCount))
 		for c := range r.UserClassesCount {
 			names = append(names, c)
 		}
 		sort.Strings(names)
 		for _, c := range names {
-			st.classes = append(st.classes, UserClass{Name: c, Weight: 1})
+			st.run.classes = append(st.run.classes, UserClass{Name: c, Weight: 1})
 		}
 		m.log.Info(fmt.Sprintf("User classes learned from worker %s: %s (weight 1 each)", id, strings.Join(names, ", ")))
 	}
@@ -646,40 +642,26 @@ func (m *Master) statsReport(id string, r *protocol.StatsReport) {
 
 func (m *Master) workerQuit(id string) {
 	st := &m.st
-	st.quitted[id] = true
+	st.reg.quitted[id] = true
 	defer st.noteGone(id) // once its node, if any, is deleted
-	if f := st.final[id]; f != nil {
+	if f := st.end.final[id]; f != nil {
 		m.finalQuit(f)
 	}
-	nd := st.nodes[id]
+	nd := st.reg.nodes[id]
 	if nd == nil {
 		return
 	}
 	m.removeNode(nd)
 	m.logf(slog.LevelInfo, "worker quit", "Worker '%s' (index %d) quit. %d workers ready.", id, m.index(id), st.countState(protocol.StateReady))
-	if st.quitting {
+	if st.end.quitting {
 		return
 	}
-	if st.workerCount() <= 0 && (st.state == protocol.StateRunning || st.state == protocol.StateSpawning) {
+	if st.workerCount() <= 0 && (st.run.state == protocol.StateRunning || st.run.state == protocol.StateSpawning) {
 		m.log.Info("The last worker quit, stopping test.")
 		m.stopTest(true)
 		if m.opts.Headless {
 			m.beginQuit()
 		}
-	}
-}
-
-// userCountChanged marks the published user count (for the CSV history)
-// stale; housekeeping recomputes it, so a stats report costs O(1) here.
-func (m *Master) userCountChanged() {
-	m.st.usersDirty = true
-}
-
-// publishUserCount recomputes the published user count if stale.
-func (m *Master) publishUserCount() {
-	if m.st.usersDirty {
-		m.st.usersDirty = false
-		m.userCount.Store(m.st.userCount())
 	}
 }
 
@@ -689,13 +671,13 @@ func (m *Master) publishUserCount() {
 // missing or are deleted, whose log lines and effects come in id order as
 // Locust's do.
 func (m *Master) liveness() {
-	m.st.gone.ticks++
+	m.st.reg.gone.ticks++
 	m.forgetGone(m.goneTicks())
 	m.publishConns()
 	m.flushLimits()
 	st := &m.st
 	var dead, missing []*node
-	for _, nd := range st.nodes {
+	for _, nd := range st.reg.nodes {
 		if nd.state == protocol.StateMissing && nd.liveness <= -m.opts.DeadTicks {
 			dead = append(dead, nd)
 		}
@@ -711,14 +693,13 @@ func (m *Master) liveness() {
 		m.logf(slog.LevelInfo, "worker missing", "Worker %s failed to send heartbeat, setting state to missing.", id)
 		st.setNodeState(nd, protocol.StateMissing)
 		st.setClasses(nd, map[string]int64{})
-		m.userCountChanged()
-		if st.disp != nil {
-			st.disp.RemoveWorker(id)
-			if m.opts.EnableRebalancing && st.state == protocol.StateRunning && st.spawnComplete {
+		if st.ramp.disp != nil {
+			st.ramp.disp.RemoveWorker(id)
+			if m.opts.EnableRebalancing && st.run.state == protocol.StateRunning && st.ramp.spawnComplete {
 				m.requestRedispatch()
 			}
 		}
-		if st.workerCount() <= 0 && !st.quitting {
+		if st.workerCount() <= 0 && !st.end.quitting {
 			m.log.Info("The last worker went missing, stopping test.")
 			m.stopTest(true)
 			m.checkStopped()
@@ -730,12 +711,11 @@ func (m *Master) liveness() {
 			id := nd.id
 			m.logf(slog.LevelInfo, "worker removed", "Worker %s (index %d) missing for too long, removing it.", id, m.index(id))
 			st.deleteNode(id)
-			if f := st.final[id]; f != nil {
+			if f := st.end.final[id]; f != nil {
 				m.finalGone(f)
 			}
 		}
-		m.userCountChanged()
-		if (st.state == protocol.StateRunning || st.state == protocol.StateSpawning) && !st.quitting {
+		if (st.run.state == protocol.StateRunning || st.run.state == protocol.StateSpawning) && !st.end.quitting {
 			// The dispatcher forgot these workers when they went missing;
 			// send the split over the remaining ones now (not coalesced:
 			// once per tick at most).
@@ -759,11 +739,11 @@ func sortNodes(nds []*node) {
 // change a worker's state. O(1): it reads the index.
 func (m *Master) checkStopped() {
 	st := &m.st
-	if st.state == protocol.StateReady || st.state == protocol.StateStopped {
+	if st.run.state == protocol.StateReady || st.run.state == protocol.StateStopped {
 		return
 	}
-	allReady := st.ix().nodes.states[slotReady] == len(st.nodes)
-	if (st.state == protocol.StateStopping && allReady) || st.workerCount() == 0 {
+	allReady := st.ix().nodes.states[slotReady] == len(st.reg.nodes)
+	if (st.run.state == protocol.StateStopping && allReady) || st.workerCount() == 0 {
 		m.setState(protocol.StateStopped)
 	}
 }

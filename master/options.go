@@ -104,8 +104,17 @@ type Options struct {
 	// RunTime, quit, print the summary. Otherwise the test is driven
 	// through Start, Stop and Quit (the web UI).
 	Headless bool
+	// Autostart runs a test on its own while keeping the control methods
+	// (the web UI), as locust --autostart: it waits for the workers and
+	// starts as Headless does, and after RunTime stops the test (instead of
+	// quitting) and quits Autoquit later. Ignored when Headless is set.
+	Autostart bool
+	// Autoquit is how long an autostarted master keeps running after the
+	// test stopped at RunTime before it quits (--autoquit). Negative means
+	// never; zero quits at once.
+	Autoquit time.Duration
 	// ExpectWorkers is the number of workers in state ready that a headless
-	// master waits for before it starts. If zero, 1.
+	// or autostarted master waits for before it starts. If zero, 1.
 	ExpectWorkers int
 	// ExpectWorkersMaxWait bounds that wait; Run then returns exit code 1.
 	// Zero means forever.
@@ -118,8 +127,8 @@ type Options struct {
 	SpawnRate float64
 	// Host is the target host sent to workers; "" sends nil.
 	Host string
-	// RunTime limits a headless test, counted from its start (after the
-	// wait for workers). Zero means no limit.
+	// RunTime limits a headless or autostarted test, counted from its
+	// start (after the wait for workers). Zero means no limit.
 	RunTime time.Duration
 	// StopTimeout is the graceful stop time sent to workers in every spawn
 	// message (--stop-timeout).

@@ -141,11 +141,11 @@ func TestRestartedMasterStopsOrphanedGoWorker(t *testing.T) {
 		m, err = New(o)
 		return err == nil
 	})
-	code, err := m.Run(context.Background())
+	res, err := m.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code != 0 {
+	if code := res.ExitCode(); code != 0 {
 		t.Errorf("restarted master's Run = %d; want 0; logs:\n%s", code, logs)
 	}
 	if !logs.has("Sending stop to worker") || !logs.has("All users spawned") {

@@ -25,11 +25,18 @@ const (
 	limiterKeys = 1024
 )
 
+// warnState limits and marks the loop's warnings. Precondition: loop.
+type warnState struct {
+	logLimit  *ratelimit.Limiter // log lines per cause (see logf)
+	excLimit  *ratelimit.Limiter // worker exception messages per traceback
+	cpuWarned bool               // some worker's CPU warning was logged
+}
+
 // logf writes a log line of the given cause unless logBurst lines of it
 // were written in this interval; the first line after refused ones says
 // how many. Precondition: loop.
 func (m *Master) logf(level slog.Level, cause, format string, args ...any) {
-	ok, suppressed := m.st.logLimit.Allow(cause, timeNow())
+	ok, suppressed := m.st.warn.logLimit.Allow(cause, timeNow())
 	if !ok || !m.log.Enabled(context.Background(), level) {
 		return
 	}
@@ -44,14 +51,14 @@ func (m *Master) logf(level slog.Level, cause, format string, args ...any) {
 // intervals that have ended. Precondition: loop.
 func (m *Master) flushLimits() {
 	now := timeNow()
-	for _, x := range m.st.logLimit.Flush(now) {
+	for _, x := range m.st.warn.logLimit.Flush(now) {
 		cause := x.Key
 		if cause == ratelimit.OverflowKey {
 			cause = "other causes"
 		}
 		m.log.Warn(fmt.Sprintf("Suppressed %d similar log messages (%s)", x.Count, cause))
 	}
-	for _, x := range m.st.excLimit.Flush(now) {
+	for _, x := range m.st.warn.excLimit.Flush(now) {
 		m.log.Warn(fmt.Sprintf("Suppressed %d exception messages from workers of one cause (more than %d per %v)", x.Count, exceptionBurst, logInterval))
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/cicada-load/cicada/master/dispatch"
@@ -16,7 +15,7 @@ import (
 // only stamps statistics and spawn messages).
 var timeNow = time.Now
 
-func (m *Master) setState(s string) { m.st.state = s }
+func (m *Master) setState(s string) { m.st.run.state = s }
 
 // ---- start and dispatch (Locust's MasterRunner.start) ----
 
@@ -26,47 +25,47 @@ func (m *Master) start(users int64, rate float64) error {
 	x := st.ix()
 	x.pending = false // this dispatch covers any requested re-dispatch
 	x.last = timeNow()
-	st.spawnComplete = false
-	st.target = users
+	st.ramp.spawnComplete = false
+	st.ramp.target = users
 	n := st.workerCount()
 	if n == 0 {
 		m.log.Warn("You can't start a distributed test before at least one worker processes has connected")
 		return nil
 	}
-	if len(st.classes) == 0 {
+	if len(st.run.classes) == 0 {
 		m.log.Warn("No user classes are known yet: pass them in the options, or wait for a worker to report its classes")
 		return ErrNoUserClasses
 	}
-	st.rate = rate
-	if st.disp == nil {
+	st.ramp.rate = rate
+	if st.ramp.disp == nil {
 		var ids []string
-		for _, id := range sortedIDs(st.nodes) {
-			if active(st.nodes[id].state) {
+		for _, id := range sortedIDs(st.reg.nodes) {
+			if active(st.reg.nodes[id].state) {
 				ids = append(ids, id)
 			}
 		}
-		d, err := dispatch.New(ids, st.classes)
+		d, err := dispatch.New(ids, st.run.classes)
 		if err != nil {
 			return err
 		}
-		st.disp = d
+		st.ramp.disp = d
 	}
 	m.log.Info(fmt.Sprintf("Sending spawn jobs of %d users at %.2f spawn rate to %d ready workers", users, rate, n))
 	if rate/float64(n) > 100 {
 		m.log.Warn("Your selected spawn rate is very high (>100/worker), and this is known to sometimes cause issues. Do you really need to ramp up that fast?")
 	}
-	if st.state != protocol.StateRunning && st.state != protocol.StateSpawning {
+	if st.run.state != protocol.StateRunning && st.run.state != protocol.StateSpawning {
 		m.stats.Clear()
-		st.startTime = timeNow()
+		st.run.startTime = timeNow()
 	}
 	m.setState(protocol.StateSpawning)
-	if err := st.disp.NewDispatch(users, rate); err != nil {
+	if err := st.ramp.disp.NewDispatch(users, rate); err != nil {
 		return err
 	}
-	st.stepping = true
-	st.reportWait = false
-	st.rampC = nil
-	st.rampTimer.Stop()
+	st.ramp.stepping = true
+	st.ramp.reportWait = false
+	st.ramp.rampC = nil
+	st.ramp.rampTimer.Stop()
 	m.advanceRamp()
 	return nil
 }
@@ -75,11 +74,11 @@ func (m *Master) start(users int64, rate float64) error {
 // self.spawn_rate) after a worker joined or left.
 func (m *Master) redispatch() {
 	st := &m.st
-	if st.rate <= 0 {
+	if st.ramp.rate <= 0 {
 		return
 	}
 	st.ix().count++
-	if err := m.start(st.target, st.rate); err != nil {
+	if err := m.start(st.ramp.target, st.ramp.rate); err != nil {
 		m.log.Debug("re-dispatch: " + err.Error())
 	}
 }
@@ -119,14 +118,14 @@ func (m *Master) settleRedispatch() {
 		return
 	}
 	// A request stands while the test runs; stopTest and start clear it.
-	if st.disp == nil || st.quitting || (st.state != protocol.StateRunning && st.state != protocol.StateSpawning) {
+	if st.ramp.disp == nil || st.end.quitting || (st.run.state != protocol.StateRunning && st.run.state != protocol.StateSpawning) {
 		x.pending = false
 		return
 	}
 	if left := x.last.Add(m.coalesceWindow()).Sub(timeNow()); left > 0 {
-		if st.rampC == nil { // no dispatch steps: the timer is free
-			st.rampTimer.Reset(left)
-			st.rampC = st.rampTimer.C
+		if st.ramp.rampC == nil { // no dispatch steps: the timer is free
+			st.ramp.rampTimer.Reset(left)
+			st.ramp.rampC = st.ramp.rampTimer.C
 		}
 		return
 	}
@@ -138,27 +137,27 @@ func (m *Master) settleRedispatch() {
 // the next one. Precondition: loop.
 func (m *Master) advanceRamp() {
 	st := &m.st
-	if st.ix().pending && !st.stepping {
+	if st.ix().pending && !st.ramp.stepping {
 		m.settleRedispatch() // the timer armed for a coalesced re-dispatch
 		return
 	}
-	for st.stepping && st.disp != nil {
-		if wait := st.disp.Wait(); wait > 0 {
-			if left := st.lastPaced.Add(wait).Sub(timeNow()); left > 0 {
-				st.rampTimer.Reset(left)
-				st.rampC = st.rampTimer.C
+	for st.ramp.stepping && st.ramp.disp != nil {
+		if wait := st.ramp.disp.Wait(); wait > 0 {
+			if left := st.ramp.lastPaced.Add(wait).Sub(timeNow()); left > 0 {
+				st.ramp.rampTimer.Reset(left)
+				st.ramp.rampC = st.ramp.rampTimer.C
 				return
 			}
 		}
 		begin := timeNow()
-		step, ok := st.disp.Next()
+		step, ok := st.ramp.disp.Next()
 		if !ok {
-			st.stepping = false
+			st.ramp.stepping = false
 			m.dispatchDone()
 			return
 		}
 		if !step.Rebalance {
-			st.lastPaced = begin
+			st.ramp.lastPaced = begin
 		}
 		m.sendStep(step.Users)
 	}
@@ -169,8 +168,8 @@ func (m *Master) advanceRamp() {
 func (m *Master) sendStep(users dispatch.Mapping) {
 	st := &m.st
 	var host *string
-	if st.host != "" {
-		h := st.host
+	if st.run.host != "" {
+		h := st.run.host
 		host = &h
 	}
 	stopTimeout := m.opts.StopTimeout.Seconds()
@@ -185,14 +184,14 @@ func (m *Master) sendStep(users dispatch.Mapping) {
 	sort.Strings(ids)
 	now := float64(m.opts.Now().UnixNano()) / 1e9
 	for _, id := range ids {
-		if nd := st.nodes[id]; nd != nil {
+		if nd := st.reg.nodes[id]; nd != nil {
 			nd.stopSent = false // a later orphaning is stopped again
 		}
 		ts := now
-		if last := st.lastTS[id]; ts <= last {
+		if last := st.reg.lastTS[id]; ts <= last {
 			ts = math.Nextafter(last, math.Inf(1))
 		}
-		st.lastTS[id] = ts
+		st.reg.lastTS[id] = ts
 		m.send(id, protocol.TypeSpawn, &protocol.Spawn{
 			Timestamp:        ts,
 			UserClassesCount: users[id],
@@ -208,39 +207,39 @@ func (m *Master) sendStep(users dispatch.Mapping) {
 // step (Locust waits up to 1 s for user_count == target).
 func (m *Master) dispatchDone() {
 	st := &m.st
-	st.reportWait = true
-	st.reportDue = timeNow().Add(m.opts.ReportWait)
+	st.ramp.reportWait = true
+	st.ramp.reportDue = timeNow().Add(m.opts.ReportWait)
 	m.checkReportWait()
 }
 
 func (m *Master) checkReportWait() {
 	st := &m.st
-	if !st.reportWait {
+	if !st.ramp.reportWait {
 		return
 	}
-	reached := st.userCount() == st.target
-	if !reached && timeNow().Before(st.reportDue) {
+	reached := st.userCount() == st.ramp.target
+	if !reached && timeNow().Before(st.ramp.reportDue) {
 		return
 	}
-	st.reportWait = false
+	st.ramp.reportWait = false
 	prefix := "All users spawned"
 	if !reached {
 		prefix = "Spawning is complete and report waittime is expired, but not all reports received from workers"
 	}
-	if st.state == protocol.StateSpawning {
+	if st.run.state == protocol.StateSpawning {
 		m.setState(protocol.StateRunning)
 	}
 	if m.opts.ResetStats {
 		m.log.Info("Resetting stats")
 		m.stats.Reset()
 	}
-	st.spawnComplete = true
+	st.ramp.spawnComplete = true
 	m.log.Info(fmt.Sprintf("%s: %s", prefix, formatClasses(st.reportedClasses())))
 	// Locust ≥ 2.29 tells the workers the ramp is over (they fire their
 	// spawning_complete event then, e.g. for --reset-stats).
-	for _, id := range sortedIDs(st.nodes) {
-		if st.nodes[id].headMsgs {
-			m.send(id, protocol.TypeSpawningComplete, &protocol.MasterSpawningComplete{UserCount: st.target})
+	for _, id := range sortedIDs(st.reg.nodes) {
+		if st.reg.nodes[id].headMsgs {
+			m.send(id, protocol.TypeSpawningComplete, &protocol.MasterSpawningComplete{UserCount: st.ramp.target})
 		}
 	}
 	m.startSecondRound()
@@ -253,50 +252,50 @@ func (m *Master) checkReportWait() {
 // on timeout); otherwise nil. Precondition: loop.
 func (m *Master) stopTest(sendStop bool) chan struct{} {
 	st := &m.st
-	switch st.state {
+	switch st.run.state {
 	case protocol.StateReady, protocol.StateStopped, protocol.StateStopping:
 		return nil
 	}
 	m.log.Debug("Stopping...")
 	m.setState(protocol.StateStopping)
-	if st.shapeCancel != nil {
-		st.shapeCancel()
-		st.shapeCancel = nil
+	if st.run.shapeCancel != nil {
+		st.run.shapeCancel()
+		st.run.shapeCancel = nil
 	}
-	st.disp = nil
+	st.ramp.disp = nil
 	st.ix().pending = false
-	st.stepping = false
-	st.reportWait = false
-	st.rampC = nil
-	st.rampTimer.Stop()
+	st.ramp.stepping = false
+	st.ramp.reportWait = false
+	st.ramp.rampC = nil
+	st.ramp.rampTimer.Stop()
 	if !sendStop {
 		return nil
 	}
-	for _, id := range sortedIDs(st.nodes) {
+	for _, id := range sortedIDs(st.reg.nodes) {
 		m.send(id, protocol.TypeStop, nil)
 	}
 	done := make(chan struct{})
-	st.stopWaiters = append(st.stopWaiters, done)
-	st.stopDue = timeNow().Add(m.opts.StopTimeout + m.opts.StopWait)
+	st.end.stopWaiters = append(st.end.stopWaiters, done)
+	st.end.stopDue = timeNow().Add(m.opts.StopTimeout + m.opts.StopWait)
 	m.checkStopWaiters()
 	return done
 }
 
 func (m *Master) checkStopWaiters() {
 	st := &m.st
-	if len(st.stopWaiters) == 0 {
+	if len(st.end.stopWaiters) == 0 {
 		return
 	}
 	if st.userCount() != 0 {
-		if timeNow().Before(st.stopDue) {
+		if timeNow().Before(st.end.stopDue) {
 			return
 		}
 		m.log.Error("Timeout waiting for all workers to stop")
 	}
-	for _, c := range st.stopWaiters {
+	for _, c := range st.end.stopWaiters {
 		close(c)
 	}
-	st.stopWaiters = nil
+	st.end.stopWaiters = nil
 }
 
 // finalReport tracks one worker's final stats at exit. Its fields change
@@ -367,7 +366,7 @@ func (m *Master) finalSettle(f *finalReport) {
 func (s *loopState) checkFinalIndex() error {
 	fx := &s.ix().final
 	var open, inGrace int
-	for _, f := range s.final {
+	for _, f := range s.end.final {
 		switch {
 		case !f.waiting():
 		case f.stats:
@@ -386,59 +385,59 @@ func (s *loopState) checkFinalIndex() error {
 // worker, then wait for their final reports. Precondition: loop.
 func (m *Master) beginQuit() {
 	st := &m.st
-	if st.quitting {
+	if st.end.quitting {
 		return
 	}
-	st.quitting = true
+	st.end.quitting = true
 	m.stopTest(false)
-	st.final = make(map[string]*finalReport)
+	st.end.final = make(map[string]*finalReport)
 	st.ix().final = finalIndex{}
-	for _, id := range sortedIDs(st.nodes) {
-		nd := st.nodes[id]
+	for _, id := range sortedIDs(st.reg.nodes) {
+		nd := st.reg.nodes[id]
 		m.log.Debug(fmt.Sprintf("Sending quit message to worker %s (index %d)", id, m.index(id)))
 		m.send(id, protocol.TypeQuit, nil)
 		if nd.state != protocol.StateMissing {
-			st.final[id] = &finalReport{}
+			st.end.final[id] = &finalReport{}
 			st.ix().final.open++
 		}
 	}
-	for id := range st.stopped {
+	for id := range st.reg.stopped {
 		m.send(id, protocol.TypeQuit, nil) // stopping workers have no users left
 	}
-	st.finalDue = timeNow().Add(m.opts.FinalReportTimeout)
-	if len(st.final) > 0 {
-		m.log.Debug(fmt.Sprintf("Waiting up to %v for the final stats of %d workers", m.opts.FinalReportTimeout, len(st.final)))
+	st.end.finalDue = timeNow().Add(m.opts.FinalReportTimeout)
+	if len(st.end.final) > 0 {
+		m.log.Debug(fmt.Sprintf("Waiting up to %v for the final stats of %d workers", m.opts.FinalReportTimeout, len(st.end.final)))
 	}
 	m.checkFinal()
 }
 
 func (m *Master) checkFinal() {
 	st := &m.st
-	if !st.quitting || st.done {
+	if !st.end.quitting || st.end.done {
 		return
 	}
 	now := timeNow()
-	if now.Before(st.finalDue) && !m.finalSettled(now) {
+	if now.Before(st.end.finalDue) && !m.finalSettled(now) {
 		return // O(1) for most messages: see finalIndex
 	}
 	var missing []string
-	for id, f := range st.final {
+	for id, f := range st.end.final {
 		if f.quit || f.gone || (f.stats && now.Sub(f.statsAt) >= m.opts.FinalReportGrace) {
 			continue
 		}
 		missing = append(missing, id)
 	}
-	if len(missing) > 0 && now.Before(st.finalDue) {
+	if len(missing) > 0 && now.Before(st.end.finalDue) {
 		return
 	}
 	sort.Strings(missing)
 	for _, id := range missing {
 		m.log.Warn(fmt.Sprintf("Worker %s (index %d) sent no final stats report within %v: its last requests are not counted", id, m.index(id), m.opts.FinalReportTimeout))
 	}
-	if st.state == protocol.StateStopping {
+	if st.run.state == protocol.StateStopping {
 		m.setState(protocol.StateStopped)
 	}
-	st.done = true
+	st.end.done = true
 }
 
 // finalSettled reports whether no final report is awaited any more.
@@ -453,7 +452,7 @@ func (m *Master) finalSettled(now time.Time) bool {
 	}
 	if !fx.exact {
 		var end time.Time
-		for _, f := range st.final {
+		for _, f := range st.end.final {
 			if f.waiting() && f.stats {
 				if e := f.statsAt.Add(m.opts.FinalReportGrace); e.After(end) {
 					end = e
@@ -465,92 +464,16 @@ func (m *Master) finalSettled(now time.Time) bool {
 	return !now.Before(fx.graceEnd)
 }
 
-// ---- headless run control (locust/main.py) ----
-
-// headless waits for the workers, starts the test (or the shape) and quits
-// after the run time. It runs on its own goroutine and drives the loop
-// through call.
-func (m *Master) headless(ctx context.Context) {
-	o := &m.opts
-	begin := timeNow()
-	t := time.NewTicker(o.WaitLogInterval)
-	defer t.Stop()
-	for {
-		var ready int
-		var classes bool
-		if !m.call(func() {
-			ready = m.st.countState(protocol.StateReady)
-			classes = len(m.st.classes) > 0
-		}) {
-			return
-		}
-		if ready >= o.ExpectWorkers && classes {
-			break
-		}
-		if o.ExpectWorkersMaxWait > 0 && timeNow().Sub(begin) > o.ExpectWorkersMaxWait {
-			m.rootLog.Error("Gave up waiting for workers to connect")
-			m.call(func() {
-				m.st.result.gaveUp = true
-				m.beginQuit()
-				m.st.done = true // no final reports: no test ran
-			})
-			return
-		}
-		if ready >= o.ExpectWorkers {
-			m.rootLog.Info("Waiting for workers to report their user classes")
-		} else {
-			m.rootLog.Info(fmt.Sprintf("Waiting for workers to be ready, %d of %d connected", ready, o.ExpectWorkers))
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-m.loopDone:
-			return
-		case <-t.C:
-		}
-	}
-	if len(o.Stages) > 0 {
-		m.call(m.startShape)
-		return
-	}
-	m.call(func() {
-		if err := m.start(int64(o.Users), o.SpawnRate); err != nil {
-			m.log.Error("Cannot start the test: " + err.Error())
-		}
-	})
-	if o.RunTime <= 0 {
-		m.mainLog.Info("No run time limit set, use CTRL+C to interrupt")
-		return
-	}
-	m.mainLog.Info(fmt.Sprintf("Run time limit set to %s seconds", formatSeconds(o.RunTime)))
-	timer := time.NewTimer(o.RunTime)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		m.mainLog.Info("--run-time limit reached, shutting down")
-		m.call(m.beginQuit)
-	case <-ctx.Done():
-	case <-m.loopDone:
-	}
-}
-
-func formatSeconds(d time.Duration) string {
-	if d%time.Second == 0 {
-		return fmt.Sprint(int64(d / time.Second))
-	}
-	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.3f", d.Seconds()), "0"), ".")
-}
-
 // startShape starts the load shape goroutine. Precondition: loop.
 func (m *Master) startShape() {
 	st := &m.st
-	if st.shapeCancel != nil {
+	if st.run.shapeCancel != nil {
 		m.log.Info("There is an ongoing shape test running. Editing is disabled")
 		return
 	}
 	m.log.Info("Shape test starting. User count and spawn rate are ignored for this type of load test")
 	ctx, cancel := context.WithCancel(context.Background())
-	st.shapeCancel = cancel
+	st.run.shapeCancel = cancel
 	m.goroutine("shape", func() { m.shape(ctx) })
 }
 
@@ -572,7 +495,7 @@ func (m *Master) shape(ctx context.Context) {
 				if ctx.Err() != nil {
 					return
 				}
-				m.st.shapeCancel = nil
+				m.st.run.shapeCancel = nil
 				if m.opts.Headless {
 					m.mainLog.Info("--run-time limit reached, shutting down")
 					m.beginQuit()

@@ -83,24 +83,24 @@ func (s Status) clone() Status {
 // status builds a Status. Precondition: loop (or the loop has exited).
 func (s *loopState) status(o *Options) Status {
 	out := Status{
-		State:            s.state,
+		State:            s.run.state,
 		UserCount:        s.userCount(),
-		TargetUsers:      s.target,
-		SpawnRate:        s.rate,
-		Host:             s.host,
+		TargetUsers:      s.ramp.target,
+		SpawnRate:        s.ramp.rate,
+		Host:             s.run.host,
 		WorkerCount:      s.workerCount(),
 		UserClassesCount: s.reportedClasses(),
-		Classes:          append([]UserClass(nil), s.classes...),
-		StartTime:        s.startTime,
+		Classes:          append([]UserClass(nil), s.run.classes...),
+		StartTime:        s.run.startTime,
 		Warnings:         append([]WorkerWarning(nil), s.conn.warnings...),
 		SecondRound:      s.conn.round,
 	}
 	out.SecondRound.Errors = copyCounts(s.conn.round.Errors)
-	for _, id := range sortedIDs(s.nodes) {
-		nd := s.nodes[id]
+	for _, id := range sortedIDs(s.reg.nodes) {
+		nd := s.reg.nodes[id]
 		out.Workers = append(out.Workers, WorkerInfo{
 			ID:               id,
-			Index:            s.indexes[id],
+			Index:            s.reg.indexes[id],
 			State:            nd.state,
 			UserCount:        nd.users(),
 			UserClassesCount: copyCounts(nd.classes),

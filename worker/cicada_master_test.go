@@ -52,7 +52,7 @@ users:
 		err  error
 	}
 	res := make(chan result, 1)
-	go func() { c, err := m.Run(ctx); res <- result{c, err} }()
+	go func() { r, err := m.Run(ctx); res <- result{r.ExitCode(), err} }()
 
 	var ws []*worker.Worker
 	wres := make(chan error, 2)

@@ -198,8 +198,8 @@ func runCicadaMaster(port, n int, cpuprofile string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	code, _ := m.Run(ctx)
-	return code
+	res, _ := m.Run(ctx)
+	return res.ExitCode()
 }
 
 type result struct {

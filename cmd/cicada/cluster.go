@@ -62,9 +62,6 @@ func (a *app) runCluster(ctx context.Context, distributed bool) int {
 		}
 	}
 	opts := a.masterOptions(log, distributed, localWorkers)
-	if cfg.Autostart && !headless && cfg.Users > 0 {
-		opts.Users = cfg.Users
-	}
 	a.statsFormat = opts.StatsFormat
 	m, err := master.New(opts)
 	if err != nil {
@@ -133,13 +130,6 @@ func (a *app) runCluster(ctx context.Context, distributed bool) int {
 				m.Quit()
 			}
 		}()
-		if cfg.Autostart {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				a.autostart(auxCtx, m, runner, log, max(1, localWorkers, cfg.ExpectWorkers))
-			}()
-		}
 	} else if cfg.HTMLFile != "" {
 		hist = web.NewHistory(web.DefaultHistorySize)
 		wg.Add(1)
@@ -150,7 +140,8 @@ func (a *app) runCluster(ctx context.Context, distributed bool) int {
 	}
 	log.Info(fmt.Sprintf("Starting cicada %s", version))
 
-	code, err := m.Run(ctx)
+	res, err := m.Run(ctx)
+	code := res.ExitCode()
 	if err != nil {
 		log.Error(err.Error())
 		if code == 0 {
@@ -169,60 +160,14 @@ func (a *app) runCluster(ctx context.Context, distributed bool) int {
 	return code
 }
 
-// autostart starts the test once enough workers are connected, stops it
-// after --run-time and quits after --autoquit, as Locust's --autostart.
-func (a *app) autostart(ctx context.Context, m *master.Master, r *masterRunner, log *slog.Logger, expect int) {
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for m.Status().WorkerCount < expect {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
-	users, rate := max(a.cfg.Users, 1), a.cfg.SpawnRate
-	if rate <= 0 {
-		rate = 1
-	}
-	var host *string
-	if a.cfg.Host != "" {
-		host = &a.cfg.Host
-	}
-	if err := m.Start(users, rate, host); err != nil {
-		log.Error(err.Error())
-		return
-	}
-	if rt := time.Duration(a.cfg.RunTime); rt > 0 {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(rt):
-		}
-		log.Info("--run-time limit reached, stopping test")
-		stopCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		_ = m.Stop(stopCtx)
-		cancel()
-		if a.cfg.Autoquit < 0 {
-			log.Info("--autoquit not specified, leaving web ui running indefinitely")
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(time.Duration(a.cfg.Autoquit) * time.Second):
-		}
-		log.Info("--autoquit time reached, shutting down")
-		m.Quit()
-	}
-}
-
 func (a *app) masterOptions(log *slog.Logger, distributed bool, localWorkers int) master.Options {
 	cfg := a.cfg
 	opts := master.Options{
 		BindHost:             cfg.MasterBindHost,
 		BindPort:             cfg.MasterBindPort,
 		Headless:             cfg.Headless,
+		Autostart:            cfg.Autostart && !cfg.Headless,
+		Autoquit:             autoquit(cfg.Autoquit),
 		ExpectWorkers:        cfg.ExpectWorkers,
 		ExpectWorkersMaxWait: time.Duration(cfg.ExpectWorkersMaxWait) * time.Second,
 		Users:                cfg.Users,
@@ -375,6 +320,14 @@ func (a *app) writeHTML(r *masterRunner, hist *web.History) error {
 		return fmt.Errorf("cannot write the HTML report: %w", err)
 	}
 	return f.Close()
+}
+
+// autoquit is --autoquit (seconds, -1 for never) as master.Options.Autoquit.
+func autoquit(seconds int) time.Duration {
+	if seconds < 0 {
+		return -1
+	}
+	return time.Duration(seconds) * time.Second
 }
 
 func webAddr(host string, port int) string {

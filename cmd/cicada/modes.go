@@ -8,14 +8,13 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
-	"os/signal"
 	"sort"
-	"syscall"
 	"time"
 
 	"github.com/cicada-load/cicada/config"
 	"github.com/cicada-load/cicada/diag"
 	"github.com/cicada-load/cicada/internal/locustlog"
+	"github.com/cicada-load/cicada/internal/shutdown"
 	"github.com/cicada-load/cicada/protocol/zmtp"
 	"github.com/cicada-load/cicada/scenario"
 	"github.com/cicada-load/cicada/stats"
@@ -64,17 +63,23 @@ func runMode(cfg *config.Config, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
+	// The first signal quits gracefully; a worker that takes longer than
+	// workerQuitGrace, or a second signal, is stopped at once.
+	sig := shutdown.Notify(context.Background(), workerQuitGrace)
+	defer sig.Stop()
 	switch {
 	case cfg.Worker:
-		return a.runWorker(ctx)
+		return a.runWorker(sig)
 	case cfg.Master:
-		return a.runMaster(ctx)
+		return a.runMaster(sig.Quit)
 	default:
-		return a.runStandalone(ctx)
+		return a.runStandalone(sig.Quit)
 	}
 }
+
+// workerQuitGrace bounds a worker's graceful quit after a signal (its final
+// report and quit message to the master).
+const workerQuitGrace = 10 * time.Second
 
 func (a *app) setupLogging() (func(), error) {
 	level, err := locustlog.ParseLevel(a.cfg.LogLevel)
@@ -162,7 +167,7 @@ func (a *app) sourceIPs() ([]netip.Addr, error) {
 	return diag.ParseSourceIPs(a.cfg.SourceIPs)
 }
 
-func (a *app) runWorker(ctx context.Context) int {
+func (a *app) runWorker(sig *shutdown.Signals) int {
 	log := a.log.With("logger", "cicada.worker")
 	opts, err := a.workerOptions(log)
 	if err != nil {
@@ -177,22 +182,15 @@ func (a *app) runWorker(ctx context.Context) int {
 	a.log.Info(fmt.Sprintf("Starting cicada %s worker %s, connecting to %s:%d", version, w.NodeID(), a.cfg.MasterHost, a.cfg.MasterPort))
 	// A signal quits gracefully (the master is told, as Python workers
 	// do); if that takes too long the worker is dropped.
-	runCtx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	done := make(chan struct{})
 	go func() {
 		select {
-		case <-ctx.Done():
+		case <-sig.Quit.Done():
 			w.Quit()
-			select {
-			case <-time.After(10 * time.Second):
-				cancel()
-			case <-done:
-			}
 		case <-done:
 		}
 	}()
-	err = w.Run(runCtx)
+	err = w.Run(sig.Force)
 	close(done)
 	switch {
 	case err == nil, errors.Is(err, context.Canceled):
