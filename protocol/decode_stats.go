@@ -42,7 +42,7 @@ func (d *decoder) statsReport() (*StatsReport, error) {
 	}
 	var seen uint8
 	for i := 0; i < n; i++ {
-		k, ok, err := d.key()
+		k, ok, err := d.key(MaxDepth - 2)
 		if err != nil {
 			return nil, at(err, "[key "+strconv.Itoa(i)+"]")
 		}
@@ -62,7 +62,7 @@ func (d *decoder) statsReport() (*StatsReport, error) {
 			if mem != nil {
 				em = &mem.total
 			}
-			err = d.statsEntry(&r.Total, em)
+			err = d.statsEntry(&r.Total, em, MaxDepth-3) // level 3
 		case "errors":
 			seen |= 4
 			var reuse *reuseMap[string, StatsError]
@@ -113,7 +113,7 @@ func (d *decoder) statsEntries(r *StatsReport, mem *statsMem) error {
 		if ems != nil {
 			em = &ems[i]
 		}
-		if err := d.statsEntry(&r.Stats[i], em); err != nil {
+		if err := d.statsEntry(&r.Stats[i], em, MaxDepth-4); err != nil { // level 4
 			return at(err, "["+strconv.Itoa(i)+"]")
 		}
 	}
@@ -124,9 +124,11 @@ func (d *decoder) statsEntries(r *StatsReport, mem *statsMem) error {
 // knows and keeps a fresh entry's defaults for the others; likewise only
 // name, method and start_time are required here (Locust defaults start_time
 // to "now", which a codec cannot know). Unknown keys are ignored. A non-nil
-// em lends its maps and buffer. Counts, times and sizes must be finite and
+// em lends its maps and buffer. depth is the nesting its keys and ignored
+// values may open (see skip), which differs between stats_total and the
+// entries of stats. Counts, times and sizes must be finite and
 // not negative (ErrOutOfRange), keys of the stats maps included.
-func (d *decoder) statsEntry(s *StatsEntry, em *entryMem) error {
+func (d *decoder) statsEntry(s *StatsEntry, em *entryMem, depth int) error {
 	n, err := d.mapLen()
 	if err != nil {
 		return err
@@ -140,12 +142,12 @@ func (d *decoder) statsEntry(s *StatsEntry, em *entryMem) error {
 			k, d.off = d.buf[p+1:e:e], e
 		} else {
 			var ok bool
-			k, ok, err = d.keySlow()
+			k, ok, err = d.keySlow(depth)
 			if err != nil {
 				return at(err, "[key "+strconv.Itoa(i)+"]")
 			}
 			if !ok {
-				if err := d.skip(MaxDepth - 3); err != nil {
+				if err := d.skip(depth); err != nil {
 					return at(err, "["+strconv.Itoa(i)+"]")
 				}
 				continue
@@ -210,7 +212,7 @@ func (d *decoder) statsEntry(s *StatsEntry, em *entryMem) error {
 				s.Exact, err = d.binary()
 			}
 		default:
-			err = d.skip(MaxDepth - 3)
+			err = d.skip(depth)
 		}
 		if err != nil {
 			return at(err, string(k))
@@ -548,7 +550,7 @@ func (d *decoder) statsError(se *StatsError) error {
 	}
 	var seen uint8
 	for i := 0; i < n; i++ {
-		k, ok, err := d.key()
+		k, ok, err := d.key(MaxDepth - 4) // an error row is at level 4
 		if err != nil {
 			return at(err, "[key "+strconv.Itoa(i)+"]")
 		}

@@ -822,11 +822,10 @@ func sStatsErrors(v any) (map[string]StatsError, error) {
 // ---- the differential check ----
 
 // depthSlack is how far past MaxDepth a payload may nest and still be
-// accepted: ignored values deep inside stats entries and heartbeat
-// counters, and non-str map keys, get up to 3 levels more (Decode's skip
-// budgets are fixed per call site). Payloads in that band are only
-// checked for not panicking; deeper ones must be rejected.
-const depthSlack = 3
+// accepted. Decode's limit is exact, so it is 0: payloads deeper than
+// MaxDepth must be rejected wherever the deepest value sits (ignored values
+// and non-str keys included).
+const depthSlack = 0
 
 // checkAgainstLibrary decodes payload with Decode, with DecodePooled after
 // releasing a report decoded from prev, and with the library plus spec,
@@ -864,8 +863,6 @@ func checkAgainstLibrary(t testing.TB, prev, payload []byte) {
 			if c.err == nil {
 				t.Fatalf("payload %x:\n%s accepted nesting %d; want an error", payload, c.name, depth)
 			}
-		case depth > MaxDepth:
-			// Either answer is right (see depthSlack).
 		case errors.Is(c.err, ErrOutOfRange):
 			// Range checks on stats values are not in the spec's mapping:
 			// a refusal is right where the spec's value holds such a value
