@@ -124,7 +124,7 @@ func (d *decoder) statsEntries(r *StatsReport, mem *statsMem) error {
 // knows and keeps a fresh entry's defaults for the others; likewise only
 // name, method and start_time are required here (Locust defaults start_time
 // to "now", which a codec cannot know). Unknown keys are ignored. A non-nil
-// em lends its maps and buffer. depth is the nesting its keys and ignored
+// em (DecodePooled) lends its buffers; with a nil one they are allocated. depth is the nesting its keys and ignored
 // values may open (see skip), which differs between stats_total and the
 // entries of stats. Counts, times and sizes must be finite and
 // not negative (ErrOutOfRange), keys of the stats maps included.
@@ -132,6 +132,10 @@ func (d *decoder) statsEntry(s *StatsEntry, em *entryMem, depth int) error {
 	n, err := d.mapLen()
 	if err != nil {
 		return err
+	}
+	var fresh entryMem // Decode: nothing to reuse, so every buffer is new
+	if em == nil {
+		em = &fresh
 	}
 	var seen uint8
 	for i := 0; i < n; i++ {
@@ -156,11 +160,7 @@ func (d *decoder) statsEntry(s *StatsEntry, em *entryMem, depth int) error {
 		switch string(k) {
 		case "name":
 			seen |= 1
-			if em != nil {
-				s.Name, err = d.nameLike(&em.name)
-			} else {
-				s.Name, _, err = d.stringOrNil()
-			}
+			s.Name, err = d.nameLike(&em.name)
 		case "method":
 			seen |= 2
 			var m string
@@ -188,29 +188,13 @@ func (d *decoder) statsEntry(s *StatsEntry, em *entryMem, depth int) error {
 		case "total_content_length":
 			s.TotalContentLength, err = d.count()
 		case "response_times":
-			if em != nil {
-				s.ResponseTimeCounts, err = d.countsInto(&em.rt)
-			} else {
-				s.ResponseTimes, err = d.intIntMap()
-			}
+			s.ResponseTimes, err = d.countsInto(&em.rt)
 		case "num_reqs_per_sec":
-			if em != nil {
-				s.NumReqsPerSecCounts, err = d.countsInto(&em.reqs)
-			} else {
-				s.NumReqsPerSec, err = d.intIntMap()
-			}
+			s.NumReqsPerSec, err = d.countsInto(&em.reqs)
 		case "num_fail_per_sec":
-			if em != nil {
-				s.NumFailPerSecCounts, err = d.countsInto(&em.fails)
-			} else {
-				s.NumFailPerSec, err = d.intIntMap()
-			}
+			s.NumFailPerSec, err = d.countsInto(&em.fails)
 		case KeyCicadaLatency:
-			if em != nil {
-				s.Exact, err = d.binaryInto(&em.exact)
-			} else {
-				s.Exact, err = d.binary()
-			}
+			s.Exact, err = d.binaryInto(&em.exact)
 		default:
 			err = d.skip(depth)
 		}
@@ -362,31 +346,14 @@ func (d *decoder) methodPtr(m string) *string {
 	return &d.strs[len(d.strs)-1]
 }
 
-// intIntMap decodes a stats map (response_times, num_reqs_per_sec,
-// num_fail_per_sec). Keys may be any int width or a float (Locust 2.12.1
-// sends 140.0), truncated toward zero; duplicate keys keep the last value,
-// as a Python dict does. An empty map decodes to nil.
-func (d *decoder) intIntMap() (map[int64]int64, error) {
-	n, err := d.mapLen()
-	if err != nil || n == 0 {
-		return nil, err
-	}
-	m := make(map[int64]int64, n)
-	for i := 0; i < n; i++ {
-		k, v, err := d.intIntPair(i)
-		if err != nil {
-			return nil, err
-		}
-		m[k] = v
-	}
-	return m, nil
-}
-
-// countsInto is intIntMap for DecodePooled: it decodes the map as pairs into
-// *reuse (replaced when too small or far too large) and returns them in
-// strictly ascending key order (canonCounts), which gives the same counts as
-// the map. cicada workers and Locust's per-second maps send ascending keys;
-// Locust's response_times come in first-seen order and are sorted here.
+// countsInto decodes a stats map (response_times, num_reqs_per_sec,
+// num_fail_per_sec) as pairs into *reuse (replaced when too small or far too
+// large) and returns them in strictly ascending key order (canonCounts).
+// Keys may be any int width or a float (Locust 2.12.1 sends 140.0),
+// truncated toward zero; of repeated keys the last value wins, as in a
+// Python dict. An empty map decodes to nil. cicada workers and Locust's
+// per-second maps send ascending keys; Locust's response_times come in
+// first-seen order and are sorted here.
 func (d *decoder) countsInto(reuse *[]Count) ([]Count, error) {
 	n, err := d.mapLen()
 	if err != nil || n == 0 {

@@ -415,8 +415,15 @@ func optNumber(p **float64) func(any) error {
 func strInts(p *map[string]int64) func(any) error {
 	return func(v any) (err error) { *p, err = sStrIntMap(v); return err }
 }
-func intInts(p *map[int64]int64) func(any) error {
-	return func(v any) (err error) { *p, err = sIntIntMap(v); return err }
+
+// intInts maps a stats map as a Python dict holds it (repeated keys: the
+// last wins) to its pairs in ascending key order.
+func intInts(p *[]Count) func(any) error {
+	return func(v any) error {
+		m, err := sIntIntMap(v)
+		*p = Counts(m)
+		return err
+	}
 }
 
 // sPlain is the plain-value mapping of value.go.
