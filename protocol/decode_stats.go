@@ -61,6 +61,8 @@ func (d *decoder) statsReport() (*StatsReport, error) {
 			var em *entryMem
 			if mem != nil {
 				em = &mem.total
+			} else {
+				em = new(entryMem) // Decode: nothing to reuse
 			}
 			err = d.statsEntry(&r.Total, em, MaxDepth-3) // level 3
 		case "errors":
@@ -112,6 +114,8 @@ func (d *decoder) statsEntries(r *StatsReport, mem *statsMem) error {
 		var em *entryMem
 		if ems != nil {
 			em = &ems[i]
+		} else {
+			em = new(entryMem) // Decode: nothing to reuse
 		}
 		if err := d.statsEntry(&r.Stats[i], em, MaxDepth-4); err != nil { // level 4
 			return at(err, "["+strconv.Itoa(i)+"]")
@@ -123,8 +127,9 @@ func (d *decoder) statsEntries(r *StatsReport, mem *statsMem) error {
 // statsEntry decodes one StatsEntry. Locust's master copies only the keys it
 // knows and keeps a fresh entry's defaults for the others; likewise only
 // name, method and start_time are required here (Locust defaults start_time
-// to "now", which a codec cannot know). Unknown keys are ignored. A non-nil
-// em (DecodePooled) lends its buffers; with a nil one they are allocated. depth is the nesting its keys and ignored
+// to "now", which a codec cannot know). Unknown keys are ignored. em lends
+// its buffers: DecodePooled's hold earlier reports' memory, Decode's are
+// new (empty), so every buffer is allocated. depth is the nesting its keys and ignored
 // values may open (see skip), which differs between stats_total and the
 // entries of stats. Counts, times and sizes must be finite and
 // not negative (ErrOutOfRange), keys of the stats maps included.
@@ -132,10 +137,6 @@ func (d *decoder) statsEntry(s *StatsEntry, em *entryMem, depth int) error {
 	n, err := d.mapLen()
 	if err != nil {
 		return err
-	}
-	var fresh entryMem // Decode: nothing to reuse, so every buffer is new
-	if em == nil {
-		em = &fresh
 	}
 	var seen uint8
 	for i := 0; i < n; i++ {
