@@ -129,10 +129,10 @@ func (d *decoder) statsEntries(r *StatsReport, mem *statsMem) error {
 // name, method and start_time are required here (Locust defaults start_time
 // to "now", which a codec cannot know). Unknown keys are ignored. em lends
 // its buffers: DecodePooled's hold earlier reports' memory, Decode's are
-// new (empty), so every buffer is allocated. depth is the nesting its keys and ignored
-// values may open (see skip), which differs between stats_total and the
-// entries of stats. Counts, times and sizes must be finite and
-// not negative (ErrOutOfRange), keys of the stats maps included.
+// new (empty), so every buffer is allocated. depth is the nesting its keys
+// and ignored values may open (see skip), which differs between stats_total
+// and the entries of stats. Counts, times and sizes must be finite and not
+// negative (ErrOutOfRange), keys of the stats maps included.
 func (d *decoder) statsEntry(s *StatsEntry, em *entryMem, depth int) error {
 	n, err := d.mapLen()
 	if err != nil {
