@@ -165,14 +165,14 @@ func bad(msg string) error { return &specErr{msg: msg} }
 
 // under prefixes a path element to a specErr.
 func under(err error, elem string) error {
-	if e, ok := err.(*specErr); ok {
+	if e := (*specErr)(nil); errors.As(err, &e) {
 		e.path = append([]string{elem}, e.path...)
 	}
 	return err
 }
 
 func in(err error, where string) error {
-	if e, ok := err.(*specErr); ok && e.where == "" {
+	if e := (*specErr)(nil); errors.As(err, &e) && e.where == "" {
 		e.where = where
 	}
 	return err
@@ -881,7 +881,9 @@ func checkAgainstLibrary(t testing.TB, prev, payload []byte) {
 		case wantErr == nil && statsValueProblem(want) != "":
 			t.Fatalf("payload %x:\n%s accepted a stats value out of range (%s): %v", payload, c.name, statsValueProblem(want), c.err)
 		case wantErr != nil:
-			prefix := wantErr.(*specErr).prefix()
+			var se *specErr
+			errors.As(wantErr, &se)
+			prefix := se.prefix()
 			if c.err == nil || !strings.HasPrefix(c.err.Error(), prefix) {
 				t.Fatalf("payload %x:\n%s error = %v; want one starting %q (%v)", payload, c.name, c.err, prefix, wantErr)
 			}
