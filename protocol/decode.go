@@ -38,6 +38,9 @@ type decoder struct {
 	floats []float64 // arena for the *float64 fields of the current message
 	strs   []string  // arena for the *string fields of the current message
 	pooled bool      // a stats report takes its memory from statsPool (DecodePooled)
+	// entryDepth is the nesting the keys and ignored values of the stats
+	// entry being decoded may open (statsEntry's depth).
+	entryDepth int
 }
 
 var decoderPool = sync.Pool{New: func() any {
