@@ -17,8 +17,8 @@ func benchReport(n int) *StatsReport {
 		UserClassesCount: map[string]int64{"WebUser": 70, "ApiUser": 25, "AdminUser": 5},
 		UserCount:        100,
 	}
-	total := StatsEntry{Name: "Aggregated", Method: sp(""), StartTime: now, ResponseTimes: map[int64]int64{},
-		NumReqsPerSec: map[int64]int64{}, NumFailPerSec: map[int64]int64{}}
+	total := StatsEntry{Name: "Aggregated", Method: sp(""), StartTime: now}
+	totRT, totReqs, totFails := map[int64]int64{}, map[int64]int64{}, map[int64]int64{}
 	methods := []string{"GET", "GET", "GET", "POST", "PUT"}
 	for i := 0; i < n; i++ {
 		e := StatsEntry{
@@ -26,10 +26,8 @@ func benchReport(n int) *StatsReport {
 			Method:               sp(methods[i%len(methods)]),
 			LastRequestTimestamp: fp(now + 2.9 + rng.Float64()/10),
 			StartTime:            now + rng.Float64()/10,
-			ResponseTimes:        map[int64]int64{},
-			NumReqsPerSec:        map[int64]int64{},
-			NumFailPerSec:        map[int64]int64{},
 		}
+		rt, reqs, fails := map[int64]int64{}, map[int64]int64{}, map[int64]int64{}
 		min, max := 1e9, 0.0
 		for b := 0; b < 20; b++ {
 			var k int64
@@ -42,8 +40,8 @@ func benchReport(n int) *StatsReport {
 				k = int64(1000 + (b-18)*1300/100*100) // 100 ms buckets
 			}
 			c := int64(1 + rng.IntN(40))
-			e.ResponseTimes[k] += c
-			total.ResponseTimes[k] += c
+			rt[k] += c
+			totRT[k] += c
 			e.NumRequests += c
 			e.TotalResponseTime += float64(k*c) + rng.Float64()
 			min, max = minF(min, float64(k)-0.3), maxF(max, float64(k)+0.4)
@@ -51,13 +49,13 @@ func benchReport(n int) *StatsReport {
 		e.MinResponseTime, e.MaxResponseTime = fp(min), max
 		e.TotalContentLength = e.NumRequests * 512
 		for s := int64(0); s < 3; s++ {
-			e.NumReqsPerSec[1796011105+s] = e.NumRequests / 3
-			total.NumReqsPerSec[1796011105+s] += e.NumRequests / 3
+			reqs[1796011105+s] = e.NumRequests / 3
+			totReqs[1796011105+s] += e.NumRequests / 3
 		}
 		if i%10 == 0 {
 			e.NumFailures = 3
-			e.NumFailPerSec[1796011106] = 3
-			total.NumFailPerSec[1796011106] += 3
+			fails[1796011106] = 3
+			totFails[1796011106] += 3
 			key := strconv.FormatUint(rng.Uint64(), 16) + strconv.FormatUint(rng.Uint64(), 16)
 			r.Errors[key] = StatsError{Name: e.Name, Method: *e.Method,
 				Error: "HTTPError('500 Server Error: Internal Server Error for url: " + e.Name + "')", Occurrences: 3}
@@ -71,8 +69,10 @@ func benchReport(n int) *StatsReport {
 			total.MinResponseTime = fp(min)
 		}
 		total.LastRequestTimestamp = e.LastRequestTimestamp
+		e.ResponseTimes, e.NumReqsPerSec, e.NumFailPerSec = Counts(rt), Counts(reqs), Counts(fails)
 		r.Stats = append(r.Stats, e)
 	}
+	total.ResponseTimes, total.NumReqsPerSec, total.NumFailPerSec = Counts(totRT), Counts(totReqs), Counts(totFails)
 	r.Total = total
 	return r
 }

@@ -68,7 +68,8 @@ func (e *encoder) connCounters(c *ConnCounters) {
 
 func (d *decoder) connCounters() (*ConnCounters, error) {
 	c := &ConnCounters{}
-	err := d.fields(func(k []byte) (bool, error) {
+	// The counters are a map inside the heartbeat's data: level 3.
+	err := d.fields(MaxDepth-3, func(k []byte) (bool, error) {
 		var err error
 		switch string(k) {
 		case "open":

@@ -7,13 +7,13 @@ import (
 
 // Count is one key of a stats map with its count: a response-time bucket
 // (ms) with its number of requests, or a unix second with its number of
-// requests or failures. See StatsEntry for the maps held as []Count.
+// requests or failures. StatsEntry holds its stats maps as []Count.
 type Count struct {
 	Key, N int64
 }
 
-// Counts returns the pairs of m in ascending key order, the form
-// DecodePooled gives the stats maps; nil for an empty map.
+// Counts returns the pairs of m in ascending key order, the form Decode
+// gives the stats maps; nil for an empty map.
 func Counts(m map[int64]int64) []Count {
 	if len(m) == 0 {
 		return nil
@@ -40,7 +40,7 @@ func CountMap(pairs []Count) map[int64]int64 {
 }
 
 // CountsSorted reports whether the keys of pairs are strictly ascending, as
-// DecodePooled makes them.
+// Decode and DecodePooled make them.
 func CountsSorted(pairs []Count) bool {
 	for i := 1; i < len(pairs); i++ {
 		if pairs[i].Key <= pairs[i-1].Key {
@@ -48,32 +48,6 @@ func CountsSorted(pairs []Count) bool {
 		}
 	}
 	return true
-}
-
-// ResponseTimesMap returns the response-time histogram whichever form holds
-// it: a new map built from ResponseTimeCounts when that is not empty, else
-// ResponseTimes itself.
-func (s *StatsEntry) ResponseTimesMap() map[int64]int64 {
-	return mapOf(s.ResponseTimeCounts, s.ResponseTimes)
-}
-
-// NumReqsPerSecMap is ResponseTimesMap for NumReqsPerSecCounts and
-// NumReqsPerSec.
-func (s *StatsEntry) NumReqsPerSecMap() map[int64]int64 {
-	return mapOf(s.NumReqsPerSecCounts, s.NumReqsPerSec)
-}
-
-// NumFailPerSecMap is ResponseTimesMap for NumFailPerSecCounts and
-// NumFailPerSec.
-func (s *StatsEntry) NumFailPerSecMap() map[int64]int64 {
-	return mapOf(s.NumFailPerSecCounts, s.NumFailPerSec)
-}
-
-func mapOf(pairs []Count, m map[int64]int64) map[int64]int64 {
-	if len(pairs) > 0 {
-		return CountMap(pairs)
-	}
-	return m
 }
 
 // canonCounts makes pairs strictly ascending in place, as a map holding them

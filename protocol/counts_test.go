@@ -41,7 +41,7 @@ func TestCanonCounts(t *testing.T) {
 	}
 }
 
-// TestCountsMaps checks Counts, CountMap and the StatsEntry map views.
+// TestCountsMaps checks Counts and CountMap.
 func TestCountsMaps(t *testing.T) {
 	if Counts(nil) != nil || Counts(map[int64]int64{}) != nil || CountMap(nil) != nil || CountMap([]Count{}) != nil {
 		t.Error("empty Counts/CountMap not nil")
@@ -53,17 +53,6 @@ func TestCountsMaps(t *testing.T) {
 	if got := CountMap([]Count{{7, 1}, {2, 2}, {7, 3}}); !deepEqual(got, map[int64]int64{7: 3, 2: 2}) {
 		t.Errorf("CountMap = %v", got)
 	}
-	e := StatsEntry{ResponseTimes: map[int64]int64{1: 1}, NumReqsPerSec: map[int64]int64{9: 9},
-		ResponseTimeCounts: []Count{{4, 4}}, NumFailPerSecCounts: []Count{}}
-	if got := e.ResponseTimesMap(); !deepEqual(got, map[int64]int64{4: 4}) {
-		t.Errorf("ResponseTimesMap = %v; want the pairs", got)
-	}
-	if got := e.NumReqsPerSecMap(); !deepEqual(got, e.NumReqsPerSec) {
-		t.Errorf("NumReqsPerSecMap = %v; want the map", got)
-	}
-	if got := e.NumFailPerSecMap(); got != nil {
-		t.Errorf("NumFailPerSecMap = %v; want nil", got)
-	}
 }
 
 // statsMapPayload is a stats report whose one entry has the given
@@ -73,8 +62,9 @@ func statsMapPayload(rt, reqs, fails []byte) []byte {
 		S("num_fail_per_sec"), fails)), entry(0)))
 }
 
-// TestDecodePooledCounts: DecodePooled gives the stats maps as strictly
-// ascending pairs holding what Decode's maps hold, for the key orders seen
+// TestDecodePooledCounts: Decode and DecodePooled give the stats maps as
+// strictly ascending pairs holding what a Python dict holds, for the key
+// orders seen
 // in practice (ascending from cicada and for Locust's seconds, first-seen
 // order in Locust's response_times) and hostile ones (repeated keys, float
 // keys that truncate to the same int, negative and extreme keys).
@@ -128,7 +118,7 @@ func TestDecodePooledCounts(t *testing.T) {
 					t.Fatal(err)
 				}
 				e := got.Data.(*StatsReport).Stats[0]
-				for i, p := range [][]Count{e.ResponseTimeCounts, e.NumReqsPerSecCounts, e.NumFailPerSecCounts} {
+				for i, p := range [][]Count{e.ResponseTimes, e.NumReqsPerSec, e.NumFailPerSec} {
 					if !slices.Equal(p, c.want[i]) || (p == nil) != (c.want[i] == nil) {
 						t.Errorf("map %d = %v; want %v", i, p, c.want[i])
 					}
@@ -142,14 +132,15 @@ func TestDecodePooledCounts(t *testing.T) {
 	}
 }
 
-// TestEncodeCounts: an entry's stats maps given as pairs encode to the same
-// bytes as the maps holding them; unordered or repeated pairs are written as
-// their map would be; non-empty pairs take the place of the map.
+// TestEncodeCounts: an entry's stats maps are written in ascending key
+// order, and decode to the pairs they were given; unordered or repeated
+// pairs are written as the map holding them would be.
 func TestEncodeCounts(t *testing.T) {
 	rt := map[int64]int64{150: 1, 50: 1, 100: 1, 7: 2, 1 << 40: 3}
 	reqs := map[int64]int64{1796011106: 1, 1796011105: 2}
 	fails := map[int64]int64{1796011105: 1}
-	withMaps := StatsEntry{Name: "/x", Method: sp("GET"), StartTime: 1, ResponseTimes: rt, NumReqsPerSec: reqs, NumFailPerSec: fails}
+	ascending := StatsEntry{Name: "/x", Method: sp("GET"), StartTime: 1,
+		ResponseTimes: Counts(rt), NumReqsPerSec: Counts(reqs), NumFailPerSec: Counts(fails)}
 	encode := func(e StatsEntry) []byte {
 		t.Helper()
 		b, err := Encode(Message{Type: TypeStats, NodeID: "n", Data: &StatsReport{Stats: []StatsEntry{e}, Total: e, UserCount: -1}})
@@ -158,20 +149,28 @@ func TestEncodeCounts(t *testing.T) {
 		}
 		return b
 	}
-	want := encode(withMaps)
+	want := encode(ascending)
+	// The response_times map as Locust writes it: sorted, smallest ints.
+	if !bytes.Contains(want, mp(S("response_times"), H("85 07 02 32 01 64 01 cc 96 01 cf 0000010000000000 03"))) {
+		t.Errorf("Encode = %x; want response_times in ascending order", want)
+	}
+	d, err := Decode(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Data.(*StatsReport).Stats[0]; !deepEqual(got, ascending) {
+		t.Errorf("Decode(Encode(e)) = %s; want %s", dumpEntry(&got), dumpEntry(&ascending))
+	}
 	for name, e := range map[string]StatsEntry{
-		"ascending pairs": {ResponseTimeCounts: Counts(rt), NumReqsPerSecCounts: Counts(reqs), NumFailPerSecCounts: Counts(fails)},
-		"unordered, repeated pairs": {ResponseTimeCounts: []Count{{150, 9}, {1 << 40, 3}, {50, 1}, {7, 2}, {150, 1}, {100, 1}},
-			NumReqsPerSecCounts: []Count{{1796011106, 1}, {1796011105, 2}}, NumFailPerSecCounts: []Count{{1796011105, 0}, {1796011105, 1}}},
-		"pairs beside other maps": {ResponseTimeCounts: Counts(rt), ResponseTimes: map[int64]int64{1: 1},
-			NumReqsPerSecCounts: Counts(reqs), NumReqsPerSec: map[int64]int64{2: 2}, NumFailPerSec: fails, NumFailPerSecCounts: []Count{}},
+		"unordered, repeated pairs": {ResponseTimes: []Count{{150, 9}, {1 << 40, 3}, {50, 1}, {7, 2}, {150, 1}, {100, 1}},
+			NumReqsPerSec: []Count{{1796011106, 1}, {1796011105, 2}}, NumFailPerSec: []Count{{1796011105, 0}, {1796011105, 1}}},
 	} {
-		e.Name, e.Method, e.StartTime = withMaps.Name, withMaps.Method, withMaps.StartTime
-		before := slices.Clone(e.ResponseTimeCounts)
+		e.Name, e.Method, e.StartTime = ascending.Name, ascending.Method, ascending.StartTime
+		before := slices.Clone(e.ResponseTimes)
 		if got := encode(e); !bytes.Equal(got, want) {
 			t.Errorf("%s: Encode = %x; want %x", name, got, want)
 		}
-		if !slices.Equal(e.ResponseTimeCounts, before) {
+		if !slices.Equal(e.ResponseTimes, before) {
 			t.Errorf("%s: Encode changed the pairs", name)
 		}
 	}

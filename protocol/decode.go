@@ -38,6 +38,9 @@ type decoder struct {
 	floats []float64 // arena for the *float64 fields of the current message
 	strs   []string  // arena for the *string fields of the current message
 	pooled bool      // a stats report takes its memory from statsPool (DecodePooled)
+	// entryDepth is the nesting the keys and ignored values of the stats
+	// entry being decoded may open (statsEntry's depth).
+	entryDepth int
 }
 
 var decoderPool = sync.Pool{New: func() any {
@@ -561,11 +564,12 @@ func (d *decoder) arrayLen() (int, error) {
 }
 
 // key reads a map key where a str is expected. ok is false (and the key has
-// been consumed) when the key is some other type: typed decoders ignore such
-// entries, like Locust's dict lookups do. Keys are compared, not kept, so
+// been consumed, with depth levels of nesting allowed, as skip) when the key
+// is some other type: typed decoders ignore such entries, like Locust's dict
+// lookups do. Keys are compared, not kept, so
 // they skip the UTF-8 check: a key that matches a known name is ASCII, and
 // any other key is skipped.
-func (d *decoder) key() (k []byte, ok bool, err error) {
+func (d *decoder) key(depth int) (k []byte, ok bool, err error) {
 	if p := d.off; p < len(d.buf) {
 		if c := d.buf[p]; c&0xe0 == msgpcode.FixedStrLow {
 			if end := p + 1 + int(c&msgpcode.FixedStrMask); end <= len(d.buf) {
@@ -574,22 +578,28 @@ func (d *decoder) key() (k []byte, ok bool, err error) {
 			}
 		}
 	}
-	return d.keySlow()
+	return d.keySlow(depth)
 }
 
-func (d *decoder) keySlow() (k []byte, ok bool, err error) {
+func (d *decoder) keySlow(depth int) (k []byte, ok bool, err error) {
 	c, err := d.peek()
 	if err != nil {
 		return nil, false, err
 	}
 	if !isStr(c) && !isBin(c) {
-		return nil, false, d.skip(MaxDepth - 2)
+		return nil, false, d.skip(depth)
 	}
 	k, err = d.rawBytes()
 	return k, err == nil, err
 }
 
 // skip consumes one value of any type, recursing at most depth levels.
+//
+// The depth arguments of skip, key and the typed decoders all count the
+// same way: a value passed depth may open that many more container levels,
+// so the children of a map or array at nesting level L (the envelope is
+// level 1) get MaxDepth-L, and a payload is refused exactly when it nests
+// deeper than MaxDepth, wherever the deepest value is.
 func (d *decoder) skip(depth int) error {
 	c, err := d.peek()
 	if err != nil {

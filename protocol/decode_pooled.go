@@ -12,13 +12,8 @@ import (
 // so that a steady stream of reports decodes without allocating. Every
 // other message type decodes exactly as with Decode.
 //
-// A stats report decodes to Decode's values but for one change of form:
-// each entry's three stats maps come as pairs (ResponseTimeCounts,
-// NumReqsPerSecCounts, NumFailPerSecCounts: strictly ascending keys, nil
-// for an empty map) and the maps themselves (ResponseTimes, ...) are nil.
-// The pairs hold exactly what Decode's maps hold, repeated keys and float
-// keys included; CountMap and StatsEntry.ResponseTimesMap (and its
-// siblings) turn them back into maps, and Encode writes both forms alike.
+// A stats report decodes to the same values as with Decode, the stats
+// maps' pairs included.
 //
 // A report that is never released is simply garbage collected. DecodePooled
 // is safe for concurrent use, and Release may run on another goroutine.

@@ -12,9 +12,8 @@ import (
 )
 
 // unpooled returns a message from DecodePooled in the form Decode gives: the
-// pool link of a stats report removed and its stats maps' pairs turned into
-// maps. It fails t unless every entry is in DecodePooled's form: maps nil,
-// pairs nil or non-empty with strictly ascending keys.
+// pool link of a stats report removed. It fails t unless every entry's
+// stats maps are nil or non-empty pairs with strictly ascending keys.
 func unpooled(t testing.TB, m Message) Message {
 	t.Helper()
 	r, ok := m.Data.(*StatsReport)
@@ -31,18 +30,15 @@ func unpooled(t testing.TB, m Message) Message {
 		}
 		for _, f := range []struct {
 			name  string
-			pairs *[]Count
-			m     *map[int64]int64
+			pairs []Count
 		}{
-			{"response_times", &e.ResponseTimeCounts, &e.ResponseTimes},
-			{"num_reqs_per_sec", &e.NumReqsPerSecCounts, &e.NumReqsPerSec},
-			{"num_fail_per_sec", &e.NumFailPerSecCounts, &e.NumFailPerSec},
+			{"response_times", e.ResponseTimes},
+			{"num_reqs_per_sec", e.NumReqsPerSec},
+			{"num_fail_per_sec", e.NumFailPerSec},
 		} {
-			p := *f.pairs
-			if *f.m != nil || (p != nil && len(p) == 0) || !CountsSorted(p) {
-				t.Fatalf("DecodePooled entry %q %s: map %v, pairs %v; want no map and nil or strictly ascending pairs", e.Name, f.name, *f.m, p)
+			if (f.pairs != nil && len(f.pairs) == 0) || !CountsSorted(f.pairs) {
+				t.Fatalf("DecodePooled entry %q %s: pairs %v; want nil or strictly ascending pairs", e.Name, f.name, f.pairs)
 			}
-			*f.m, *f.pairs = CountMap(p), nil
 		}
 	}
 	m.Data = &c
@@ -131,7 +127,7 @@ func TestDecodePooledReuses(t *testing.T) {
 	if !deepEqual(unpooled(t, m2), want) {
 		t.Errorf("DecodePooled after reuse = %s; want %s", dump(m2.Data), dump(want.Data))
 	}
-	if r2.Stats[0].ResponseTimeCounts != nil || r2.Errors != nil || r2.UserClassesCount != nil || r2.Total.Exact != nil {
+	if r2.Stats[0].ResponseTimes != nil || r2.Errors != nil || r2.UserClassesCount != nil || r2.Total.Exact != nil {
 		t.Errorf("stale values show through: %s", dump(r2))
 	}
 	// Reports not from DecodePooled ignore Release.

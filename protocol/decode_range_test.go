@@ -125,12 +125,7 @@ func statsValueProblem(m Message) string {
 	}
 	badF := func(f float64) bool { return math.IsNaN(f) || math.IsInf(f, 0) || f < 0 }
 	badP := func(p *float64) bool { return p != nil && badF(*p) }
-	badM := func(m map[int64]int64, c []Count) bool {
-		for k, v := range m {
-			if k < 0 || v < 0 {
-				return true
-			}
-		}
+	badM := func(c []Count) bool {
 		for _, p := range c {
 			if p.Key < 0 || p.N < 0 {
 				return true
@@ -145,8 +140,7 @@ func statsValueProblem(m Message) string {
 			return "entry " + strconv.Itoa(i) + ": float"
 		case e.NumRequests < 0 || e.NumNoneRequests < 0 || e.NumFailures < 0 || e.TotalContentLength < 0:
 			return "entry " + strconv.Itoa(i) + ": int"
-		case badM(e.ResponseTimes, e.ResponseTimeCounts) || badM(e.NumReqsPerSec, e.NumReqsPerSecCounts) ||
-			badM(e.NumFailPerSec, e.NumFailPerSecCounts):
+		case badM(e.ResponseTimes) || badM(e.NumReqsPerSec) || badM(e.NumFailPerSec):
 			return "entry " + strconv.Itoa(i) + ": map"
 		}
 	}

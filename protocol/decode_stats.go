@@ -44,7 +44,7 @@ func (d *decoder) statsReport() (*StatsReport, error) {
 	}
 	var seen uint8
 	for i := 0; i < n; i++ {
-		k, ok, err := d.key()
+		k, ok, err := d.key(MaxDepth - 2)
 		if err != nil {
 			return nil, at(err, "[key "+strconv.Itoa(i)+"]")
 		}
@@ -63,8 +63,10 @@ func (d *decoder) statsReport() (*StatsReport, error) {
 			var em *entryMem
 			if mem != nil {
 				em = &mem.total
+			} else {
+				em = new(entryMem) // Decode: nothing to reuse
 			}
-			err = d.statsEntry(&r.Total, em)
+			err = d.statsEntry(&r.Total, em, MaxDepth-3) // level 3
 		case "errors":
 			seen |= 4
 			var reuse *reuseMap[string, StatsError]
@@ -114,8 +116,10 @@ func (d *decoder) statsEntries(r *StatsReport, mem *statsMem) error {
 		var em *entryMem
 		if ems != nil {
 			em = &ems[i]
+		} else {
+			em = new(entryMem) // Decode: nothing to reuse
 		}
-		if err := d.statsEntry(&r.Stats[i], em); err != nil {
+		if err := d.statsEntry(&r.Stats[i], em, MaxDepth-4); err != nil { // level 4
 			return at(err, "["+strconv.Itoa(i)+"]")
 		}
 	}
@@ -125,10 +129,17 @@ func (d *decoder) statsEntries(r *StatsReport, mem *statsMem) error {
 // statsEntry decodes one StatsEntry. Locust's master copies only the keys it
 // knows and keeps a fresh entry's defaults for the others; likewise only
 // name, method and start_time are required here (Locust defaults start_time
-// to "now", which a codec cannot know). Unknown keys are ignored. A non-nil
-// em lends its maps and buffer. Counts, times and sizes must be finite and
-// not negative (ErrOutOfRange), keys of the stats maps included.
-func (d *decoder) statsEntry(s *StatsEntry, em *entryMem) error {
+// to "now", which a codec cannot know). Unknown keys are ignored. em lends
+// its buffers: DecodePooled's hold earlier reports' memory, Decode's are
+// new (empty), so every buffer is allocated. depth is the nesting its keys
+// and ignored values may open (see skip), which differs between stats_total
+// and the entries of stats. Counts, times and sizes must be finite and not
+// negative (ErrOutOfRange), keys of the stats maps included.
+func (d *decoder) statsEntry(s *StatsEntry, em *entryMem, depth int) error {
+	// Only the rare paths read the depth; kept in d rather than in a
+	// variable live across the loop, it costs the common keys nothing
+	// (a register less in the loop was 1 % of the stats decode).
+	d.entryDepth = depth
 	n, err := d.mapLen()
 	if err != nil {
 		return err
@@ -142,12 +153,12 @@ func (d *decoder) statsEntry(s *StatsEntry, em *entryMem) error {
 			k, d.off = d.buf[p+1:e:e], e
 		} else {
 			var ok bool
-			k, ok, err = d.keySlow()
+			k, ok, err = d.keySlow(d.entryDepth)
 			if err != nil {
 				return at(err, "[key "+strconv.Itoa(i)+"]")
 			}
 			if !ok {
-				if err := d.skip(MaxDepth - 3); err != nil {
+				if err := d.skip(d.entryDepth); err != nil {
 					return at(err, "["+strconv.Itoa(i)+"]")
 				}
 				continue
@@ -156,11 +167,7 @@ func (d *decoder) statsEntry(s *StatsEntry, em *entryMem) error {
 		switch string(k) {
 		case "name":
 			seen |= 1
-			if em != nil {
-				s.Name, err = d.nameLike(&em.name)
-			} else {
-				s.Name, _, err = d.stringOrNil()
-			}
+			s.Name, err = d.nameLike(&em.name)
 		case "method":
 			seen |= 2
 			var m string
@@ -188,31 +195,15 @@ func (d *decoder) statsEntry(s *StatsEntry, em *entryMem) error {
 		case "total_content_length":
 			s.TotalContentLength, err = d.count()
 		case "response_times":
-			if em != nil {
-				s.ResponseTimeCounts, err = d.countsInto(&em.rt)
-			} else {
-				s.ResponseTimes, err = d.intIntMap()
-			}
+			s.ResponseTimes, err = d.countsInto(&em.rt)
 		case "num_reqs_per_sec":
-			if em != nil {
-				s.NumReqsPerSecCounts, err = d.countsInto(&em.reqs)
-			} else {
-				s.NumReqsPerSec, err = d.intIntMap()
-			}
+			s.NumReqsPerSec, err = d.countsInto(&em.reqs)
 		case "num_fail_per_sec":
-			if em != nil {
-				s.NumFailPerSecCounts, err = d.countsInto(&em.fails)
-			} else {
-				s.NumFailPerSec, err = d.intIntMap()
-			}
+			s.NumFailPerSec, err = d.countsInto(&em.fails)
 		case KeyCicadaLatency:
-			if em != nil {
-				s.Exact, err = d.binaryInto(&em.exact)
-			} else {
-				s.Exact, err = d.binary()
-			}
+			s.Exact, err = d.binaryInto(&em.exact)
 		default:
-			err = d.skip(MaxDepth - 3)
+			err = d.skip(d.entryDepth)
 		}
 		if err != nil {
 			return at(err, string(k))
@@ -362,31 +353,14 @@ func (d *decoder) methodPtr(m string) *string {
 	return &d.strs[len(d.strs)-1]
 }
 
-// intIntMap decodes a stats map (response_times, num_reqs_per_sec,
-// num_fail_per_sec). Keys may be any int width or a float (Locust 2.12.1
-// sends 140.0), truncated toward zero; duplicate keys keep the last value,
-// as a Python dict does. An empty map decodes to nil.
-func (d *decoder) intIntMap() (map[int64]int64, error) {
-	n, err := d.mapLen()
-	if err != nil || n == 0 {
-		return nil, err
-	}
-	m := make(map[int64]int64, n)
-	for i := 0; i < n; i++ {
-		k, v, err := d.intIntPair(i)
-		if err != nil {
-			return nil, err
-		}
-		m[k] = v
-	}
-	return m, nil
-}
-
-// countsInto is intIntMap for DecodePooled: it decodes the map as pairs into
-// *reuse (replaced when too small or far too large) and returns them in
-// strictly ascending key order (canonCounts), which gives the same counts as
-// the map. cicada workers and Locust's per-second maps send ascending keys;
-// Locust's response_times come in first-seen order and are sorted here.
+// countsInto decodes a stats map (response_times, num_reqs_per_sec,
+// num_fail_per_sec) as pairs into *reuse (replaced when too small or far too
+// large) and returns them in strictly ascending key order (canonCounts).
+// Keys may be any int width or a float (Locust 2.12.1 sends 140.0),
+// truncated toward zero; of repeated keys the last value wins, as in a
+// Python dict. An empty map decodes to nil. cicada workers and Locust's
+// per-second maps send ascending keys; Locust's response_times come in
+// first-seen order and are sorted here.
 func (d *decoder) countsInto(reuse *[]Count) ([]Count, error) {
 	n, err := d.mapLen()
 	if err != nil || n == 0 {
@@ -550,7 +524,7 @@ func (d *decoder) statsError(se *StatsError) error {
 	}
 	var seen uint8
 	for i := 0; i < n; i++ {
-		k, ok, err := d.key()
+		k, ok, err := d.key(MaxDepth - 4) // an error row is at level 4
 		if err != nil {
 			return at(err, "[key "+strconv.Itoa(i)+"]")
 		}

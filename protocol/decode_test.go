@@ -169,8 +169,8 @@ func TestDecode(t *testing.T) {
 			S("num_fail_per_sec"), mp(M(1), H("cf 000000006b0d3e01"), H("cd 0100")))), entry(0))),
 			Message{Type: "stats", NodeID: "node_1", Data: &StatsReport{
 				Stats: []StatsEntry{{Name: "/x", Method: sp("GET"), StartTime: 10,
-					ResponseTimes: map[int64]int64{140: 5, 3: 1, 150: 1}, // 140 twice: last wins, as in a Python dict
-					NumReqsPerSec: map[int64]int64{0x6b0d3e00: 1}, NumFailPerSec: map[int64]int64{0x6b0d3e01: 256}}},
+					ResponseTimes: []Count{{3, 1}, {140, 5}, {150, 1}}, // 140 twice: last wins, as in a Python dict
+					NumReqsPerSec: []Count{{0x6b0d3e00, 1}}, NumFailPerSec: []Count{{0x6b0d3e01, 256}}}},
 				Total:            StatsEntry{Name: "/x", Method: sp("GET"), StartTime: 10},
 				UserClassesCount: map[string]int64{"U": 1}, UserCount: -1}}},
 

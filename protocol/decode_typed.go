@@ -118,7 +118,7 @@ func (d *decoder) ack(isNil bool) (*Ack, error) {
 		d.skipBytes(1)
 		return a, nil
 	}
-	err := d.fields(func(k []byte) (bool, error) {
+	err := d.fields(MaxDepth-2, func(k []byte) (bool, error) {
 		switch string(k) {
 		case "index":
 			i, err := d.int64()
@@ -136,14 +136,16 @@ func (d *decoder) ack(isNil bool) (*Ack, error) {
 
 // fields iterates over a str-keyed map, calling f for each str key. f
 // returns handled=false to have the value skipped. Entries whose key is not
-// a str are skipped. Errors get the key as path element.
-func (d *decoder) fields(f func(k []byte) (handled bool, err error)) error {
+// a str are skipped. Errors get the key as path element. depth is the
+// nesting its keys and skipped values may open (see skip): MaxDepth-2 for
+// the map of a message's data.
+func (d *decoder) fields(depth int, f func(k []byte) (handled bool, err error)) error {
 	n, err := d.mapLen()
 	if err != nil {
 		return err
 	}
 	for i := 0; i < n; i++ {
-		k, ok, err := d.key()
+		k, ok, err := d.key(depth)
 		if err != nil {
 			return at(err, "[key "+strconv.Itoa(i)+"]")
 		}
@@ -154,7 +156,7 @@ func (d *decoder) fields(f func(k []byte) (handled bool, err error)) error {
 			}
 		}
 		if !handled {
-			if err := d.skip(MaxDepth - 2); err != nil {
+			if err := d.skip(depth); err != nil {
 				return at(err, skippedPath(k, ok, i))
 			}
 		}
@@ -184,7 +186,7 @@ func (d *decoder) heartbeat() (*Heartbeat, error) {
 	h := &Heartbeat{MemoryUsage: -1}
 	var seen uint8
 	for i := 0; i < n; i++ {
-		k, ok, err := d.key()
+		k, ok, err := d.key(MaxDepth - 2)
 		if err != nil {
 			return nil, at(err, "[key "+strconv.Itoa(i)+"]")
 		}
@@ -259,7 +261,7 @@ func (d *decoder) state() (string, error) {
 func (d *decoder) spawn() (*Spawn, error) {
 	s := &Spawn{}
 	var seen uint8
-	err := d.fields(func(k []byte) (bool, error) {
+	err := d.fields(MaxDepth-2, func(k []byte) (bool, error) {
 		var err error
 		switch string(k) {
 		case "timestamp":
@@ -304,7 +306,7 @@ func (d *decoder) spawningComplete() (any, error) {
 	var classes map[string]int64
 	var hasClasses, hasCount bool
 	count := int64(-1)
-	err := d.fields(func(k []byte) (bool, error) {
+	err := d.fields(MaxDepth-2, func(k []byte) (bool, error) {
 		var err error
 		switch string(k) {
 		case "user_classes_count":
@@ -364,7 +366,7 @@ func (d *decoder) strIntMapInto(reuse *reuseMap[string, int64]) (map[string]int6
 func (d *decoder) exception() (*Exception, error) {
 	x := &Exception{}
 	var seen uint8
-	err := d.fields(func(k []byte) (bool, error) {
+	err := d.fields(MaxDepth-2, func(k []byte) (bool, error) {
 		var err error
 		switch string(k) {
 		case "msg":
@@ -392,7 +394,7 @@ func (d *decoder) exception() (*Exception, error) {
 func (d *decoder) logs() (*Logs, error) {
 	l := &Logs{}
 	var seen uint8
-	err := d.fields(func(k []byte) (bool, error) {
+	err := d.fields(MaxDepth-2, func(k []byte) (bool, error) {
 		switch string(k) {
 		case "worker_id":
 			seen |= 1

@@ -162,14 +162,10 @@ func (e *encoder) intIntMap(m map[int64]int64) {
 	}
 }
 
-// statsMap writes a stats map given as pairs (when not empty) or as a map,
-// ascending either way. Pairs that are not strictly ascending are written as
-// the map holding them would be (of equal keys the last one wins).
-func (e *encoder) statsMap(pairs []Count, m map[int64]int64) {
-	if len(pairs) == 0 {
-		e.intIntMap(m)
-		return
-	}
+// statsMap writes a stats map given as pairs, in ascending key order. Pairs
+// that are not strictly ascending are written as the map holding them would
+// be (of equal keys the last one wins).
+func (e *encoder) statsMap(pairs []Count) {
 	if !CountsSorted(pairs) {
 		e.counts = canonCounts(append(e.counts[:0], pairs...))
 		pairs = e.counts
@@ -457,11 +453,11 @@ func (e *encoder) statsEntry(s *StatsEntry) {
 	e.key("total_content_length")
 	e.int(s.TotalContentLength)
 	e.key("response_times")
-	e.statsMap(s.ResponseTimeCounts, s.ResponseTimes)
+	e.statsMap(s.ResponseTimes)
 	e.key("num_reqs_per_sec")
-	e.statsMap(s.NumReqsPerSecCounts, s.NumReqsPerSec)
+	e.statsMap(s.NumReqsPerSec)
 	e.key("num_fail_per_sec")
-	e.statsMap(s.NumFailPerSecCounts, s.NumFailPerSec)
+	e.statsMap(s.NumFailPerSec)
 	if s.Exact != nil {
 		e.key(KeyCicadaLatency)
 		e.bin(s.Exact)

@@ -69,8 +69,8 @@ func TestEncode(t *testing.T) {
 		{"stats entry wire form", Message{Type: TypeStats, NodeID: "n", Data: &StatsReport{
 			Stats: []StatsEntry{{Name: "/a", Method: sp("GET"), LastRequestTimestamp: fp(2.5), StartTime: 1,
 				NumRequests: 3, NumFailures: 1, TotalResponseTime: 300, MaxResponseTime: 150, MinResponseTime: fp(50),
-				TotalContentLength: 1 << 20, ResponseTimes: map[int64]int64{150: 1, 50: 1, 100: 1},
-				NumReqsPerSec: map[int64]int64{1796011106: 1, 1796011105: 2}, NumFailPerSec: map[int64]int64{1796011105: 1}}},
+				TotalContentLength: 1 << 20, ResponseTimes: []Count{{150, 1}, {50, 1}, {100, 1}},
+				NumReqsPerSec: []Count{{1796011106, 1}, {1796011105, 2}}, NumFailPerSec: []Count{{1796011105, 1}}}},
 			Total:            StatsEntry{Name: "Aggregated", Method: sp(""), StartTime: 1},
 			Errors:           map[string]StatsError{"k2": {Name: "/a", Method: "GET", Error: "e", Occurrences: 1, FirstSeen: fp(1)}, "k1": {Name: "/a", Method: "GET", Error: "f", Occurrences: 2}},
 			UserClassesCount: map[string]int64{"Web": 1, "Api": 0}, UserCount: 1}},

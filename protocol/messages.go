@@ -183,14 +183,14 @@ type StatsReport struct {
 // truncated to int64; they are always encoded as msgpack integers, in
 // ascending order, because Locust sorts them.
 //
-// Each of the three stats maps has a second form, key/count pairs in
-// strictly ascending key order (ResponseTimeCounts for ResponseTimes, and so
-// on): DecodePooled fills the pairs and leaves the maps nil, so that a master
-// decodes and merges reports without map operations. Non-empty pairs take
-// the place of their map, which is then ignored; Encode writes either form
-// as the same msgpack map, and package stats merges either. Use
-// ResponseTimesMap, NumReqsPerSecMap and NumFailPerSecMap to read a map
-// whichever form holds it.
+// The three stats maps (response_times, num_reqs_per_sec, num_fail_per_sec)
+// are held as key/count pairs, the msgpack map's entries in one slice:
+// Decode and DecodePooled give them in strictly ascending key order (of
+// repeated keys the last one wins, as in a Python dict; nil for an empty
+// map), so that a master decodes and merges reports without map operations
+// and Encode writes them in Locust's sorted order as they are. Pairs built
+// by hand may come in any order: Encode and package stats take them as the
+// map holding them (see CountMap), and Counts builds pairs from a map.
 //
 // Exact is cicada's extension, sent under the key "cicada_latency" that
 // Python masters ignore: the exact latency histogram of the same samples in
@@ -207,14 +207,10 @@ type StatsEntry struct {
 	MaxResponseTime      float64
 	MinResponseTime      *float64
 	TotalContentLength   int64
-	ResponseTimes        map[int64]int64
-	NumReqsPerSec        map[int64]int64
-	NumFailPerSec        map[int64]int64
+	ResponseTimes        []Count // response_times: bucket (ms) → requests
+	NumReqsPerSec        []Count // num_reqs_per_sec: unix second → requests
+	NumFailPerSec        []Count // num_fail_per_sec: unix second → failures
 	Exact                []byte
-
-	ResponseTimeCounts  []Count // ResponseTimes as pairs (see above)
-	NumReqsPerSecCounts []Count // NumReqsPerSec as pairs
-	NumFailPerSecCounts []Count // NumFailPerSec as pairs
 }
 
 // StatsError is one row of a report's errors map. FirstSeen and LastSeen are

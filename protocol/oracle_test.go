@@ -417,8 +417,15 @@ func optNumber(p **float64) func(any) error {
 func strInts(p *map[string]int64) func(any) error {
 	return func(v any) (err error) { *p, err = sStrIntMap(v); return err }
 }
-func intInts(p *map[int64]int64) func(any) error {
-	return func(v any) (err error) { *p, err = sIntIntMap(v); return err }
+
+// intInts maps a stats map as a Python dict holds it (repeated keys: the
+// last wins) to its pairs in ascending key order.
+func intInts(p *[]Count) func(any) error {
+	return func(v any) error {
+		m, err := sIntIntMap(v)
+		*p = Counts(m)
+		return err
+	}
 }
 
 // sPlain is the plain-value mapping of value.go.
@@ -824,11 +831,10 @@ func sStatsErrors(v any) (map[string]StatsError, error) {
 // ---- the differential check ----
 
 // depthSlack is how far past MaxDepth a payload may nest and still be
-// accepted: ignored values deep inside stats entries and heartbeat
-// counters, and non-str map keys, get up to 3 levels more (Decode's skip
-// budgets are fixed per call site). Payloads in that band are only
-// checked for not panicking; deeper ones must be rejected.
-const depthSlack = 3
+// accepted. Decode's limit is exact, so it is 0: payloads deeper than
+// MaxDepth must be rejected wherever the deepest value sits (ignored values
+// and non-str keys included).
+const depthSlack = 0
 
 // checkAgainstLibrary decodes payload with Decode, with DecodePooled after
 // releasing a report decoded from prev, and with the library plus spec,
@@ -866,8 +872,6 @@ func checkAgainstLibrary(t testing.TB, prev, payload []byte) {
 			if c.err == nil {
 				t.Fatalf("payload %x:\n%s accepted nesting %d; want an error", payload, c.name, depth)
 			}
-		case depth > MaxDepth:
-			// Either answer is right (see depthSlack).
 		case errors.Is(c.err, ErrOutOfRange):
 			// Range checks on stats values are not in the spec's mapping:
 			// a refusal is right where the spec's value holds such a value

@@ -156,8 +156,8 @@ func spotChecks(t *testing.T, m Message) []string {
 				", 'num_failures': "+itoa(e.NumFailures)+", ",
 				"'min_response_time': "+pyOptFloat(e.MinResponseTime)+
 					", 'total_content_length': "+itoa(e.TotalContentLength)+", ")
-			for k, v := range e.NumReqsPerSec {
-				out = append(out, itoa(k)+": "+itoa(v))
+			for _, p := range e.NumReqsPerSec {
+				out = append(out, itoa(p.Key)+": "+itoa(p.N))
 			}
 			if e.NumRequests > 0 && len(e.ResponseTimes) == 0 {
 				t.Errorf("stats entry %q has requests but no response_times", e.Name)

@@ -109,7 +109,7 @@ func (g gen) classes() map[string]int64 {
 	return m
 }
 
-func (g gen) intMap(keys func() int64) map[int64]int64 {
+func (g gen) counts(keys func() int64) []Count {
 	n := g.n(25)
 	if n == 0 {
 		return nil
@@ -118,7 +118,7 @@ func (g gen) intMap(keys func() int64) map[int64]int64 {
 	for i := 0; i < n; i++ {
 		m[keys()] = g.count()
 	}
-	return m
+	return Counts(m)
 }
 
 func (g gen) entry() StatsEntry {
@@ -127,9 +127,9 @@ func (g gen) entry() StatsEntry {
 		NumRequests: g.count(), NumNoneRequests: g.count(), NumFailures: g.count(),
 		TotalResponseTime: g.stat(), MaxResponseTime: g.stat(), MinResponseTime: g.optStat(),
 		TotalContentLength: max(g.int(), 0),
-		ResponseTimes:      g.intMap(func() int64 { return int64(g.n(12000)) }),
-		NumReqsPerSec:      g.intMap(func() int64 { return 1796011105 + int64(g.n(5)) }),
-		NumFailPerSec:      g.intMap(func() int64 { return max(g.int(), 0) }),
+		ResponseTimes:      g.counts(func() int64 { return int64(g.n(12000)) }),
+		NumReqsPerSec:      g.counts(func() int64 { return 1796011105 + int64(g.n(5)) }),
+		NumFailPerSec:      g.counts(func() int64 { return max(g.int(), 0) }),
 	}
 	if g.n(3) == 0 {
 		e.Exact = make([]byte, g.n(300))

@@ -249,12 +249,6 @@ func BenchmarkMergeWorker20(b *testing.B) {
 	benchMergeWorker20(b, protocol.DecodePooled)
 }
 
-// BenchmarkMergeWorker20Maps is BenchmarkMergeWorker20 for a report from
-// Decode (stats maps as maps).
-func BenchmarkMergeWorker20Maps(b *testing.B) {
-	benchMergeWorker20(b, protocol.Decode)
-}
-
 func benchMergeWorker20(b *testing.B, decode func([]byte) (protocol.Message, error)) {
 	clk := newFakeClock(1e9)
 	m, err := decode(workerReport20(b, clk))
@@ -414,16 +408,6 @@ func redateReport(r *protocol.StatsReport, t float64) {
 		}
 		return append(c[:0], protocol.Count{Key: sec, N: n})
 	}
-	move := func(m map[int64]int64) {
-		var n int64
-		for k, v := range m {
-			n += v
-			delete(m, k)
-		}
-		if n != 0 {
-			m[sec] = n
-		}
-	}
 	for i := range len(r.Stats) + 1 {
 		e := &r.Total
 		if i < len(r.Stats) {
@@ -432,10 +416,8 @@ func redateReport(r *protocol.StatsReport, t float64) {
 		if e.LastRequestTimestamp != nil {
 			*e.LastRequestTimestamp = t
 		}
-		move(e.NumReqsPerSec)
-		move(e.NumFailPerSec)
-		e.NumReqsPerSecCounts = movePairs(e.NumReqsPerSecCounts)
-		e.NumFailPerSecCounts = movePairs(e.NumFailPerSecCounts)
+		e.NumReqsPerSec = movePairs(e.NumReqsPerSec)
+		e.NumFailPerSec = movePairs(e.NumFailPerSec)
 	}
 	for k, er := range r.Errors {
 		if er.FirstSeen != nil {

@@ -159,25 +159,47 @@ func (h *rtHist) appendBuckets(dst []bucket) []bucket {
 	return dst
 }
 
-// toMap returns the buckets as Locust's wire map.
-func (h *rtHist) toMap() map[int64]int64 {
-	m := make(map[int64]int64)
+// counts returns the buckets as Locust's wire map: pairs in ascending key
+// order, nil for none.
+func (h *rtHist) counts() []protocol.Count {
+	var out []protocol.Count
 	for c, ch := range h.chunks {
 		if ch == nil {
 			continue
 		}
 		for i, n := range ch {
 			if n != 0 {
-				m[chunkBase[c]+int64(i)*chunkStep[c]] = n
+				out = append(out, protocol.Count{Key: chunkBase[c] + int64(i)*chunkStep[c], N: n})
 			}
 		}
 	}
+	if len(h.over) == 0 {
+		return out // the chunks are in ascending key order
+	}
 	for k, n := range h.over {
 		if n != 0 {
-			m[k] = addSat(m[k], n)
+			out = append(out, protocol.Count{Key: k, N: n})
 		}
 	}
-	return m
+	return sumSorted(out)
+}
+
+// sumSorted sorts pairs by key and adds up (saturating) the counts of equal
+// keys, in place; nil for no pairs.
+func sumSorted(pairs []protocol.Count) []protocol.Count {
+	if len(pairs) == 0 {
+		return nil
+	}
+	slices.SortFunc(pairs, func(a, b protocol.Count) int { return cmp.Compare(a.Key, b.Key) })
+	out := pairs[:1]
+	for _, p := range pairs[1:] {
+		if last := &out[len(out)-1]; p.Key == last.Key {
+			last.N = addSat(last.N, p.N)
+		} else {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // secSlot holds the requests and failures of one unix second.
@@ -221,74 +243,15 @@ func (s *secCounts) add(sec, reqs, fails int64) {
 	sl.fails = addSat(sl.fails, fails)
 }
 
-// secProbes is how many seconds addMap looks up, ending at the last
-// request; at most 8 (a bit mask) and below secRingSize.
-const secProbes = 8
-
-// addMap adds a worker's num_reqs_per_sec (or, with fails set,
-// num_fail_per_sec). Its seconds are nearly always among the few up to the
-// report's last request (last, nil if none), so those are looked up first
-// (a few ns each, where starting a map iteration costs some 30 ns); any
-// other map is added in ascending order of seconds (sorted in *scratch), as
-// addCounts adds DecodePooled's pairs, so that the result never depends on
-// the map's iteration order (it can when counts of zero, or counts that sum
-// to zero, meet in one ring slot). Either way every pair is added once.
-func (s *secCounts) addMap(m map[int64]int64, last *float64, fails bool, scratch *[]protocol.Count) {
-	switch {
-	case len(m) == 0:
-		return
-	case last == nil || len(m) > secProbes:
-	case len(m) == 1: // a report within one second
-		hi := int64(*last)
-		if n, ok := m[hi]; ok {
-			s.addOne(hi, n, fails)
-			return
-		}
-	default:
-		if s.addProbed(m, int64(*last), fails) {
-			return
-		}
-	}
-	c := (*scratch)[:0]
-	for sec, n := range m {
-		c = append(c, protocol.Count{Key: sec, N: n})
-	}
-	slices.SortFunc(c, func(a, b protocol.Count) int { return cmp.Compare(a.Key, b.Key) })
-	s.addCounts(c, fails)
-	*scratch = c[:0]
-}
-
-// addCounts adds pairs in their order (DecodePooled's: ascending seconds).
+// addCounts adds a worker's num_reqs_per_sec (or, with fails set,
+// num_fail_per_sec) in the order of its pairs: ascending seconds, as Decode
+// gives them, so that the result never depends on the order a Go map would
+// have had (it could when counts of zero, or counts that sum to zero, meet
+// in one ring slot).
 func (s *secCounts) addCounts(pairs []protocol.Count, fails bool) {
 	for _, p := range pairs {
 		s.addOne(p.Key, p.N, fails)
 	}
-}
-
-// addProbed is addMap's lookup of the seconds up to hi; it adds nothing and
-// returns false unless they hold all of m.
-func (s *secCounts) addProbed(m map[int64]int64, hi int64, fails bool) bool {
-	var got [secProbes]int64
-	var hit uint8 // bit k: second hi-k is in m
-	found := 0
-	for k := 0; k < secProbes && found < len(m); k++ {
-		if n, ok := m[hi-int64(k)]; ok {
-			got[k] = n
-			hit |= 1 << k
-			found++
-		}
-	}
-	if found < len(m) {
-		return false
-	}
-	// The probed seconds are fewer than secRingSize apart, so the order of
-	// adding them does not matter.
-	for k := range secProbes {
-		if hit&(1<<k) != 0 {
-			s.addOne(hi-int64(k), got[k], fails)
-		}
-	}
-	return true
 }
 
 func (s *secCounts) addOne(sec, n int64, fails bool) {
@@ -328,16 +291,15 @@ func (s *secCounts) reset() {
 	clear(s.over)
 }
 
-// maps returns Locust's num_reqs_per_sec and num_fail_per_sec.
-func (s *secCounts) maps() (reqs, fails map[int64]int64) {
-	reqs = make(map[int64]int64)
-	fails = make(map[int64]int64)
+// counts returns Locust's num_reqs_per_sec and num_fail_per_sec as pairs in
+// ascending order of seconds, nil for none.
+func (s *secCounts) counts() (reqs, fails []protocol.Count) {
 	put := func(sl secSlot) {
 		if sl.reqs != 0 {
-			reqs[sl.sec] = addSat(reqs[sl.sec], sl.reqs)
+			reqs = append(reqs, protocol.Count{Key: sl.sec, N: sl.reqs})
 		}
 		if sl.fails != 0 {
-			fails[sl.sec] = addSat(fails[sl.sec], sl.fails)
+			fails = append(fails, protocol.Count{Key: sl.sec, N: sl.fails})
 		}
 	}
 	for _, sl := range s.ring {
@@ -346,7 +308,7 @@ func (s *secCounts) maps() (reqs, fails map[int64]int64) {
 	for _, sl := range s.over {
 		put(sl)
 	}
-	return reqs, fails
+	return sumSorted(reqs), sumSorted(fails)
 }
 
 // packBuckets appends ascending buckets as varints: the key's difference

@@ -107,9 +107,9 @@ func TestRTHist(t *testing.T) {
 			t.Fatalf("appendBuckets not ascending: %v", got)
 		}
 	}
-	m := h.toMap()
-	if m[5] != 12 || m[147] != 11 || m[-3] != 12 || m[1000] != 6 {
-		t.Errorf("toMap = %v", m)
+	c := h.counts()
+	if m := protocol.CountMap(c); !protocol.CountsSorted(c) || len(c) != len(got) || m[5] != 12 || m[147] != 11 || m[-3] != 12 || m[1000] != 6 {
+		t.Errorf("counts = %v", c)
 	}
 	h.reset()
 	if !h.empty() || len(h.appendBuckets(nil)) != 0 {
@@ -124,9 +124,10 @@ func TestSecCounts(t *testing.T) {
 		s.add(sec, sec, 1)
 	}
 	s.add(101, 1, 0) // long out of the ring: spills
-	reqs, fails := s.maps()
-	if len(reqs) != 40 || len(fails) != 40 || reqs[101] != 102 || reqs[139] != 139 {
-		t.Errorf("keepAll maps = %v, %v", reqs, fails)
+	reqs, fails := s.counts()
+	if rm := protocol.CountMap(reqs); !protocol.CountsSorted(reqs) || !protocol.CountsSorted(fails) ||
+		len(reqs) != 40 || len(fails) != 40 || rm[101] != 102 || rm[139] != 139 {
+		t.Errorf("keepAll counts = %v, %v", reqs, fails)
 	}
 	if r, f := s.get(101); r != 102 || f != 1 {
 		t.Errorf("get(101) = %d, %d; want 102, 1", r, f)
@@ -141,74 +142,5 @@ func TestSecCounts(t *testing.T) {
 	}
 	if r, _ := d.get(130); r != 1 {
 		t.Errorf("dropping ring lost second 130: %d", r)
-	}
-}
-
-// TestSecCountsAddMap checks that addMap (seconds looked up from the last
-// request down, else ranged over) adds exactly what adding every pair does,
-// zero counts included, whatever the map's seconds.
-func TestSecCountsAddMap(t *testing.T) {
-	rng := rand.New(rand.NewPCG(11, 11))
-	const hi = 1_000_000
-	var scratch []protocol.Count
-	for trial := range 3000 {
-		var got, want secCounts
-		for range rng.IntN(20) {
-			sec, n := hi-40+rng.Int64N(46), rng.Int64N(3)
-			got.add(sec, n, n%2)
-			want.add(sec, n, n%2)
-		}
-		// Seconds less than secRingSize apart: the reference result does
-		// not depend on the (random) order of ranging over the map.
-		m := map[int64]int64{}
-		for range rng.IntN(12) {
-			m[hi-12+rng.Int64N(15)] = rng.Int64N(4)
-		}
-		last := float64(hi) + rng.Float64()
-		var lp *float64
-		if trial%7 != 0 {
-			lp = &last
-		}
-		fails := trial%2 == 0
-		got.addMap(m, lp, fails, &scratch)
-		for sec, n := range m {
-			if fails {
-				want.add(sec, 0, n)
-			} else {
-				want.add(sec, n, 0)
-			}
-		}
-		if got.ring != want.ring {
-			t.Fatalf("trial %d: addMap(%v, last %v, fails %v) = %v; want %v", trial, m, lp != nil, fails, got.ring, want.ring)
-		}
-	}
-}
-
-// TestSecCountsAddMapOrder: addMap adds any map as addCounts adds its pairs
-// in ascending order, also where the order matters (zero counts, seconds
-// that meet in one ring slot), so that a report merges the same way whether
-// it was decoded into maps or into pairs, and the same way every time.
-func TestSecCountsAddMapOrder(t *testing.T) {
-	rng := rand.New(rand.NewPCG(12, 12))
-	const hi = 1_000_000
-	var scratch []protocol.Count
-	for trial := range 3000 {
-		var got, want secCounts
-		for range rng.IntN(20) {
-			sec, n := hi-60+rng.Int64N(66), rng.Int64N(3)
-			got.add(sec, n, n%2)
-			want.add(sec, n, n%2)
-		}
-		m := map[int64]int64{}
-		for range rng.IntN(20) {
-			m[hi-60+rng.Int64N(64)] = rng.Int64N(3) - 1
-		}
-		last := float64(hi) + rng.Float64()
-		fails := trial%2 == 0
-		got.addMap(m, &last, fails, &scratch)
-		want.addCounts(protocol.Counts(m), fails)
-		if got.ring != want.ring {
-			t.Fatalf("trial %d: addMap(%v, fails %v) = %v; want %v", trial, m, fails, got.ring, want.ring)
-		}
 	}
 }

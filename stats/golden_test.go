@@ -360,9 +360,9 @@ func entryJSON(e *protocol.StatsEntry) map[string]any {
 		"max_response_time":    pyrepr.Float(e.MaxResponseTime),
 		"min_response_time":    pyOptFloat(e.MinResponseTime),
 		"total_content_length": e.TotalContentLength,
-		"response_times":       strKeys(e.ResponseTimes),
-		"num_reqs_per_sec":     strKeys(e.NumReqsPerSec),
-		"num_fail_per_sec":     strKeys(e.NumFailPerSec),
+		"response_times":       strKeys(protocol.CountMap(e.ResponseTimes)),
+		"num_reqs_per_sec":     strKeys(protocol.CountMap(e.NumReqsPerSec)),
+		"num_fail_per_sec":     strKeys(protocol.CountMap(e.NumFailPerSec)),
 	}
 }
 

@@ -26,7 +26,7 @@ func namesReport(names []string, errs bool) *protocol.StatsReport {
 	r := &protocol.StatsReport{Errors: map[string]protocol.StatsError{}}
 	for _, n := range names {
 		e := protocol.StatsEntry{Name: n, Method: ptr("GET"), StartTime: 1, NumRequests: 1,
-			ResponseTimes: map[int64]int64{5: 1}}
+			ResponseTimes: protocol.Counts(map[int64]int64{5: 1})}
 		r.Stats = append(r.Stats, e)
 		r.Total.NumRequests++
 		if errs {
@@ -34,7 +34,7 @@ func namesReport(names []string, errs bool) *protocol.StatsReport {
 		}
 	}
 	r.Total.Name = "Aggregated"
-	r.Total.ResponseTimes = map[int64]int64{5: int64(len(names))}
+	r.Total.ResponseTimes = protocol.Counts(map[int64]int64{5: int64(len(names))})
 	return r
 }
 
@@ -375,7 +375,7 @@ func TestMergeBucketKeysBounded(t *testing.T) {
 				rt[100_001+int64(i)] = 2
 			}
 			e := protocol.StatsEntry{Name: "/x", Method: ptr("GET"), StartTime: 1, NumRequests: int64(1 + 2*c.keys),
-				ResponseTimeCounts: protocol.Counts(rt)} // ascending, as DecodePooled gives them
+				ResponseTimes: protocol.Counts(rt)} // ascending, as Decode gives them
 			s.Merge(&protocol.StatsReport{Stats: []protocol.StatsEntry{e}})
 			s.Merge(&protocol.StatsReport{Stats: []protocol.StatsEntry{e}})
 			got := s.Snapshot().Entries[0].ResponseTimes()

@@ -430,7 +430,7 @@ func (d *entryData) toWire(name string, method *string) protocol.StatsEntry {
 		TotalResponseTime:  float64(d.totalNs) / 1e6,
 		MaxResponseTime:    float64(d.maxNs) / 1e6,
 		TotalContentLength: d.contentLength,
-		ResponseTimes:      d.rt.toMap(),
+		ResponseTimes:      d.rt.counts(),
 		Exact:              d.exact.appendEncoded(nil),
 	}
 	if d.hasLast {
@@ -441,6 +441,6 @@ func (d *entryData) toWire(name string, method *string) protocol.StatsEntry {
 		mn := float64(d.minNs) / 1e6
 		s.MinResponseTime = &mn
 	}
-	s.NumReqsPerSec, s.NumFailPerSec = d.secs.maps()
+	s.NumReqsPerSec, s.NumFailPerSec = d.secs.counts()
 	return s
 }

@@ -90,8 +90,8 @@ func TestRecorderReport(t *testing.T) {
 	a := rep.Stats[0]
 	if a.NumRequests != 2 || a.NumFailures != 1 || a.TotalResponseTime != 147.5 || a.MaxResponseTime != 145 ||
 		f64(a.MinResponseTime) != 2.5 || a.TotalContentLength != 30 || a.StartTime != 1002.5 ||
-		f64(a.LastRequestTimestamp) != 1003.5 || a.ResponseTimes[140] != 1 || a.ResponseTimes[2] != 1 ||
-		a.NumReqsPerSec[1002] != 1 || a.NumReqsPerSec[1003] != 1 || a.NumFailPerSec[1003] != 1 || len(a.NumFailPerSec) != 1 {
+		f64(a.LastRequestTimestamp) != 1003.5 || protocol.CountMap(a.ResponseTimes)[140] != 1 || protocol.CountMap(a.ResponseTimes)[2] != 1 ||
+		protocol.CountMap(a.NumReqsPerSec)[1002] != 1 || protocol.CountMap(a.NumReqsPerSec)[1003] != 1 || protocol.CountMap(a.NumFailPerSec)[1003] != 1 || len(a.NumFailPerSec) != 1 {
 		t.Errorf("entry /a = %+v", a)
 	}
 	b := rep.Stats[1]
@@ -100,7 +100,7 @@ func TestRecorderReport(t *testing.T) {
 	}
 	tot := rep.Total
 	if tot.NumRequests != 3 || tot.NumNoneRequests != 1 || tot.TotalResponseTime != 147.5 || f64(tot.MinResponseTime) != 2.5 ||
-		tot.StartTime != 1001 || tot.NumReqsPerSec[1003] != 2 || tot.Name != "Aggregated" {
+		tot.StartTime != 1001 || protocol.CountMap(tot.NumReqsPerSec)[1003] != 2 || tot.Name != "Aggregated" {
 		t.Errorf("total = %+v", tot)
 	}
 	key := ErrorKey("GET", "/a", "CatchResponseError('x')")
@@ -324,9 +324,9 @@ func TestExactCompleteTracking(t *testing.T) {
 	}
 	py := &protocol.StatsReport{
 		Stats: []protocol.StatsEntry{{Name: "/py", Method: &m, StartTime: 100, NumRequests: 1, TotalResponseTime: 5,
-			MaxResponseTime: 5, MinResponseTime: ptr(5.0), ResponseTimes: map[int64]int64{5: 1}}},
+			MaxResponseTime: 5, MinResponseTime: ptr(5.0), ResponseTimes: protocol.Counts(map[int64]int64{5: 1})}},
 		Total: protocol.StatsEntry{Name: "Aggregated", StartTime: 100, NumRequests: 1, TotalResponseTime: 5,
-			MaxResponseTime: 5, MinResponseTime: ptr(5.0), ResponseTimes: map[int64]int64{5: 1}},
+			MaxResponseTime: 5, MinResponseTime: ptr(5.0), ResponseTimes: protocol.Counts(map[int64]int64{5: 1})},
 	}
 	s.Merge(py)
 	snap := s.Snapshot()

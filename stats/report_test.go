@@ -76,7 +76,7 @@ func TestExactFormat(t *testing.T) {
 	m := "GET"
 	s.Merge(&protocol.StatsReport{
 		Stats: []protocol.StatsEntry{{Name: "/", Method: &m, StartTime: 100, NumRequests: 1, TotalResponseTime: 5,
-			MaxResponseTime: 5, MinResponseTime: ptr(5.0), ResponseTimes: map[int64]int64{5: 1}}},
+			MaxResponseTime: 5, MinResponseTime: ptr(5.0), ResponseTimes: protocol.Counts(map[int64]int64{5: 1})}},
 		Total: protocol.StatsEntry{Name: "Aggregated", StartTime: 100},
 	})
 	exact.Reset()

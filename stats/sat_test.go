@@ -65,8 +65,8 @@ func TestMergeSaturates(t *testing.T) {
 			Name: name, Method: ptr("GET"), StartTime: float64(now.Unix() - 9), LastRequestTimestamp: &last,
 			NumRequests: e18, NumFailures: e18, TotalResponseTime: math.MaxFloat64, MaxResponseTime: 5,
 			MinResponseTime: ptr(5.0), TotalContentLength: e18,
-			ResponseTimes: map[int64]int64{5: e18}, NumReqsPerSec: map[int64]int64{int64(last): e18},
-			NumFailPerSec: map[int64]int64{int64(last): e18},
+			ResponseTimes: protocol.Counts(map[int64]int64{5: e18}), NumReqsPerSec: protocol.Counts(map[int64]int64{int64(last): e18}),
+			NumFailPerSec: protocol.Counts(map[int64]int64{int64(last): e18}),
 		}
 	}
 	for range 10 {
@@ -250,7 +250,7 @@ func TestSnapshotInconsistentReport(t *testing.T) {
 	s := New(func() time.Time { return now })
 	last := float64(now.Unix() - 100) // before start_time
 	e := protocol.StatsEntry{Name: "Aggregated", StartTime: float64(now.Unix() - 5), NumRequests: 2, NumNoneRequests: 5,
-		TotalResponseTime: 30, LastRequestTimestamp: &last, ResponseTimes: map[int64]int64{10: 2}}
+		TotalResponseTime: 30, LastRequestTimestamp: &last, ResponseTimes: protocol.Counts(map[int64]int64{10: 2})}
 	s.Merge(&protocol.StatsReport{Stats: []protocol.StatsEntry{e}, Total: e})
 	snap := s.Snapshot()
 	for _, es := range []EntryStats{snap.Entries[0], snap.Total} {

@@ -46,8 +46,7 @@ type Stats struct {
 		excOrder       []*mexc
 		malformedExact int64
 		scratch        []bucket
-		counts         []protocol.Count // secCounts.addMap's scratch
-		fresh          []*merr          // Merge's new errors, reused
+		fresh          []*merr // Merge's new errors, reused
 		snapScratch    snapScratch
 		warned         folds // limits already logged since the last Clear
 		overKeys       int   // keys in the entries' rtHist.over maps (addBucketLocked)
@@ -256,25 +255,15 @@ func (e *mentry) extendLocked(s *Stats, o *protocol.StatsEntry) {
 	}
 	e.contentLength = addSat(e.contentLength, o.TotalContentLength)
 	ch0 := e.rt.chunks[0] // keys below 100 ms, inlined; nil: rt.add allocates
-	if rt := o.ResponseTimeCounts; len(rt) > 0 && protocol.CountsSorted(rt) {
-		for _, p := range rt {
-			if uint64(p.Key) < 100 && ch0 != nil {
-				ch0[p.Key] = addSat(ch0[p.Key], p.N)
-			} else {
-				e.addBucketLocked(s, p.Key, p.N)
-			}
-		}
-	} else {
-		for k, n := range mapOf(rt, o.ResponseTimes) {
-			if uint64(k) < 100 && ch0 != nil {
-				ch0[k] = addSat(ch0[k], n)
-			} else {
-				e.addBucketLocked(s, k, n)
-			}
+	for _, p := range canonCounts(o.ResponseTimes) {
+		if uint64(p.Key) < 100 && ch0 != nil {
+			ch0[p.Key] = addSat(ch0[p.Key], p.N)
+		} else {
+			e.addBucketLocked(s, p.Key, p.N)
 		}
 	}
-	e.addSecs(s, o.NumReqsPerSecCounts, o.NumReqsPerSec, o.LastRequestTimestamp, false)
-	e.addSecs(s, o.NumFailPerSecCounts, o.NumFailPerSec, o.LastRequestTimestamp, true)
+	e.secs.addCounts(canonCounts(o.NumReqsPerSec), false)
+	e.secs.addCounts(canonCounts(o.NumFailPerSec), true)
 	switch {
 	case o.Exact != nil:
 		if err := e.exact.addEncoded(o.Exact); err != nil {
@@ -328,36 +317,25 @@ func (e *mentry) addBucketLocked(s *Stats, k, n int64) {
 	e.rt.over[k] = addSat(e.rt.over[k], n)
 }
 
-// addSecs adds a report's num_reqs_per_sec (or, with fails set,
-// num_fail_per_sec), given as pairs (when not empty) or as a map.
-// Precondition: s.mu is held.
-func (e *mentry) addSecs(s *Stats, pairs []protocol.Count, m map[int64]int64, last *float64, fails bool) {
-	switch {
-	case len(pairs) > 0 && protocol.CountsSorted(pairs):
-		e.secs.addCounts(pairs, fails)
-	case len(pairs) > 0: // built by hand, out of order: as the map holding them
-		e.secs.addMap(protocol.CountMap(pairs), last, fails, &s.mu.counts)
-	case len(m) > 0:
-		e.secs.addMap(m, last, fails, &s.mu.counts)
+// canonCounts returns a stats map's pairs strictly ascending, as Decode
+// gives them (returned as they are, the common case); pairs built by hand
+// out of order are taken as the map holding them (of equal keys the last
+// wins), so that the result never depends on their order.
+func canonCounts(pairs []protocol.Count) []protocol.Count {
+	if protocol.CountsSorted(pairs) {
+		return pairs
 	}
-}
-
-// mapOf is the map that pairs (if not empty) or m hold.
-func mapOf(pairs []protocol.Count, m map[int64]int64) map[int64]int64 {
-	if len(pairs) > 0 {
-		return protocol.CountMap(pairs)
-	}
-	return m
+	return protocol.Counts(protocol.CountMap(pairs))
 }
 
 // Merge adds a worker's report (Locust's worker_report handler): every entry
 // is extended into the master's entry of the same name and method (created
 // on first sight), errors add up by key, and the report's total is extended
 // into the Aggregated entry, which therefore comes only from the workers'
-// totals. A nil method is taken as "". An entry's stats maps may come in
-// either form (protocol.StatsEntry): as pairs, as protocol.DecodePooled
-// gives them (added without map operations), or as maps, as Decode and the
-// Recorder give them; both give the same result.
+// totals. A nil method is taken as "". An entry's stats maps are added
+// without map operations when their pairs are strictly ascending, as
+// protocol.Decode, DecodePooled and the Recorder give them; pairs in any
+// other order count as the map holding them (protocol.StatsEntry).
 //
 // Errors new to the master are appended to the error report's order; the
 // wire map has no order, so new errors of one report are ordered by
