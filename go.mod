@@ -6,6 +6,7 @@ require (
 	github.com/spf13/pflag v1.1.0
 	github.com/valyala/fasthttp v1.78.0
 	github.com/vmihailenco/msgpack/v5 v5.4.1
+	golang.org/x/sys v0.49.0
 	gopkg.in/yaml.v3 v3.0.1
 )
 
