@@ -34,9 +34,14 @@ type Loop struct {
 	// Stack is the stack the loop drives; required. The loop is its only
 	// user while Run runs.
 	Stack *stack.Stack
-	// Rate is the launch rate in connections per second; zero launches
-	// nothing (a server, or a client driven by Until alone).
+	// Rate is the launch rate in connections per second. Zero launches
+	// nothing unless MaxOpen is set (a server, or a client driven by Until
+	// alone).
 	Rate float64
+	// MaxOpen, if set, bounds the open connections (SocketsCurrent): a
+	// closed loop like wrk's connection count. With a zero Rate the loop
+	// launches whenever fewer are open, as fast as they close.
+	MaxOpen int
 	// Total bounds the launches; zero with a Rate is unbounded.
 	Total int
 	// Burst bounds the launches of one turn. If zero, stack.DefaultBurst.
@@ -60,8 +65,8 @@ func (l *Loop) Launched() int { return l.launched }
 // Run polls the stack until Until holds (nil) or ctx ends (ErrStopped
 // wrapping ctx's error). The clock is the monotonic time since Run began.
 func (l *Loop) Run(ctx context.Context) error {
-	if l.Stack == nil || l.Rate < 0 || l.Total < 0 || l.Burst < 0 || l.IdleWait < 0 {
-		return fmt.Errorf("engine: Loop needs a Stack and no negative Rate, Total, Burst or IdleWait: %w", ErrConfig)
+	if l.Stack == nil || l.Rate < 0 || l.Total < 0 || l.Burst < 0 || l.IdleWait < 0 || l.MaxOpen < 0 {
+		return fmt.Errorf("engine: Loop needs a Stack and no negative Rate, Total, Burst, IdleWait or MaxOpen: %w", ErrConfig)
 	}
 	burst, idle := l.Burst, l.IdleWait
 	if burst == 0 {
@@ -78,6 +83,10 @@ func (l *Loop) Run(ctx context.Context) error {
 		now := int64(time.Since(start))
 		got := l.Stack.Poll(now)
 		want := l.due(now)
+		if l.MaxOpen > 0 && want > 0 {
+			l.ctr = l.Stack.Counters()
+			want = min(want, l.MaxOpen-int(l.ctr.SocketsCurrent))
+		}
 		if want > 0 {
 			l.launched += l.Stack.Launch(now, min(want, burst))
 		}
@@ -93,12 +102,20 @@ func (l *Loop) Run(ctx context.Context) error {
 	}
 }
 
-// due is how many launches the pace allows at now.
+// due is how many launches the pace (or, with only MaxOpen, Total) allows
+// at now.
 func (l *Loop) due(now int64) int {
-	if l.Rate == 0 {
+	var n int
+	switch {
+	case l.Rate > 0:
+		n = int(float64(now) * l.Rate / 1e9)
+	case l.MaxOpen > 0 && l.Total > 0:
+		n = l.Total
+	case l.MaxOpen > 0:
+		n = l.launched + l.MaxOpen
+	default:
 		return 0
 	}
-	n := int(float64(now) * l.Rate / 1e9)
 	if l.Total > 0 {
 		n = min(n, l.Total)
 	}

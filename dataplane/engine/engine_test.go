@@ -65,3 +65,28 @@ func TestLoopRefusesBadConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestLoopMaxOpenBoundsOpenConnections(t *testing.T) {
+	const total, maxOpen = 3000, 50
+	client, server := pair(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srvCtx, stopServer := context.WithCancel(ctx)
+	srvDone := make(chan error, 1)
+	go func() { srvDone <- (&engine.Loop{Stack: server}).Run(srvCtx) }()
+	peak := uint64(0)
+	loop := &engine.Loop{Stack: client, MaxOpen: maxOpen, Total: total,
+		Until: func(c *stack.Counters, n int) bool {
+			peak = max(peak, c.SocketsCurrent)
+			return n == total && c.SocketsClosed == total
+		}}
+	err := loop.Run(ctx)
+	stopServer()
+	<-srvDone
+	if err != nil {
+		t.Fatalf("client loop = %v after %d launches", err, loop.Launched())
+	}
+	if c := client.Counters(); c.HTTP2xx != total || peak > maxOpen || peak < maxOpen/2 {
+		t.Errorf("2xx %d (want %d), peak open %d (want %d at most, near it)", c.HTTP2xx, total, peak, maxOpen)
+	}
+}

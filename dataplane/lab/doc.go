@@ -32,6 +32,12 @@ const (
 	Gateway     = "198.18.0.254"
 	ServerIP    = "198.18.1.1"
 	ServerNet   = "198.18.1.1/24"
+
+	// A kernel-socket client's namespace (KernelClient) and the server
+	// namespace's address towards it.
+	KernelClientNet  = "198.18.2.2/24"
+	KernelGateway    = "198.18.2.1"
+	KernelGatewayNet = "198.18.2.1/24"
 )
 
 // ErrUnavailable is wrapped by Check and New where the lab cannot run

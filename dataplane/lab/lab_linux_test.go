@@ -10,7 +10,7 @@ import (
 )
 
 // newLab returns a lab removed at cleanup, or skips t where it cannot run.
-func newLab(t *testing.T) *lab.Lab {
+func newLab(t testing.TB) *lab.Lab {
 	t.Helper()
 	if err := lab.Check(); err != nil {
 		t.Skipf("data plane lab skipped: %v", err)
@@ -27,7 +27,7 @@ func newLab(t *testing.T) *lab.Lab {
 	return l
 }
 
-func ipOut(t *testing.T, args ...string) string {
+func ipOut(t testing.TB, args ...string) string {
 	t.Helper()
 	out, err := lab.Run("ip", args...)
 	if err != nil {

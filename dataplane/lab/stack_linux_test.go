@@ -32,7 +32,7 @@ func ip4(s string) uint32 { return binary.BigEndian.Uint32(net.ParseIP(s).To4())
 // cleanup. A 1 ms retire timeout keeps round trips short in tests; with it
 // a block often holds a few frames only, so the ring has many small
 // blocks: 1024 of 64 KiB hold a second of retirements.
-func openLink(t *testing.T, e *lab.End, qdisc bool) *afpacket.Link {
+func openLink(t testing.TB, e *lab.End, qdisc bool) *afpacket.Link {
 	t.Helper()
 	var l *afpacket.Link
 	err := e.Netns.Do(func() error {
@@ -48,7 +48,7 @@ func openLink(t *testing.T, e *lab.End, qdisc bool) *afpacket.Link {
 }
 
 // nginxIn starts nginx in the server namespace on lab.ServerIP.
-func nginxIn(t *testing.T, p *lab.Pair, cfg testpeer.NginxConfig) *testpeer.Nginx {
+func nginxIn(t testing.TB, p *lab.Pair, cfg testpeer.NginxConfig) *testpeer.Nginx {
 	t.Helper()
 	cfg.Host, cfg.AccessLog = lab.ServerIP, true
 	cfg.Wrap = []string{"ip", "netns", "exec", p.Server.Name}
@@ -60,7 +60,7 @@ func nginxIn(t *testing.T, p *lab.Pair, cfg testpeer.NginxConfig) *testpeer.Ngin
 }
 
 // outRsts returns the namespace's Tcp OutRsts.
-func outRsts(t *testing.T, n *lab.Netns) int64 {
+func outRsts(t testing.TB, n *lab.Netns) int64 {
 	t.Helper()
 	m, err := n.SNMP("Tcp")
 	if err != nil {
@@ -71,6 +71,7 @@ func outRsts(t *testing.T, n *lab.Netns) int64 {
 
 // kernelRun is the client stack over AF_PACKET against nginx.
 type kernelRun struct {
+	lab    *lab.Lab
 	p      *lab.Pair
 	link   *afpacket.Link
 	nginx  *testpeer.Nginx
@@ -78,14 +79,14 @@ type kernelRun struct {
 	client *stack.Stack
 }
 
-func newKernelRun(t *testing.T, ncfg testpeer.NginxConfig, cfg stack.Config, qdisc bool) *kernelRun {
+func newKernelRun(t testing.TB, ncfg testpeer.NginxConfig, cfg stack.Config, qdisc bool) *kernelRun {
 	t.Helper()
 	l := newLab(t)
 	p, err := l.KernelPair()
 	if err != nil {
 		t.Fatalf("KernelPair = %v", err)
 	}
-	r := &kernelRun{p: p, link: openLink(t, p.Cicada, qdisc), nginx: nginxIn(t, p, ncfg)}
+	r := &kernelRun{lab: l, p: p, link: openLink(t, p.Cicada, qdisc), nginx: nginxIn(t, p, ncfg)}
 	// The readiness probe's connections (and the refused first try, one
 	// reset) are the server namespace's only ones so far: let them end
 	// before the baseline.
@@ -108,7 +109,7 @@ func newKernelRun(t *testing.T, ncfg testpeer.NginxConfig, cfg stack.Config, qdi
 }
 
 // run drives the client until until holds, failing t at testTimeout.
-func (r *kernelRun) run(t *testing.T, rate float64, total int, until func(c *stack.Counters, launched int) bool) {
+func (r *kernelRun) run(t testing.TB, rate float64, total int, until func(c *stack.Counters, launched int) bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -122,7 +123,7 @@ func (r *kernelRun) run(t *testing.T, rate float64, total int, until func(c *sta
 
 // check asserts nginx answered want 200s, the stack counted want 2xx, no
 // reset was received and neither namespace's kernel sent a reset.
-func (r *kernelRun) check(t *testing.T, want int) {
+func (r *kernelRun) check(t testing.TB, want int) {
 	t.Helper()
 	c := r.client.Counters()
 	if c.HTTP2xx != uint64(want) || c.RstIn != 0 || c.HTTPErrors != 0 || c.SocketsFailed != 0 {
@@ -249,7 +250,7 @@ type stackRun struct {
 	stop           func() stack.Counters
 }
 
-func newStackRun(t *testing.T, cc, sc stack.Config) *stackRun {
+func newStackRun(t testing.TB, cc, sc stack.Config) *stackRun {
 	t.Helper()
 	l := newLab(t)
 	p, err := l.StackPair()

@@ -109,3 +109,31 @@ func (n *Netns) Dial(addr string) (net.Conn, error) {
 	})
 	return c, err
 }
+
+// KernelClient adds a namespace for kernel-socket clients (wrk, a cicada
+// worker) beside p: a veth to p.Server with KernelClientNet on its end and
+// KernelGatewayNet on the server's, and a route to ServerIP. It measures
+// the kernel's figure on the same server.
+func (l *Lab) KernelClient(p *Pair) (*Netns, error) {
+	k, err := l.Netns("kclient")
+	if err != nil {
+		return nil, err
+	}
+	a, b, err := l.Veth(k, p.Server)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range []struct {
+		n    *Netns
+		args []string
+	}{
+		{k, []string{"addr", "add", KernelClientNet, "dev", a.Name}},
+		{p.Server, []string{"addr", "add", KernelGatewayNet, "dev", b.Name}},
+		{k, []string{"route", "add", ServerIP, "via", KernelGateway, "dev", a.Name}},
+	} {
+		if err := c.n.Exec("ip", c.args...); err != nil {
+			return nil, err
+		}
+	}
+	return k, nil
+}
