@@ -13,10 +13,15 @@
 // the interface receives. The interface must hold no address of the
 // stack's range (the RST trap; see package dataplane).
 //
-// Why a TX ring rather than sendmmsg: both were measured on veth here at
-// 0.6-1.6 Mpps (dataplane-lab.md); the ring sends a burst with one syscall
-// and no per-frame iovec or copy, so it is kept. Counters include the
-// kernel's PACKET_STATISTICS (packets and drops on the receive ring).
+// Why a TX ring rather than sendmmsg: BenchmarkTransmitRing and
+// BenchmarkTransmitSendmmsg (64-byte frames, bursts of 64, the peer's RX
+// ring receiving every frame) gave 185,000-351,000 and 145,000-403,000
+// frames/s in 4 runs each on the shared VM at load 8-11: no difference
+// beyond the noise (dataplane-lab.md has 0.7-1.6 and 0.6-1.5 Mpps on a
+// quieter machine). The ring is kept: the stack builds frames directly in
+// the ring's buffers, no iovec array is kept per burst, and one send(2)
+// flushes every queued frame. Counters include the kernel's
+// PACKET_STATISTICS (packets and drops on the receive ring).
 //
 // On systems other than Linux, Open returns an error wrapping
 // ErrUnsupported. A Link is driven by one goroutine, like every link.Link.
