@@ -295,12 +295,23 @@ func TestLabStackHoldsConnectionsPastNginxFileLimit(t *testing.T) {
 	r := newStackRun(t, cc, labRTO)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
+	// Launched in steps of 1,000, each once the previous has its
+	// responses (MaxOpen = Total per step), so at most 1,000 handshakes
+	// are in flight and the ramp runs as fast as the shared cores allow
+	// without queueing past the retransmission timeout.
+	const step = 1000
 	start := time.Now()
-	loop := &engine.Loop{Stack: r.client, Rate: 5000, Total: conns, Waiter: r.clink,
-		Until: func(c *stack.Counters, n int) bool {
-			return n == conns && c.HTTP2xx == conns || c.SocketsFailed > 0
-		}}
-	err := loop.Run(ctx)
+	loop := &engine.Loop{Stack: r.client, Waiter: r.clink}
+	var err error
+	for k := step; k <= conns && err == nil; k += step {
+		loop.Total, loop.MaxOpen = k, k
+		loop.Until = func(c *stack.Counters, n int) bool {
+			return n == k && c.HTTP2xx == uint64(k) || c.SocketsFailed > 0
+		}
+		if err = loop.Run(ctx); r.client.Counters().SocketsFailed > 0 {
+			break
+		}
+	}
 	ramp := time.Since(start)
 	s := r.stop()
 	c := r.client.Counters()
