@@ -193,14 +193,14 @@ func (l *Link) Transmit(frames [][]byte) int {
 	return n
 }
 
-// kick asks the kernel to send every queued frame. EAGAIN and ENOBUFS
-// leave frames queued for the next kick.
+// kick asks the kernel to send every queued frame. A failed send (EAGAIN,
+// ENOBUFS) leaves the frames queued and ready set, so the next Transmit or
+// a Buffer call that finds the ring full kicks again.
 func (l *Link) kick() {
 	if l.tx.ready == 0 {
 		return
 	}
-	err := unix.Sendto(l.txFd, nil, unix.MSG_DONTWAIT, nil)
-	if err == nil || !errors.Is(err, unix.EINTR) {
+	if err := unix.Sendto(l.txFd, nil, unix.MSG_DONTWAIT, nil); err == nil {
 		l.tx.ready = 0
 	}
 }
