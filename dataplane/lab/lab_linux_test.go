@@ -1,10 +1,16 @@
 package lab_test
 
 import (
+	"bufio"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cicada-load/cicada/dataplane/lab"
 )
@@ -100,3 +106,81 @@ func TestLabCleansStaleRuns(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestLabRemovedOnInterrupt runs a lab in a child process (this test
+// binary again), interrupts it and checks that its namespaces and route
+// are gone.
+func TestLabRemovedOnInterrupt(t *testing.T) {
+	if os.Getenv("CICADA_LAB_CHILD") == "1" {
+		l, err := lab.New()
+		if err == nil {
+			_, err = l.KernelPair()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stdout, "error", err)
+			return
+		}
+		fmt.Fprintln(os.Stdout, "ready", l.Prefix)
+		// Blocks until the parent's SIGINT (the lab's handler exits) or
+		// until the parent closes stdin.
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		_ = l.Close()
+		return
+	}
+	newLab(t) // skips where the lab cannot run
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLabRemovedOnInterrupt$")
+	cmd.Env = append(os.Environ(), "CICADA_LAB_CHILD=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "ready ") || strings.HasPrefix(sc.Text(), "error ") {
+				lines <- sc.Text()
+			}
+		}
+		done <- cmd.Wait()
+	}()
+	var line string
+	select {
+	case line = <-lines:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("child lab not ready in 30 s")
+	}
+	prefix, ok := strings.CutPrefix(line, "ready ")
+	if !ok {
+		_ = cmd.Process.Kill()
+		t.Fatalf("child: %s", line)
+	}
+	if !strings.Contains(ipOut(t, "netns", "list"), prefix+"-server") {
+		t.Fatalf("child's namespaces missing before the interrupt")
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("child did not exit in 30 s after SIGINT")
+	}
+	if out := ipOut(t, "netns", "list"); strings.Contains(out, prefix+"-") {
+		t.Errorf("namespaces of the interrupted run left: %q", out)
+	}
+	if out := ipOut(t, "route", "show", "type", "blackhole", lab.Range); strings.Contains(out, "metric "+itoa(cmd.Process.Pid)) {
+		t.Errorf("blackhole route of the interrupted run left: %q", out)
+	}
+}
