@@ -6,18 +6,29 @@
 //
 // # Layout (imports point downwards only)
 //
-//	dataplane/stack      connection table, timers, templates, TCP client and
-//	                     server state machines, HTTP/1.1 client, ARP, ICMP
-//	dataplane/link/pipe  in-process link pair with seeded loss, reordering,
-//	                     duplication and delay
-//	dataplane/link/afxdp AF_XDP socket link in pure Go (Linux): UMEM, rings,
-//	                     XDP redirect program
-//	dataplane/link       the batch link interface and its ownership contract
-//	dataplane/wire       zero-allocation frame views, builders, checksums
+//	dataplane/lab            the namespace lab (root, Linux): blackhole route,
+//	                         namespaces, veths, nginx in a namespace
+//	dataplane/engine         polling loops driving stacks
+//	dataplane/stack          connection table, timers, templates, TCP client
+//	                         and server state machines, HTTP/1.1 client, ARP,
+//	                         ICMP
+//	dataplane/link/pipe      in-process link pair with seeded loss,
+//	                         reordering, duplication and delay
+//	dataplane/link/afpacket  Linux AF_PACKET link (TPACKET_V3 RX ring,
+//	                         TPACKET_V2 TX ring)
+//	dataplane/link/afxdp     Linux AF_XDP socket link in pure Go: UMEM, rings,
+//	                         XDP redirect program
+//	dataplane/link           the batch link interface and its ownership
+//	                         contract
+//	dataplane/wire           zero-allocation frame views, builders, checksums
 //
-// wire imports only the standard library; link imports wire; stack imports
-// link and wire; link/afxdp imports link, wire and golang.org/x/sys/unix
-// (its tests also drive stack over it). Nothing in dataplane imports the rest of cicada yet.
+// wire imports only the standard library; link imports wire; the links
+// import link and wire (afpacket and afxdp also golang.org/x/sys/unix;
+// afxdp's tests also drive stack over it); stack imports link and wire;
+// engine imports stack. lab imports only the standard library and x/sys: it
+// knows no stack, and its tests put stacks, links and nginx together.
+// Nothing in dataplane imports the rest of cicada except lab's tests
+// (internal/testpeer for nginx).
 //
 // # Contracts
 //
@@ -35,6 +46,12 @@
 //     index is ipIndex*ports + portIndex, on the client and on the server.
 //   - Counters are plain uint64s per Stack, in dperf's detail; an engine
 //     sums per-core copies.
+//   - A link used by a stack holds no address of the stack's range in the
+//     kernel: AF_PACKET is a tap, so the kernel sees every received frame,
+//     and a kernel owning a client address answers the server's SYN-ACK
+//     with a reset (the RST trap). The lab keeps the cicada end of each
+//     veth without an address and with forwarding off, so the kernel drops
+//     such frames silently.
 //
 // # Deliberately simpler than a general TCP, and why
 //

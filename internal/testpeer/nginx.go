@@ -42,6 +42,9 @@ type NginxConfig struct {
 	Locations   []Location    // default: {"/", 200, "hello\n"}; not with Root
 	Root        string        // if set: serve the files of this directory (index.html, text/html) instead; with Workers > 1 they must be readable by nginx's worker user
 	StartWithin time.Duration // how long to wait for the port to accept; default 20 s
+	Host        string        // listen address; default 127.0.0.1
+	Wrap        []string      // command prefix nginx runs under, which must exec it (e.g. ip netns exec NAME)
+	Dial        DialFunc      // readiness probe; default a TCP dial from this process
 }
 
 // Nginx is a running nginx started from an NginxConfig.
@@ -49,15 +52,21 @@ type Nginx struct {
 	*Process
 	Port int
 	Dir  string
+	Host string
 
 	accessLog string
+	dial      DialFunc
 }
 
-// URL is the base URL, "http://127.0.0.1:port".
-func (n *Nginx) URL() string { return "http://127.0.0.1:" + strconv.Itoa(n.Port) }
+// DialFunc connects to addr ("host:port"), as the readiness probe of an
+// nginx started elsewhere (another network namespace) must.
+type DialFunc func(addr string) (net.Conn, error)
 
-// Addr is "127.0.0.1:port".
-func (n *Nginx) Addr() string { return "127.0.0.1:" + strconv.Itoa(n.Port) }
+// URL is the base URL, by default "http://127.0.0.1:port".
+func (n *Nginx) URL() string { return "http://" + n.Addr() }
+
+// Addr is "host:port", by default "127.0.0.1:port".
+func (n *Nginx) Addr() string { return net.JoinHostPort(n.Host, strconv.Itoa(n.Port)) }
 
 // defaultNginx is NginxBin if it exists, else "nginx" (looked up on PATH):
 // any nginx serves the tests' fixed responses.
@@ -89,7 +98,7 @@ func (c NginxConfig) conf(accessLog string) string {
 		fmt.Fprintf(&b, "  %s_temp_path %s/%s;\n", tmp, c.Dir, tmp)
 	}
 	fmt.Fprintf(&b, "  keepalive_requests 1000000;\n  keepalive_timeout %ds;\n", int(c.Keepalive/time.Second))
-	fmt.Fprintf(&b, "  server {\n    listen 127.0.0.1:%d backlog=%d", c.Port, c.Backlog)
+	fmt.Fprintf(&b, "  server {\n    listen %s:%d backlog=%d", c.Host, c.Port, c.Backlog)
 	if c.ReusePort {
 		b.WriteString(" reuseport")
 	}
@@ -148,12 +157,18 @@ func (c NginxConfig) Start() (*Nginx, error) {
 	if c.StartWithin <= 0 {
 		c.StartWithin = 20 * time.Second
 	}
+	if c.Host == "" {
+		c.Host = "127.0.0.1"
+	}
+	if net.ParseIP(c.Host) == nil {
+		return nil, fmt.Errorf("testpeer: nginx Host %q: want an IP address", c.Host)
+	}
 	for _, l := range c.Locations {
 		if !strings.HasPrefix(l.Path, "/") || strings.ContainsAny(l.Path, " ;{}\"'") || l.Status < 100 || l.Status > 599 {
 			return nil, fmt.Errorf("testpeer: nginx location %q status %d: want a plain path and a status 100-599", l.Path, l.Status)
 		}
 	}
-	n := &Nginx{Port: c.Port, Dir: c.Dir}
+	n := &Nginx{Port: c.Port, Dir: c.Dir, Host: c.Host, dial: c.Dial}
 	if c.AccessLog {
 		n.accessLog = filepath.Join(c.Dir, "access.log")
 	}
@@ -161,7 +176,8 @@ func (c NginxConfig) Start() (*Nginx, error) {
 	if err := os.WriteFile(cf, []byte(c.conf(n.accessLog)), 0o644); err != nil {
 		return nil, fmt.Errorf("testpeer: nginx config: %w", err)
 	}
-	cmd := exec.Command(c.Bin, "-c", cf, "-p", c.Dir, "-e", filepath.Join(c.Dir, "error.log"))
+	argv := append(append([]string{}, c.Wrap...), c.Bin, "-c", cf, "-p", c.Dir, "-e", filepath.Join(c.Dir, "error.log"))
+	cmd := exec.Command(argv[0], argv[1:]...)
 	if n.Process, err = StartProcess(cmd, filepath.Join(c.Dir, "nginx.out")); err != nil {
 		return nil, err
 	}
@@ -180,7 +196,11 @@ func (c NginxConfig) Start() (*Nginx, error) {
 }
 
 func (n *Nginx) accepts() bool {
-	c, err := net.DialTimeout("tcp", n.Addr(), time.Second)
+	dial := n.dial
+	if dial == nil {
+		dial = func(addr string) (net.Conn, error) { return net.DialTimeout("tcp", addr, time.Second) }
+	}
+	c, err := dial(n.Addr())
 	if err == nil {
 		c.Close()
 	}
