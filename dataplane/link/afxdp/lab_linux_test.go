@@ -30,6 +30,9 @@ const labEtherType = 0x88b5
 // convention of `ip netns`, not a path of this machine).
 const netnsDir = "/run/netns/"
 
+// labRange is the whole address range of the AF_XDP lab's frames.
+const labRange = "198.19.0.0/16"
+
 var labSeq atomic.Int32
 
 type lab struct {
@@ -54,6 +57,13 @@ func newLab(t testing.TB) *lab {
 			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
 		}
 	}
+	// The lab rule: first a host blackhole route for the lab's whole range
+	// (198.19.0.0/16, only inside the stacks' frames), so that no packet of
+	// it could leave by the default route; its metric is this lab's own, so
+	// that labs running at once never remove each other's.
+	metric := fmt.Sprint(os.Getpid()*1000 + int(labSeq.Load()%1000))
+	run("route", "add", "blackhole", labRange, "metric", metric)
+	t.Cleanup(func() { _ = exec.Command(ip, "route", "del", "blackhole", labRange, "metric", metric).Run() })
 	run("netns", "add", l.nsA)
 	t.Cleanup(func() { _ = exec.Command(ip, "netns", "del", l.nsA).Run() })
 	run("netns", "add", l.nsB)
