@@ -2,6 +2,7 @@ package master
 
 import (
 	"fmt"
+	"github.com/cicada-load/cicada/master/dispatch"
 	"log/slog"
 	"testing"
 	"time"
@@ -119,7 +120,7 @@ func BenchmarkLoop10k(b *testing.B) {
 	// does for every worker that joins, heals or leaves while a test runs.
 	b.Run("redispatch", func(b *testing.B) {
 		m := loopMaster(b, n, Options{UserClasses: []UserClass{{Name: "A"}}})
-		if err := m.start(n, 1e9); err != nil {
+		if err := m.start(n, dispatch.MaxSpawnRate); err != nil {
 			b.Fatal(err)
 		}
 		b.ReportAllocs()
@@ -140,7 +141,7 @@ func BenchmarkLoop10k(b *testing.B) {
 			for j := 0; j < n; j += 100 {
 				st.setNodeState(st.reg.nodes[workerID(j)], protocol.StateMissing)
 			}
-			if err := m.start(n, 1e9); err != nil {
+			if err := m.start(n, dispatch.MaxSpawnRate); err != nil {
 				b.Fatal(err)
 			}
 			st.run.state = protocol.StateRunning
