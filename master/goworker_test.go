@@ -2,11 +2,15 @@ package master
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"reflect"
 	"sort"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,7 +41,13 @@ func goScenario(wait time.Duration) worker.Scenario {
 // startGoWorker runs a cicada worker in-process until the master quits it.
 func startGoWorker(t *testing.T, port int, sc worker.Scenario, logs *logBuf) (*worker.Worker, <-chan struct{}) {
 	t.Helper()
-	w, err := worker.New(worker.Options{MasterHost: "127.0.0.1", MasterPort: port, Logger: slog.New(logs).With("logger", "worker")}, sc)
+	return startGoWorkerWith(t, worker.Options{MasterHost: "127.0.0.1", MasterPort: port, Logger: slog.New(logs).With("logger", "worker")}, sc)
+}
+
+// startGoWorkerWith is startGoWorker with the worker's options given.
+func startGoWorkerWith(t *testing.T, o worker.Options, sc worker.Scenario) (*worker.Worker, <-chan struct{}) {
+	t.Helper()
+	w, err := worker.New(o, sc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,5 +147,48 @@ func TestGoWorkersNginx(t *testing.T) {
 				t.Errorf("a worker missed its final report:\n%s", logs)
 			}
 		})
+	}
+}
+
+// A real cicada worker's users stop gracefully, then it sends
+// client_stopped; the requests they finished since its last periodic
+// report come in the next one, after the master deleted its node. Every
+// request the target served must be counted once the test has stopped.
+func TestGoWorkerRequestsAfterStopCounted(t *testing.T) {
+	var served atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		served.Add(1)
+		_, _ = fmt.Fprint(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	logs := &logBuf{}
+	o := testOptions(logs)
+	o.Host = srv.URL
+	o.UserClasses = webAPIClasses
+	// Users finish their task (none is cut mid-request), and the worker
+	// sends client_ready 3 s after client_stopped: its next report, due
+	// 1 s after client_stopped at most, comes in between.
+	o.StopTimeout = 3 * time.Second
+	h := startMaster(t, o, logs)
+	startGoWorkerWith(t, worker.Options{MasterHost: "127.0.0.1", MasterPort: h.m.Addr().(*net.TCPAddr).Port,
+		StatsInterval: time.Second, Logger: slog.New(logs).With("logger", "worker")}, goScenario(10*time.Millisecond))
+	eventually(t, waitLong, "the worker ready", func() bool { return h.m.Status().WorkerCount == 1 })
+	if err := h.m.Start(2, 100, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Just after a periodic report, let the target serve a few requests
+	// more, which only the report after client_stopped can carry.
+	eventually(t, waitLong, "a running report merged", func() bool { return h.m.Snapshot().Total.NumRequests > 0 })
+	eventually(t, waitShort, "requests since that report", func() bool {
+		return served.Load() >= h.m.Snapshot().Total.NumRequests+5
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	if err := h.m.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The target has served its last request (the users have stopped).
+	if err := testpeer.Poll(waitShort, 0, func() bool { return h.m.Snapshot().Total.NumRequests == served.Load() }); err != nil {
+		t.Errorf("master counted %d requests; the target served %d: %v", h.m.Snapshot().Total.NumRequests, served.Load(), err)
 	}
 }

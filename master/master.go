@@ -34,7 +34,10 @@
 //     (Locust lets it run, and a restarted headless master waits for a
 //     ready worker forever). The requests in stats reports, and the
 //     exceptions, of workers never sent a spawn are not merged: they belong
-//     to a test this master did not start (Locust merges them).
+//     to a test this master did not start (Locust merges them). Those of a
+//     worker that was sent a spawn are merged even after it left the nodes
+//     (the report after its client_stopped carries the requests finished
+//     since its last one).
 //   - At exit the master waits for every live worker's final stats report
 //     (its quit message, which follows the report, or a stats report after
 //     quit was sent) up to Options.FinalReportTimeout, instead of Locust's

@@ -613,12 +613,17 @@ func (m *Master) stopOrphan(nd *node) bool {
 func (m *Master) statsReport(id string, r *protocol.StatsReport) {
 	st := &m.st
 	nd := st.reg.nodes[id]
-	if nd != nil && st.spawnedTo(id) {
+	// Merged whether or not id is still a node: a worker of ours sends
+	// client_stopped once its users have stopped, and the requests
+	// finished since its last periodic report come in the next one, after
+	// the master deleted its node (as for a worker deleted while
+	// unreachable). lastTS outlives the node for goneTicks.
+	if st.spawnedTo(id) {
 		m.stats.Merge(r)
 	} else {
 		// Requests of a test this master did not start (an orphan of a
-		// master that is gone, or an unregistered sender) stay out of
-		// its totals.
+		// master that is gone, or a sender never sent a spawn) stay out
+		// of its totals.
 		m.logf(slog.LevelDebug, "report discarded", "Discarded the requests of a report from worker %s, which runs no test of this master", id)
 	}
 	if f := st.end.final[id]; f != nil && !f.stats {

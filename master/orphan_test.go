@@ -50,6 +50,39 @@ func TestOrphanWorkerIsStoppedAndNotCounted(t *testing.T) {
 	eventually(t, waitShort, "our report merged", func() bool { return h.m.Snapshot().Total.NumRequests == 3 })
 }
 
+// A worker of ours stops its users, sends client_stopped, and only its next
+// periodic report carries the requests those users finished while
+// stopping: the master has deleted its node by then, and must still merge
+// them (issue 20's soak lost them: the target served more than it counted).
+func TestReportAfterClientStoppedIsCounted(t *testing.T) {
+	logs := &logBuf{}
+	o := testOptions(logs)
+	o.UserClasses = []UserClass{{Name: "A"}}
+	h := startMaster(t, o, logs)
+	w := h.worker("w_1")
+	w.ready(skipCheck)
+	if err := h.m.Start(1, 100, nil); err != nil {
+		t.Fatal(err)
+	}
+	w.expect(protocol.TypeSpawn)
+	w.send(protocol.TypeStats, report(5, 0, map[string]int64{"A": 1}))
+	eventually(t, waitShort, "the running report merged", func() bool { return h.m.Snapshot().Total.NumRequests == 5 })
+	stopped := make(chan error, 1)
+	go func() { stopped <- h.m.Stop(context.Background()) }()
+	w.expect(protocol.TypeStop)
+	w.send(protocol.TypeClientStopped, nil)
+	eventually(t, waitShort, "client_stopped handled", func() bool { return len(h.m.Status().Workers) == 0 })
+	w.send(protocol.TypeStats, report(4, 1, map[string]int64{}))
+	w.send(protocol.TypeException, &protocol.Exception{Msg: "late", Traceback: "tb"})
+	eventually(t, waitShort, "the report after client_stopped merged", func() bool {
+		snap := h.m.Snapshot()
+		return snap.Total.NumRequests == 10 && snap.Total.NumFailures == 1 && len(snap.Exceptions) == 1
+	})
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A headless master whose only worker reports running users of another
 // master's test stops it and starts its own test, instead of waiting for a
 // ready worker forever.
