@@ -96,6 +96,10 @@ func (d *decoder) message() (Message, error) {
 	if n != 3 {
 		return Message{}, within(malformed("want array of 3 [type, data, node_id], got array of "+strconv.Itoa(n)), "envelope")
 	}
+	// The envelope's elements need a byte each, as any array's (arrayLen).
+	if err := d.checkLen(n, 1); err != nil {
+		return Message{}, within(err, "envelope")
+	}
 	var m Message
 	if m.Type, err = d.typeName(); err != nil {
 		return Message{}, within(at(err, "type"), "envelope")
