@@ -75,6 +75,35 @@ func workerState(m *Master, id string) string {
 	return ""
 }
 
+// startMemMaster runs a master on an in-memory transport, inside the
+// caller's synctest bubble, until the test's cleanup (which runs in the
+// bubble, so the master ends before it does). With checkRun, Run's error
+// fails the test.
+func startMemMaster(t *testing.T, o Options, checkRun bool) (*Master, *memTransport) {
+	t.Helper()
+	var tr *memTransport
+	m, err := newMaster(o, func(_ string, zo zmtp.Options) (transport, error) {
+		tr = newMemTransport(zo.Handler)
+		return tr, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := m.Run(ctx); err != nil && checkRun {
+			t.Errorf("Run = %v", err)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return m, tr
+}
+
 // TestLivenessOnFakeClock: on synctest's clock, a worker whose heartbeats
 // stop is marked missing at exactly the tick Locust's heartbeat_worker
 // would (its HeartbeatLiveness ticks used up, then one more finding it
@@ -87,26 +116,7 @@ func TestLivenessOnFakeClock(t *testing.T) {
 		o.HeartbeatInterval = time.Second
 		o.HeartbeatLiveness = 3
 		o.DeadTicks = 5
-		var tr *memTransport
-		m, err := newMaster(o, func(_ string, zo zmtp.Options) (transport, error) {
-			tr = newMemTransport(zo.Handler)
-			return tr, nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			if _, err := m.Run(ctx); err != nil {
-				t.Errorf("Run = %v", err)
-			}
-		}()
-		t.Cleanup(func() { // in the bubble: the master ends before it does
-			cancel()
-			<-done
-		})
+		m, tr := startMemMaster(t, o, true)
 		start := time.Now()
 		at := func(d time.Duration) { // sleep until start+d, then let the loop settle
 			time.Sleep(time.Until(start.Add(d)))
@@ -160,24 +170,7 @@ func TestStopTimeoutOnFakeClock(t *testing.T) {
 		o.StopTimeout = 2 * time.Second
 		o.StopWait = 3 * time.Second
 		o.UserClasses = []UserClass{{Name: "A"}}
-		var tr *memTransport
-		m, err := newMaster(o, func(_ string, zo zmtp.Options) (transport, error) {
-			tr = newMemTransport(zo.Handler)
-			return tr, nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			_, _ = m.Run(ctx)
-		}()
-		t.Cleanup(func() {
-			cancel()
-			<-done
-		})
+		m, tr := startMemMaster(t, o, false)
 		tr.deliver(t, "w_1", protocol.TypeClientReady, &protocol.ClientReady{Version: "2.12.1"})
 		synctest.Wait()
 		if err := m.Start(2, 100, nil); err != nil {
