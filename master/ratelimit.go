@@ -36,8 +36,13 @@ type warnState struct {
 // were written in this interval; the first line after refused ones says
 // how many. Precondition: loop.
 func (m *Master) logf(level slog.Level, cause, format string, args ...any) {
+	// A level that is off costs no clock read, no limiter lookup and no
+	// budget of its cause.
+	if !m.log.Enabled(context.Background(), level) {
+		return
+	}
 	ok, suppressed := m.st.warn.logLimit.Allow(cause, timeNow())
-	if !ok || !m.log.Enabled(context.Background(), level) {
+	if !ok {
 		return
 	}
 	msg := fmt.Sprintf(format, args...)
