@@ -2,6 +2,7 @@ package stack
 
 import (
 	"encoding/binary"
+	"fmt"
 
 	"github.com/cicada-load/cicada/dataplane/link"
 	"github.com/cicada-load/cicada/dataplane/wire"
@@ -36,6 +37,12 @@ type Stack struct {
 	tx   [][]byte
 	acks []uint32 // records owing an ACK at the end of this burst
 	ctr  Counters
+
+	// Users (client with a Program).
+	reqs    []progRequest
+	classes []progClass
+	rows    []StatsRow // per stats row accumulations since TakeStats
+	rng     uint64     // xorshift64 state
 }
 
 // New returns a Stack for cfg, with its table of ClientIPs x ports records
@@ -72,6 +79,18 @@ func New(cfg Config) (*Stack, error) {
 		}
 		s.pages = [2][]byte{page, badMethodResponse}
 	}
+	if cfg.Mode == Client {
+		if cfg.Program != nil {
+			var err error
+			if s.reqs, s.classes, err = compileProgram(cfg.Program, cfg.MSS); err != nil {
+				return nil, fmt.Errorf("stack: Program: %w: %w", err, ErrConfig)
+			}
+			s.rows = make([]StatsRow, cfg.Program.Stats())
+		} else {
+			s.rows = make([]StatsRow, 1)
+		}
+	}
+	s.rng = 0x9e3779b97f4a7c15
 	s.buildTemplates()
 	return s, nil
 }
