@@ -310,6 +310,10 @@ func (s *Stack) userClosed(i uint32) {
 
 // wheelFire runs a user whose wait ended.
 func (s *Stack) wheelFire(i uint32, now int64) {
+	if s.wheelFn != nil {
+		s.wheelFn(i, now)
+		return
+	}
 	if s.conns[i].uflags&uLive == 0 {
 		return
 	}
