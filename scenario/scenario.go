@@ -20,7 +20,6 @@ package scenario
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -492,10 +491,12 @@ func (p *parser) userClass(n *yaml.Node, path string) (worker.UserClass, error) 
 		return uc, p.errf(tasksNode, path+".tasks", "needs at least one task")
 	}
 	if onStart != nil {
-		uc.OnStart = requestsFunc(onStart)
+		uc.OnStartRequests = asRequests(onStart)
+		uc.OnStart = worker.RequestsFunc(uc.OnStartRequests)
 	}
 	if onStop != nil {
-		uc.OnStop = requestsFunc(onStop)
+		uc.OnStopRequests = asRequests(onStop)
+		uc.OnStop = worker.RequestsFunc(uc.OnStopRequests)
 	}
 	return uc, nil
 }
@@ -609,7 +610,8 @@ func (p *parser) task(n *yaml.Node, path string) (worker.Task, error) {
 			t.Name = reqs[0].req.StatsName()
 		}
 	}
-	t.Fn = requestsFunc(reqs)
+	t.Requests = asRequests(reqs)
+	t.Fn = worker.RequestsFunc(t.Requests)
 	return t, nil
 }
 
@@ -783,22 +785,15 @@ func (p *parser) plain(n *yaml.Node, field string) (any, error) {
 	return nil, p.errf(n, field, "unsupported YAML (%s)", kindName(n))
 }
 
-// requestsFunc returns a task that sends the requests in order. Failures
-// are recorded in the stats; they do not end the task (as in Locust, a
-// failed request is not an exception).
-func requestsFunc(reqs []*request) worker.TaskFunc {
-	return func(ctx context.Context, u *worker.User) error {
-		for _, r := range reqs {
-			err := u.DoDiscard(ctx, &r.req, r.expect)
-			if ctx.Err() != nil {
-				return nil
-			}
-			if errors.Is(err, worker.ErrNoHost) || errors.Is(err, httpc.ErrInvalidURL) {
-				return err // a configuration problem: reported as an exception
-			}
-		}
-		return nil
+// asRequests returns the requests as data for worker.Task.Requests (and
+// the class's on_start/on_stop), which a runtime without Go code (the data
+// plane) sends; worker.RequestsFunc sends the same on the goroutine pool.
+func asRequests(reqs []*request) []worker.Request {
+	out := make([]worker.Request, len(reqs))
+	for i, r := range reqs {
+		out[i] = worker.Request{HTTP: r.req, Expect: r.expect}
 	}
+	return out
 }
 
 // expand replaces ${VAR} and ${VAR:-default} with environment values; $$
