@@ -15,6 +15,7 @@ func TestRequestsAsData(t *testing.T) {
 	const src = `
 users:
   - name: U
+    wait: between(0.5, 2)
     on_start:
       - {method: post, path: /login, body: "u=1"}
     on_stop:
@@ -56,6 +57,9 @@ users:
 		if !reflect.DeepEqual(tt.got, tt.want) {
 			t.Errorf("%s: requests\n got %+v\nwant %+v", tt.name, tt.got, tt.want)
 		}
+	}
+	if want := (worker.WaitSpec{Kind: worker.WaitBetween, Min: 500 * time.Millisecond, Max: 2 * time.Second}); c.WaitSpec == nil || *c.WaitSpec != want || c.Wait == nil {
+		t.Errorf("wait spec = %+v; want %+v", c.WaitSpec, want)
 	}
 	if c.Tasks[1].Weight != 3 || c.Tasks[0].Fn == nil || c.OnStart == nil || c.OnStop == nil {
 		t.Errorf("weight %d, functions %v %v %v", c.Tasks[1].Weight, c.Tasks[0].Fn != nil, c.OnStart != nil, c.OnStop != nil)

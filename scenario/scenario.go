@@ -456,7 +456,10 @@ func (p *parser) userClass(n *yaml.Node, path string) (worker.UserClass, error) 
 		case "host":
 			uc.Host, err = p.str(v, field)
 		case "wait":
-			uc.Wait, err = p.wait(v, field)
+			uc.WaitSpec, err = p.wait(v, field)
+			if err == nil {
+				uc.Wait = uc.WaitSpec.WaitTime()
+			}
 		case "sequential":
 			uc.Sequential, err = p.bool_(v, field)
 		case "tasks":
@@ -505,13 +508,13 @@ var waitRe = regexp.MustCompile(`^\s*(constant|between|constant_pacing|constant_
 
 // wait parses Locust's wait time functions: constant(s), between(a, b),
 // constant_pacing(s), constant_throughput(tasks_per_second).
-func (p *parser) wait(n *yaml.Node, field string) (worker.WaitTime, error) {
+func (p *parser) wait(n *yaml.Node, field string) (*worker.WaitSpec, error) {
 	s, err := p.str(n, field)
 	if err != nil {
 		return nil, err
 	}
 	m := waitRe.FindStringSubmatch(s)
-	bad := func() (worker.WaitTime, error) {
+	bad := func() (*worker.WaitSpec, error) {
 		return nil, p.errf(n, field, "%q is not one of constant(s), between(min, max), constant_pacing(s), constant_throughput(per_second)", s)
 	}
 	if m == nil {
@@ -541,21 +544,21 @@ func (p *parser) wait(n *yaml.Node, field string) (worker.WaitTime, error) {
 		if b > timespan.Max.Seconds() {
 			return nil, tooLong(b)
 		}
-		return worker.Between(secs(a), secs(b)), nil
+		return &worker.WaitSpec{Kind: worker.WaitBetween, Min: secs(a), Max: secs(b)}, nil
 	}
 	if m[3] != "" {
 		return bad()
 	}
 	switch m[1] {
 	case "constant":
-		return worker.Constant(secs(a)), nil
+		return &worker.WaitSpec{Kind: worker.WaitConstant, Min: secs(a)}, nil
 	case "constant_pacing":
-		return worker.ConstantPacing(secs(a)), nil
+		return &worker.WaitSpec{Kind: worker.WaitConstantPacing, Min: secs(a)}, nil
 	default:
 		if a == 0 {
 			return nil, p.errf(n, field, "constant_throughput needs a rate above 0")
 		}
-		return worker.ConstantThroughput(a), nil
+		return &worker.WaitSpec{Kind: worker.WaitConstantThroughput, PerSecond: a}, nil
 	}
 }
 

@@ -89,8 +89,12 @@ type UserClass struct {
 	// sent by the master (-H) takes precedence, as in Locust; if both are
 	// empty the scenario's host is used.
 	Host string
-	// Wait is the wait time between tasks. If nil, there is no wait.
+	// Wait is the wait time between tasks. If nil, WaitSpec's; if both
+	// are unset, there is no wait.
 	Wait WaitTime
+	// WaitSpec is the wait time as data (see Task.Requests); a runtime
+	// that cannot call Go code refuses a Wait without it.
+	WaitSpec *WaitSpec
 	// Tasks are the tasks; at least one is required.
 	Tasks []Task
 	// Sequential runs the tasks in order (each Weight times) instead of
@@ -129,6 +133,9 @@ func compileClass(uc *UserClass) (*compiledClass, error) {
 	}
 	c := &compiledClass{def: uc}
 	uc.Tasks = slices.Clone(uc.Tasks) // Fn filled in below: not the caller's
+	if uc.Wait == nil && uc.WaitSpec != nil {
+		uc.Wait = uc.WaitSpec.WaitTime()
+	}
 	if uc.OnStart == nil && len(uc.OnStartRequests) > 0 {
 		uc.OnStart = RequestsFunc(uc.OnStartRequests)
 	}
