@@ -122,6 +122,9 @@ func (w Wait) pace() time.Duration {
 }
 
 func (w Wait) validate() error {
+	if w.Min > MaxTimeout || w.Max > MaxTimeout {
+		return fmt.Errorf("wait above MaxTimeout (%v)", MaxTimeout)
+	}
 	switch w.Kind {
 	case WaitConstant, WaitConstantPacing:
 		if w.Min < 0 || w.Max != 0 || w.PerSecond != 0 {

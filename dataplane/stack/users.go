@@ -90,6 +90,18 @@ func (s *Stack) StopClass(now int64, class, n int) int {
 	return stopped
 }
 
+// Classes returns the number of user classes: len(Program.Classes), or 1
+// without a Program in client mode (0 in server mode).
+func (s *Stack) Classes() int {
+	switch {
+	case s.classes != nil:
+		return len(s.classes)
+	case s.cfg.Mode == Client:
+		return 1
+	}
+	return 0
+}
+
 // Users returns the users of class open or opening now, not yet stopping
 // (0 for a class outside the Program). O(1).
 func (s *Stack) Users(class int) int {

@@ -76,6 +76,8 @@ func TestProgramRefused(t *testing.T) {
 		{"throughput NaN", mod(func(p *Program) { p.Classes[0].Wait = Wait{Kind: WaitConstantThroughput, PerSecond: math.NaN()} }), nil},
 		{"throughput with Min", mod(func(p *Program) { p.Classes[0].Wait = Wait{Kind: WaitConstantThroughput, Min: 1, PerSecond: 1} }), nil},
 		{"unknown kind", mod(func(p *Program) { p.Classes[0].Wait = Wait{Kind: 9} }), nil},
+		{"wait above MaxTimeout", mod(func(p *Program) { p.Classes[0].Wait = Wait{Kind: WaitConstant, Min: MaxTimeout + 1} }), nil},
+		{"idle timeout above MaxTimeout", ok(), func(c *Config) { c.IdleTimeout = MaxTimeout + 1 }},
 		{"max rto below rto", ok(), func(c *Config) { c.RetransmitTimeout, c.MaxRetransmitTimeout = time.Second, time.Millisecond }},
 	}
 	for _, tt := range tests {
@@ -236,6 +238,42 @@ func TestHistogramBuckets(t *testing.T) {
 			t.Fatalf("HistKey(%d) = %d not above HistKey(%d) = %d", i, HistKey(i), i-1, HistKey(i-1))
 		}
 	}
+}
+
+// FuzzHistIndex: every response time lands in a bucket whose key is within
+// half the bucket's resolution of it (or is clamped), and the buckets are
+// monotonic in the time.
+func FuzzHistIndex(f *testing.F) {
+	f.Add(int64(145e6), int64(1))
+	f.Add(int64(99_500_000), int64(500_000))
+	f.Add(int64(3_600_500_000_000), int64(1e9))
+	f.Fuzz(func(t *testing.T, rt, d int64) {
+		if rt < 0 || rt > 1<<50 || d < 0 || d > 1<<40 {
+			return
+		}
+		i, clamped := HistIndex(rt)
+		if i < 0 || i >= HistBuckets {
+			t.Fatalf("HistIndex(%d) = %d outside 0..%d", rt, i, HistBuckets-1)
+		}
+		res := int64(1e6)
+		switch ms := rt / 1e6; {
+		case ms >= 10_000:
+			res = 1e9
+		case ms >= 1000:
+			res = 1e8
+		case ms >= 100:
+			res = 1e7
+		}
+		if k := int64(HistKey(i)) * 1e6; !clamped && (k-rt > res/2 || rt-k > res/2) {
+			t.Fatalf("HistIndex(%d ns) has key %d ms, beyond half of %d ns", rt, HistKey(i), res)
+		}
+		if clamped != (rt > int64(HistMaxMs)*1e6+5e8) {
+			t.Fatalf("HistIndex(%d ns) clamped %v", rt, clamped)
+		}
+		if j, _ := HistIndex(rt + d); j < i {
+			t.Fatalf("HistIndex(%d) = %d below HistIndex(%d) = %d", rt+d, j, rt, i)
+		}
+	})
 }
 
 func TestStatsRowAdd(t *testing.T) {
