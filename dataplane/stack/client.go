@@ -328,7 +328,13 @@ func (s *Stack) responseDone(i uint32, now int64) {
 		s.userResponse(i, now, ok)
 		return
 	}
+	if c.flags&fPeerFin != 0 {
+		c.flags &^= fPeerFin
+		return // clientFin follows and closes
+	}
 	switch {
+	case c.http.flags&pfClose != 0:
+		s.sendFin(i, now)
 	case int(c.done) < s.cfg.RequestsPerConn && s.cfg.ThinkTime > 0:
 		s.emit(&s.tAck, i, c.sndNxt, c.rcvNxt, nil, 0)
 		s.arm(i, tThink, now)

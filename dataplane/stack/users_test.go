@@ -542,6 +542,30 @@ func TestUsersReconnect(t *testing.T) {
 	}
 }
 
+// TestUsersConnectionClose: every response says Connection: close: the
+// user closes, reconnects at once and goes on with the rest of its task on
+// the new connection; nothing fails.
+func TestUsersConnectionClose(t *testing.T) {
+	const users = 5
+	prog := &Program{Requests: []ProgramRequest{{Raw: get("/a")}, {Raw: get("/b"), Stat: 1}, {Raw: get("/c"), Stat: 2}},
+		Classes: []ProgramClass{{Wait: Wait{Kind: WaitConstant, Min: 10 * time.Millisecond},
+			Tasks: []ProgramTask{{Weight: 1, Requests: []int{0, 1, 2}}}}}}
+	p := usersPair(t, prog, users, Config{}, Config{}, pipe.Config{})
+	p.s.pages[0] = []byte("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok")
+	p.c.LaunchClass(p.now, 0, users)
+	var st Stats
+	p.run(t, 5000, func() bool { p.c.TakeStats(&st); return st.Rows[2].Requests >= 20*users })
+	p.c.StopClass(p.now, 0, users)
+	p.run(t, 5000, func() bool { return p.c.Counters().SocketsCurrent == 0 && p.s.Counters().SocketsCurrent == 0 })
+	p.c.TakeStats(&st)
+	c, s := p.c.Counters(), p.s.Counters()
+	req, fail := rowTotals(&st)
+	check(t, "client", []want{{"failures", fail, 0}, {"SocketsFailed", c.SocketsFailed, 0}, {"HTTP2xx", c.HTTP2xx, req},
+		{"SocketsOpened (one per request)", c.SocketsOpened, req}, {"Reconnects", c.Reconnects, req - users},
+		{"task rows equal", st.Rows[0].Requests - st.Rows[2].Requests, 0}})
+	check(t, "server", []want{{"RstIn", s.RstIn, 0}, {"SocketsClosed", s.SocketsClosed, req}})
+}
+
 // TestUsersConnectFailed: a server that never answers: each user's SYN
 // retries run out, the request it was about to send fails as a connection
 // failure, and the user reconnects after its wait.
