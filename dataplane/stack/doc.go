@@ -37,12 +37,19 @@
 // 1/rate). Waits run on the wheel with a resolution of one tick (2^20 ns),
 // never early.
 //
-// Deliberate differences from Locust: a connection that breaks (reset,
-// retransmissions exhausted, response timeout, malformed response, the peer
-// closing) ends the user's task there; the user waits as after any task,
-// then opens a new connection from the same record (Counters.Reconnects)
-// and picks a new task, where Locust's user would go on with the same task
-// on a new connection. A reconnect waits at least one wheel tick. A
+// A response with Connection: close, or with the peer's FIN, closes the
+// connection; the user goes on with the rest of its task from a new
+// connection at the next wheel tick (or after its wait at the end of a
+// task), as Locust's HTTP client reconnects on its next request; a peer
+// closing an idle connection costs nothing until the next task.
+//
+// Deliberate differences from Locust: a connection that breaks with a
+// request in flight (reset, retransmissions exhausted, response timeout,
+// malformed response, the peer closing mid-response) fails that request
+// and ends the user's task there; the user waits as after any task, then
+// opens a new connection from the same record (Counters.Reconnects) and
+// picks a new task, where Locust's user would go on with the same task on
+// a new connection. A reconnect waits at least one wheel tick. A
 // stopped user finishes the response in flight and closes without running
 // the rest of its task (Locust kills the greenlet at once or after
 // stop_timeout); there is no on_stop. A connect failure counts against the
