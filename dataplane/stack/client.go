@@ -39,8 +39,18 @@ func (s *Stack) Launch(now int64, n int) int {
 // connect sends a SYN from closed record i; a user on it stays.
 func (s *Stack) connect(i uint32, now int64) {
 	c := &s.conns[i]
+	last, used := c.sndNxt, c.iss != 0
 	s.reset(c)
-	c.iss = s.nextISS()
+	if used {
+		// Above everything the port's last incarnation sent, as Linux
+		// does when it reuses a TIME_WAIT port: a peer holding that
+		// incarnation in TIME_WAIT accepts the SYN as a new connection
+		// (RFC 9293 3.10.7.4 / RFC 6191) instead of answering it with an
+		// old ACK.
+		c.iss = last + 0xffff + 2
+	} else {
+		c.iss = s.nextISS()
+	}
 	c.sndUna, c.sndNxt, c.state = c.iss, c.iss+1, stSynSent
 	c.sentAt = now
 	s.ctr.SocketsOpened++

@@ -79,8 +79,12 @@
 // the ACK TIME_WAIT would have sent (the peer closes), and any other ACK
 // that does not acknowledge our SYN gets <SEQ=SEG.ACK><CTL=RST> (RFC 9293
 // 3.10.7.3, counted in StaleAckRst), so the peer drops the old incarnation
-// and our SYN's retransmission opens the new one. No quiet time is kept
-// before reuse.
+// and our SYN's retransmission opens the new one. A reused record's ISS is
+// its last connection's snd_nxt + 65537 (what Linux does when it reuses a
+// TIME_WAIT port), so a peer that closed first and holds the port in
+// TIME_WAIT accepts the new SYN at once (RFC 6191) instead of answering
+// with an old ACK; a fresh record's ISS comes from a per-stack counter. No
+// quiet time is kept before reuse.
 //
 // # Costs
 //

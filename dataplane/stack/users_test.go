@@ -665,6 +665,21 @@ func TestStaleAckReset(t *testing.T) {
 	}
 }
 
+// TestReusedPortISS: a reused record's SYN starts above everything its
+// last connection sent, so a peer holding that one in TIME_WAIT accepts it.
+func TestReusedPortISS(t *testing.T) {
+	p := newPair(t, Config{PortMin: 10000, PortMax: 10000}, Config{PortMin: 10000, PortMax: 10000}, pipe.Config{})
+	p.run(t, 1000, p.launcher(1, 1, func() bool { return p.c.Counters().SocketsClosed == 1 && p.s.Counters().SocketsClosed == 1 }))
+	last := p.c.conns[0].sndNxt
+	p.run(t, 1000, p.launcher(1, 1, func() bool { return p.c.Counters().SocketsClosed == 2 && p.s.Counters().SocketsClosed == 2 }))
+	if got, want := p.c.conns[0].iss, last+0xffff+2; got != want {
+		t.Errorf("second ISS = %#x; want %#x (last sndNxt %#x + 65537)", got, want, last)
+	}
+	if c := p.c.Counters(); c.HTTP2xx != 2 || c.RstOut != 0 {
+		t.Errorf("2xx %d, RstOut %d; want 2, 0", c.HTTP2xx, c.RstOut)
+	}
+}
+
 // TestPortReuseLossy: 2,000 short connections over 10 ports with 5 % loss
 // each way: every port is reused while the server may still retransmit its
 // FIN; all succeed and the server stack receives no reset.
