@@ -276,6 +276,39 @@ func FuzzHistIndex(f *testing.F) {
 	})
 }
 
+// TestTakeStats: TakeStats adds into dst (growing it once), zeroes the
+// stack's rows, and a second call adds nothing new.
+func TestTakeStats(t *testing.T) {
+	prog := &Program{Requests: []ProgramRequest{{Raw: get("/")}, {Raw: get("/x"), Stat: 2}},
+		Classes: []ProgramClass{{Tasks: []ProgramTask{{Weight: 1, Requests: []int{0, 1}}}}}}
+	st := progStack(t, prog)
+	if st.StatsRows() != 3 || st.Classes() != 1 {
+		t.Fatalf("StatsRows %d, Classes %d; want 3, 1", st.StatsRows(), st.Classes())
+	}
+	st.rows[0].sample(2e6)
+	st.rows[2].sample(7e6)
+	st.rows[2].fail(failTimeout)
+	dst := Stats{Rows: make([]StatsRow, 1)}
+	dst.Rows[0].sample(4e6)
+	st.TakeStats(&dst)
+	if len(dst.Rows) != 3 || dst.Rows[0].Requests != 2 || dst.Rows[0].RespTimeMinUs != 2000 || dst.Rows[0].RespTimeMaxUs != 4000 ||
+		dst.Rows[2].Requests != 1 || dst.Rows[2].FailTimeout != 1 || dst.Rows[2].Hist[7] != 1 || dst.Rows[1].Requests != 0 {
+		t.Errorf("dst after TakeStats: %d rows, row 0 %d requests %d..%d µs, row 2 %d requests %d timeouts", len(dst.Rows),
+			dst.Rows[0].Requests, dst.Rows[0].RespTimeMinUs, dst.Rows[0].RespTimeMaxUs, dst.Rows[2].Requests, dst.Rows[2].FailTimeout)
+	}
+	st.TakeStats(&dst)
+	if dst.Rows[0].Requests != 2 || dst.Rows[2].Requests != 1 {
+		t.Errorf("a second TakeStats added %d, %d requests; want nothing", dst.Rows[0].Requests-2, dst.Rows[2].Requests-1)
+	}
+	dst.Reset()
+	if dst.Rows[0].Requests != 0 || dst.Rows[2].Hist[7] != 0 || len(dst.Rows) != 3 {
+		t.Errorf("Reset left requests %d, hist %d, %d rows", dst.Rows[0].Requests, dst.Rows[2].Hist[7], len(dst.Rows))
+	}
+	if allocs := testing.AllocsPerRun(10, func() { st.rows[0].sample(1e6); st.TakeStats(&dst); dst.Reset() }); allocs != 0 {
+		t.Errorf("TakeStats into a grown Stats allocates %v; want 0", allocs)
+	}
+}
+
 func TestStatsRowAdd(t *testing.T) {
 	var a, b StatsRow
 	a.sample(5e6)
