@@ -9,7 +9,7 @@ import (
 // Launch opens up to n new client connections at now, taking the records in
 // turn; a record still in use is skipped (counted in LaunchSkipped), as in
 // dperf. It returns how many SYNs it sent; none before the next hop is
-// resolved or in Server mode.
+// resolved or in Server mode. With a Program it is LaunchClass(now, 0, n).
 func (s *Stack) Launch(now int64, n int) int {
 	if s.classes != nil {
 		return s.LaunchClass(now, 0, n)

@@ -102,8 +102,9 @@ func (s *Stack) Classes() int {
 	return 0
 }
 
-// Users returns the users of class open or opening now, not yet stopping
-// (0 for a class outside the Program). O(1).
+// Users returns the live users of class not yet stopping: connected,
+// connecting, or waiting to reconnect after their connection closed (0 for
+// a class outside the Program). O(1).
 func (s *Stack) Users(class int) int {
 	if class < 0 || class >= len(s.classes) {
 		return 0
