@@ -54,7 +54,8 @@
 //     frame to the core owning its port (afpacket.OpenFanout: by
 //     destination port on the client, source port on the server; ARP and
 //     ICMP to core 0, whose resolved next hop the engine copies to the
-//     others). AF_XDP runs one core (afxdp.ErrOneCore says why).
+//     others). AF_XDP runs one core (afxdp.CheckCores, ErrOneCore says
+//     why).
 //   - Counters are plain uint64s per Stack, in dperf's detail; an engine
 //     sums per-core copies.
 //   - A link used by a stack holds no address of the stack's range in the
