@@ -53,7 +53,9 @@
 // stopped user finishes the response in flight and closes without running
 // the rest of its task (Locust kills the greenlet at once or after
 // stop_timeout); there is no on_stop. A connect failure counts against the
-// request the user was about to send, with the time from the first SYN.
+// request the user was about to send, with the time from the first SYN;
+// as in Locust, the first request on a new connection is timed from its
+// SYN too (connecting is part of its response time).
 //
 // # Stats
 //

@@ -235,14 +235,18 @@ func (s *Stack) phaseEnd(i uint32) uint16 {
 }
 
 // userConnected runs a user whose connection just opened: its current
-// request, or its FIN when stopping.
+// request (timed from the SYN), or its FIN when stopping.
 func (s *Stack) userConnected(i uint32, now int64) {
 	c := &s.conns[i]
 	if c.uflags&uStop != 0 {
 		s.sendFin(i, now)
 		return
 	}
+	// Like Locust's HTTP client, a request that opened its connection is
+	// timed from the first SYN.
+	syn := c.sentAt
 	s.sendRequest(i, now)
+	c.sentAt = syn
 }
 
 // userResponse moves record i's user on after a complete response: the

@@ -371,6 +371,24 @@ func TestUsersOnStartSequential(t *testing.T) {
 	}
 }
 
+// TestUsersConnectTimed: the request that opens a connection is timed from
+// the SYN (the handshake takes a turn of the fake clock here), the
+// next ones from their own transmission.
+func TestUsersConnectTimed(t *testing.T) {
+	prog := &Program{Requests: []ProgramRequest{{Raw: get("/first")}, {Raw: get("/next"), Stat: 1}},
+		Classes: []ProgramClass{{OnStart: []int{0}, Wait: Wait{Kind: WaitConstant, Min: 10 * time.Millisecond},
+			Tasks: []ProgramTask{{Weight: 1, Requests: []int{1}}}}}}
+	p := usersPair(t, prog, 10, Config{}, Config{}, pipe.Config{Delay: 1})
+	p.c.LaunchClass(p.now, 0, 10)
+	var st Stats
+	p.run(t, 5000, func() bool { p.c.TakeStats(&st); return st.Rows[1].Requests >= 50 })
+	r0, r1 := st.Rows[0], st.Rows[1]
+	if r0.Requests != 10 || r0.RespTimeMinUs <= r1.RespTimeMaxUs {
+		t.Errorf("first requests %d timed %d..%d µs, next %d..%d µs; want 10, the first all slower than the next (the handshake took a turn)",
+			r0.Requests, r0.RespTimeMinUs, r0.RespTimeMaxUs, r1.RespTimeMinUs, r1.RespTimeMaxUs)
+	}
+}
+
 // TestUsersFailStatus: the server answers anything but GET with 405: it
 // fails unless the request accepts 405; the status is kept per row.
 func TestUsersFailStatus(t *testing.T) {
