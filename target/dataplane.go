@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"time"
 
@@ -62,8 +63,11 @@ type DataplaneOptions struct {
 	// invalid (zero), the server learns the MAC of the first frame from
 	// the client range.
 	Gateway netip.Addr
-	// Cores is the number of polling loops. 0 and 1 mean one; more is
-	// refused until the multi-core engine drives the target.
+	// Cores is the number of polling loops, one per core, each owning a
+	// slice of the client ports (engine.Split). 0 means 1. More than one
+	// needs Link "afpacket" (an AF_PACKET fanout group spreads the frames
+	// by client port); AF_XDP would need one queue per core, which a veth
+	// does not have, and is refused.
 	Cores int
 	// BodySize is the page's body size. If zero, stack.DefaultBodySize
 	// (128).
@@ -91,28 +95,33 @@ type DataplaneOptions struct {
 // target (Server): one page on every GET path (no /status, /delay or stats
 // routes), 405 for other methods, plain HTTP/1.1 only.
 type Dataplane struct {
-	opts DataplaneOptions
-	link interface {
-		link.Link
-		Close() error
-	}
-	wait  engine.Waiter
-	stack *stack.Stack
+	opts   DataplaneOptions
+	links  []dpLink
+	stacks []*stack.Stack
+	engine *engine.Engine
 
-	mu      sync.Mutex
-	ran     bool
-	last    stack.Counters
-	lastL   link.Counters
-	lastAt  time.Time
-	closeMu sync.Once
+	mu    sync.Mutex
+	ran   bool
+	lctr  []link.Counters // per core, published by Every
+	close sync.Once
+	cerr  error
 }
 
-// NewDataplane checks the interface (ifcheck), opens the link and builds
-// the server stack. Errors wrap ErrDataplane, an ifcheck error or the
-// link's; the caller must Close a Dataplane it does not Run.
+// dpLink is a link the target opened.
+type dpLink interface {
+	link.Link
+	Close() error
+}
+
+// NewDataplane checks the interface (ifcheck), opens the links and builds
+// one server stack per core. Errors wrap ErrDataplane, an ifcheck error or
+// the link's; the caller must Close a Dataplane it does not Run.
 func NewDataplane(o DataplaneOptions) (*Dataplane, error) {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("target: "+format+": %w", append(a, ErrDataplane)...)
+	}
+	if o.Cores == 0 {
+		o.Cores = 1
 	}
 	switch {
 	case o.Link != "afpacket" && o.Link != "afxdp":
@@ -127,8 +136,8 @@ func NewDataplane(o DataplaneOptions) (*Dataplane, error) {
 		return nil, bad("gateway %v is not IPv4", o.Gateway)
 	case o.Cores < 0:
 		return nil, bad("negative cores")
-	case o.Cores > 1:
-		return nil, bad("%d cores: the target runs one polling loop for now", o.Cores)
+	case o.Cores > 1 && o.Link != "afpacket":
+		return nil, bad("%d cores over %s: more than one core needs afpacket (a fanout group)", o.Cores, o.Link)
 	case o.IdleTimeout < 0 || o.ReportEvery < 0:
 		return nil, bad("negative IdleTimeout or ReportEvery")
 	}
@@ -141,6 +150,13 @@ func NewDataplane(o DataplaneOptions) (*Dataplane, error) {
 	if o.Listen.Port() == 0 {
 		o.Listen = netip.AddrPortFrom(o.Listen.Addr(), DefaultDataplanePort)
 	}
+	if o.PortMin == 0 && o.PortMax == 0 {
+		o.PortMin, o.PortMax = stack.DefaultPortMin, stack.DefaultPortMax
+	}
+	slices, err := engine.Split(o.PortMin, o.PortMax, o.Cores)
+	if err != nil {
+		return nil, bad("%d cores over ports %d-%d: %v", o.Cores, o.PortMin, o.PortMax, err)
+	}
 	server := o.Listen.Addr().Unmap()
 	warnings, err := ifcheck.Check(ifcheck.Options{Interface: o.Interface, Owned: ifcheck.Single(server), What: "server address", Dedicated: o.Dedicated})
 	if err != nil {
@@ -151,67 +167,120 @@ func NewDataplane(o DataplaneOptions) (*Dataplane, error) {
 			o.Logger.Warn(w)
 		}
 	}
-	d := &Dataplane{opts: o}
-	switch o.Link {
-	case "afpacket":
-		ifc, err := net.InterfaceByName(o.Interface)
+	d := &Dataplane{opts: o, lctr: make([]link.Counters, o.Cores)}
+	if err := d.open(slices); err != nil {
+		return nil, err
+	}
+	cores := make([]engine.Core, o.Cores)
+	for k, sl := range slices {
+		cfg := stack.Config{
+			Mode: stack.Server, Link: d.links[k],
+			ClientIP: ip4(o.Clients.First), ClientIPs: o.Clients.Count, PortMin: sl[0], PortMax: sl[1],
+			ServerIP: ip4(server), ServerPort: o.Listen.Port(),
+			RetransmitTimeout: DataplaneRetransmitTimeout, MaxRetries: DataplaneMaxRetries,
+			IdleTimeout: o.IdleTimeout, BodySize: o.BodySize,
+		}
+		if o.Gateway.IsValid() {
+			cfg.Gateway = ip4(o.Gateway)
+		}
+		s, err := stack.New(cfg)
 		if err != nil {
+			_ = d.Close()
 			return nil, fmt.Errorf("target: %w", err)
 		}
-		l, err := afpacket.Open(afpacket.Config{Index: ifc.Index})
-		if err != nil {
-			return nil, fmt.Errorf("target: %w", err)
+		d.stacks = append(d.stacks, s)
+		cores[k] = engine.Core{Stack: s}
+		if w, ok := d.links[k].(engine.Waiter); ok {
+			cores[k].Waiter = w
 		}
-		d.link, d.wait = l, l
-	case "afxdp":
-		l, err := afxdp.Open(afxdp.Config{Interface: o.Interface})
-		if err != nil {
-			return nil, fmt.Errorf("target: %w", err)
-		}
-		d.link, d.wait = l, waitAdapter{l}
 	}
-	cfg := stack.Config{
-		Mode: stack.Server, Link: d.link,
-		ClientIP: ip4(o.Clients.First), ClientIPs: o.Clients.Count, PortMin: o.PortMin, PortMax: o.PortMax,
-		ServerIP: ip4(server), ServerPort: o.Listen.Port(),
-		RetransmitTimeout: DataplaneRetransmitTimeout, MaxRetries: DataplaneMaxRetries,
-		IdleTimeout: o.IdleTimeout, BodySize: o.BodySize,
-	}
-	if o.Gateway.IsValid() {
-		cfg.Gateway = ip4(o.Gateway)
-	}
-	if d.stack, err = stack.New(cfg); err != nil {
-		_ = d.link.Close()
+	d.engine, err = engine.New(engine.Config{Cores: cores, LockThreads: true, Every: func(k int, _ *stack.Stack, _ int64) {
+		c := d.links[k].Counters()
+		d.mu.Lock()
+		d.lctr[k] = c
+		d.mu.Unlock()
+	}})
+	if err != nil {
+		_ = d.Close()
 		return nil, fmt.Errorf("target: %w", err)
 	}
 	return d, nil
 }
 
-// waitAdapter drops afxdp's Wait error (a failed poll is retried on the
-// next idle turn).
-type waitAdapter struct{ l *afxdp.Link }
+// open opens one link per port slice.
+func (d *Dataplane) open(slices [][2]uint16) error {
+	o := d.opts
+	switch {
+	case o.Link == "afxdp":
+		l, err := afxdp.Open(afxdp.Config{Interface: o.Interface})
+		if err != nil {
+			return fmt.Errorf("target: %w", err)
+		}
+		d.links = []dpLink{xdpLink{l}}
+		return nil
+	}
+	ifc, err := net.InterfaceByName(o.Interface)
+	if err != nil {
+		return fmt.Errorf("target: %w", err)
+	}
+	cfg := afpacket.Config{Index: ifc.Index}
+	if len(slices) == 1 {
+		l, err := afpacket.Open(cfg)
+		if err != nil {
+			return fmt.Errorf("target: %w", err)
+		}
+		d.links = []dpLink{l}
+		return nil
+	}
+	// The group id only has to be unique among this namespace's groups.
+	ls, err := afpacket.OpenFanout(cfg, afpacket.Fanout{Group: uint16(os.Getpid()), Slices: slices, Side: afpacket.ServerSide})
+	if err != nil {
+		return fmt.Errorf("target: %w", err)
+	}
+	for _, l := range ls {
+		d.links = append(d.links, l)
+	}
+	return nil
+}
 
-func (w waitAdapter) Wait(d time.Duration) { _ = w.l.Wait(d) }
+// xdpLink adapts afxdp's Wait, whose error is dropped: a failed poll is
+// retried on the next idle turn.
+type xdpLink struct{ *afxdp.Link }
+
+func (x xdpLink) Wait(d time.Duration) { _ = x.Link.Wait(d) }
 
 func ip4(a netip.Addr) uint32 { b := a.Unmap().As4(); return binary.BigEndian.Uint32(b[:]) }
 
-// Conns returns the size of the connection table (client addresses x
-// ports).
-func (d *Dataplane) Conns() int { return d.stack.Conns() }
-
-// Counters returns the stack's and the link's counters as of the last
-// snapshot (about every 100 ms while Run runs, final after it); safe for
-// concurrent use.
-func (d *Dataplane) Counters() (stack.Counters, link.Counters) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.last, d.lastL
+// Conns returns the size of the connection tables (client addresses x
+// ports, over every core).
+func (d *Dataplane) Conns() int {
+	n := 0
+	for _, s := range d.stacks {
+		n += s.Conns()
+	}
+	return n
 }
 
-// publishEvery spaces the snapshots Counters returns.
-const publishEvery = 100 * time.Millisecond
+// Counters returns the stacks' counters summed over the cores and the
+// links' summed likewise, as last published (once a second while Run runs,
+// final after it); safe for concurrent use.
+func (d *Dataplane) Counters() (stack.Counters, link.Counters) {
+	sum, _ := d.engine.Counters()
+	var l link.Counters
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range d.lctr {
+		l.RxFrames += c.RxFrames
+		l.RxBytes += c.RxBytes
+		l.TxFrames += c.TxFrames
+		l.TxBytes += c.TxBytes
+		l.TxNoBuffer += c.TxNoBuffer
+		l.TxDropped += c.TxDropped
+	}
+	return sum, l
+}
 
-// Run serves until ctx ends, then closes the link and returns nil; it
+// Run serves until ctx ends, then closes the links and returns nil; it
 // returns ErrClosed if the target already ran or was closed.
 func (d *Dataplane) Run(ctx context.Context) error {
 	d.mu.Lock()
@@ -222,8 +291,7 @@ func (d *Dataplane) Run(ctx context.Context) error {
 	d.ran = true
 	d.mu.Unlock()
 	defer d.Close()
-	reportDone := make(chan struct{})
-	stopReport := make(chan struct{})
+	reportDone, stopReport := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(reportDone)
 		t := time.NewTicker(d.opts.ReportEvery)
@@ -237,25 +305,11 @@ func (d *Dataplane) Run(ctx context.Context) error {
 			}
 		}
 	}()
-	loop := &engine.Loop{Stack: d.stack, Waiter: d.wait, Until: func(c *stack.Counters, _ int) bool {
-		if now := time.Now(); now.Sub(d.lastAt) >= publishEvery {
-			d.lastAt = now
-			l := d.link.Counters()
-			d.mu.Lock()
-			d.last, d.lastL = *c, l
-			d.mu.Unlock()
-		}
-		return false
-	}}
-	err := loop.Run(ctx)
-	c, l := d.stack.Counters(), d.link.Counters()
-	d.mu.Lock()
-	d.last, d.lastL = c, l
-	d.mu.Unlock()
+	err := d.engine.Run(ctx)
 	close(stopReport)
 	<-reportDone
 	d.report()
-	if err != nil && !errors.Is(err, engine.ErrStopped) {
+	if err != nil && !errors.Is(err, engine.ErrStopped) && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("target: %w", err)
 	}
 	return nil
@@ -267,14 +321,18 @@ func (d *Dataplane) report() {
 	}
 }
 
-// Close closes the link; Run calls it on return. Idempotent.
+// Close closes the links; Run calls it on return. Idempotent; a target
+// closed before Run does not run.
 func (d *Dataplane) Close() error {
-	var err error
-	d.closeMu.Do(func() {
+	d.close.Do(func() {
 		d.mu.Lock()
 		d.ran = true
 		d.mu.Unlock()
-		err = d.link.Close()
+		var errs []error
+		for _, l := range d.links {
+			errs = append(errs, l.Close())
+		}
+		d.cerr = errors.Join(errs...)
 	})
-	return err
+	return d.cerr
 }

@@ -49,7 +49,7 @@ func runTarget(args []string, stdout, stderr io.Writer) int {
 	clientIPs := fs.String("client-ips", "", "Data plane: the clients' address range (as the worker's --client-ips)")
 	clientPorts := fs.String("client-ports", config.DefaultClientPorts, "Data plane: the clients' port range (as the worker's --client-ports)")
 	gateway := fs.String("gateway", "", "Data plane: next hop towards the clients (default: the MAC of the first client frame)")
-	cores := fs.Int("dataplane-cores", 0, "Data plane: polling loops (default 1; only 1 for now)")
+	cores := fs.Int("dataplane-cores", 0, "Data plane: polling loops, one per core (default 1; more need afpacket)")
 	dedicated := fs.Bool("dataplane-dedicated", false, "Data plane: the interface is dedicated to the test; its safety refusals become warnings")
 	body := fs.Int("body-size", stack.DefaultBodySize, "Data plane: the page's body size in bytes")
 	every := fs.Duration("report-every", target.DefaultReportEvery, "Data plane: print the counters this often")
