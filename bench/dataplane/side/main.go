@@ -19,7 +19,7 @@ package main
 import (
 	"context"
 	"encoding/binary"
-			"flag"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -208,7 +208,9 @@ func (e *env) stackRun(xdp bool) func(bool) (figure, error) {
 		defer cancel()
 		// Warm up: resolve the gateway and open the held connections.
 		loop := &engine.Loop{Stack: s, Waiter: waiter, MaxOpen: n, Total: n,
-			Until: func(c *stack.Counters, l int) bool { return l == n && (short || c.HTTP2xx >= uint64(n)) || c.SocketsFailed > 0 }}
+			Until: func(c *stack.Counters, l int) bool {
+				return l == n && (short || c.HTTP2xx >= uint64(n)) || c.SocketsFailed > 0
+			}}
 		if err := loop.Run(ctx); err != nil {
 			return f, fmt.Errorf("side: warm-up: %w: %+v", err, s.Counters())
 		}
