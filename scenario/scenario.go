@@ -20,7 +20,6 @@ package scenario
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -457,7 +456,10 @@ func (p *parser) userClass(n *yaml.Node, path string) (worker.UserClass, error) 
 		case "host":
 			uc.Host, err = p.str(v, field)
 		case "wait":
-			uc.Wait, err = p.wait(v, field)
+			uc.WaitSpec, err = p.wait(v, field)
+			if err == nil {
+				uc.Wait = uc.WaitSpec.WaitTime()
+			}
 		case "sequential":
 			uc.Sequential, err = p.bool_(v, field)
 		case "tasks":
@@ -492,10 +494,12 @@ func (p *parser) userClass(n *yaml.Node, path string) (worker.UserClass, error) 
 		return uc, p.errf(tasksNode, path+".tasks", "needs at least one task")
 	}
 	if onStart != nil {
-		uc.OnStart = requestsFunc(onStart)
+		uc.OnStartRequests = asRequests(onStart)
+		uc.OnStart = worker.RequestsFunc(uc.OnStartRequests)
 	}
 	if onStop != nil {
-		uc.OnStop = requestsFunc(onStop)
+		uc.OnStopRequests = asRequests(onStop)
+		uc.OnStop = worker.RequestsFunc(uc.OnStopRequests)
 	}
 	return uc, nil
 }
@@ -504,13 +508,13 @@ var waitRe = regexp.MustCompile(`^\s*(constant|between|constant_pacing|constant_
 
 // wait parses Locust's wait time functions: constant(s), between(a, b),
 // constant_pacing(s), constant_throughput(tasks_per_second).
-func (p *parser) wait(n *yaml.Node, field string) (worker.WaitTime, error) {
+func (p *parser) wait(n *yaml.Node, field string) (*worker.WaitSpec, error) {
 	s, err := p.str(n, field)
 	if err != nil {
 		return nil, err
 	}
 	m := waitRe.FindStringSubmatch(s)
-	bad := func() (worker.WaitTime, error) {
+	bad := func() (*worker.WaitSpec, error) {
 		return nil, p.errf(n, field, "%q is not one of constant(s), between(min, max), constant_pacing(s), constant_throughput(per_second)", s)
 	}
 	if m == nil {
@@ -540,21 +544,21 @@ func (p *parser) wait(n *yaml.Node, field string) (worker.WaitTime, error) {
 		if b > timespan.Max.Seconds() {
 			return nil, tooLong(b)
 		}
-		return worker.Between(secs(a), secs(b)), nil
+		return &worker.WaitSpec{Kind: worker.WaitBetween, Min: secs(a), Max: secs(b)}, nil
 	}
 	if m[3] != "" {
 		return bad()
 	}
 	switch m[1] {
 	case "constant":
-		return worker.Constant(secs(a)), nil
+		return &worker.WaitSpec{Kind: worker.WaitConstant, Min: secs(a)}, nil
 	case "constant_pacing":
-		return worker.ConstantPacing(secs(a)), nil
+		return &worker.WaitSpec{Kind: worker.WaitConstantPacing, Min: secs(a)}, nil
 	default:
 		if a == 0 {
 			return nil, p.errf(n, field, "constant_throughput needs a rate above 0")
 		}
-		return worker.ConstantThroughput(a), nil
+		return &worker.WaitSpec{Kind: worker.WaitConstantThroughput, PerSecond: a}, nil
 	}
 }
 
@@ -609,7 +613,8 @@ func (p *parser) task(n *yaml.Node, path string) (worker.Task, error) {
 			t.Name = reqs[0].req.StatsName()
 		}
 	}
-	t.Fn = requestsFunc(reqs)
+	t.Requests = asRequests(reqs)
+	t.Fn = worker.RequestsFunc(t.Requests)
 	return t, nil
 }
 
@@ -783,22 +788,15 @@ func (p *parser) plain(n *yaml.Node, field string) (any, error) {
 	return nil, p.errf(n, field, "unsupported YAML (%s)", kindName(n))
 }
 
-// requestsFunc returns a task that sends the requests in order. Failures
-// are recorded in the stats; they do not end the task (as in Locust, a
-// failed request is not an exception).
-func requestsFunc(reqs []*request) worker.TaskFunc {
-	return func(ctx context.Context, u *worker.User) error {
-		for _, r := range reqs {
-			err := u.DoDiscard(ctx, &r.req, r.expect)
-			if ctx.Err() != nil {
-				return nil
-			}
-			if errors.Is(err, worker.ErrNoHost) || errors.Is(err, httpc.ErrInvalidURL) {
-				return err // a configuration problem: reported as an exception
-			}
-		}
-		return nil
+// asRequests returns the requests as data for worker.Task.Requests (and
+// the class's on_start/on_stop), which a runtime without Go code (the data
+// plane) sends; worker.RequestsFunc sends the same on the goroutine pool.
+func asRequests(reqs []*request) []worker.Request {
+	out := make([]worker.Request, len(reqs))
+	for i, r := range reqs {
+		out[i] = worker.Request{HTTP: r.req, Expect: r.expect}
 	}
+	return out
 }
 
 // expand replaces ${VAR} and ${VAR:-default} with environment values; $$

@@ -5,6 +5,11 @@
 // Worker side: a Recorder records samples from many goroutines (Record is
 // allocation-free once an entry exists) and produces Locust's periodic delta
 // report, a *protocol.StatsReport, resetting itself as a Locust worker does.
+// Engines that count requests themselves (the data plane's stacks) add a
+// whole interval of one name at once with RecordBulk (a Bulk: counts,
+// failures by text, Locust's buckets, sum/min/max, size), which gives the
+// report the same samples recorded one by one would (exact histogram
+// included when the Bulk carries µs times; see Bulk.Exact).
 //
 // Master side: Stats merges reports from Python and cicada workers exactly as
 // Locust 2.12.1's master does (locust/stats.py,

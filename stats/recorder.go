@@ -178,30 +178,43 @@ func (r *Recorder) record(method, name string, rt time.Duration, none bool, cont
 	warn := false
 	if fails != 0 {
 		d.numFailures++
-		er := e.errs[failure]
-		if er == nil && failure != OtherError && r.nErrs.Load() >= int64(r.opts.MaxErrors) {
-			failure = OtherError
-			er = e.errs[failure]
-			warn = !r.warnedErrors.Load() && r.warnedErrors.CompareAndSwap(false, true)
-		}
-		if er == nil {
-			if e.errs == nil {
-				e.errs = make(map[string]*werr)
-			}
-			er = &werr{first: now}
-			e.errs[failure] = er
-			if failure != OtherError {
-				r.nErrs.Add(1)
-			}
-		}
-		er.occurrences++
-		er.last = now
+		warn = r.addErrorLocked(e, failure, 1, now)
 	}
 	e.mu.Unlock()
 	if warn {
-		r.opts.Logger.Warn("More than " + strconv.Itoa(r.opts.MaxErrors) + " distinct errors in one report: further errors are counted as " +
-			OtherError + " (stats limit MaxErrors)")
+		r.warnErrors()
 	}
+}
+
+// addErrorLocked adds n occurrences of failure at now to e's errors,
+// folding a new text into OtherError once the window holds MaxErrors
+// texts. It reports whether the MaxErrors warning is due (the first fold
+// since Clear). Precondition: e.mu held.
+func (r *Recorder) addErrorLocked(e *wentry, failure string, n int64, now float64) (warn bool) {
+	er := e.errs[failure]
+	if er == nil && failure != OtherError && r.nErrs.Load() >= int64(r.opts.MaxErrors) {
+		failure = OtherError
+		er = e.errs[failure]
+		warn = !r.warnedErrors.Load() && r.warnedErrors.CompareAndSwap(false, true)
+	}
+	if er == nil {
+		if e.errs == nil {
+			e.errs = make(map[string]*werr)
+		}
+		er = &werr{first: now}
+		e.errs[failure] = er
+		if failure != OtherError {
+			r.nErrs.Add(1)
+		}
+	}
+	er.occurrences = addSat(er.occurrences, n)
+	er.last = now
+	return warn
+}
+
+func (r *Recorder) warnErrors() {
+	r.opts.Logger.Warn("More than " + strconv.Itoa(r.opts.MaxErrors) + " distinct errors in one report: further errors are counted as " +
+		OtherError + " (stats limit MaxErrors)")
 }
 
 // newEntry returns the entry for (method, name), created if there is room,

@@ -142,6 +142,13 @@ func (w *Worker) doSpawn(ctx context.Context, s *protocol.Spawn, newTest bool) {
 	diagSpawn.UserClassesCount = pl.counts
 	w.diagnoseSpawn(&diagSpawn, newTest)
 	w.reportUnknown(pl.unknown)
+	if w.opts.Runtime != nil {
+		if !w.runtimeSpawn(ctx, pl) {
+			return
+		}
+		w.spawningComplete()
+		return
+	}
 	b := pl.stop
 	b.start()
 	// Start the missing users in batches; a newer command interrupts.
@@ -177,7 +184,13 @@ func (w *Worker) doSpawn(ctx context.Context, s *protocol.Spawn, newTest bool) {
 			}
 		}
 	}
-	counts, total := w.pool.counts()
+	w.spawningComplete()
+}
+
+// spawningComplete reports spawning_complete with the running users,
+// unless a newer command is waiting.
+func (w *Worker) spawningComplete() {
+	counts, total := w.userCounts()
 	w.mu.Lock()
 	if len(w.mu.queue) > 0 {
 		w.mu.Unlock()
@@ -261,10 +274,14 @@ func (w *Worker) doStop(ctx context.Context) {
 	w.mu.Lock()
 	grace := w.mu.stopTimeout
 	w.mu.Unlock()
-	b := w.pool.stopAll()
-	b.start()
-	if !b.wait(grace, w.opts.ForceWait, nil) {
-		w.log.Warn("some users did not stop in time", "users", len(b.users))
+	if w.opts.Runtime != nil {
+		w.opts.Runtime.Stop(grace)
+	} else {
+		b := w.pool.stopAll()
+		b.start()
+		if !b.wait(grace, w.opts.ForceWait, nil) {
+			w.log.Warn("some users did not stop in time", "users", len(b.users))
+		}
 	}
 	w.sendGated(protocol.TypeClientStopped, nil)
 	w.mu.Lock()
@@ -306,12 +323,16 @@ func (w *Worker) doQuit() {
 	w.mu.quitting = true
 	w.mu.queue = nil
 	w.mu.Unlock()
-	b := w.pool.stopAll()
-	b.start()
-	// Interrupted tasks return at once (their context is cancelled); wait
-	// only briefly so the final report beats a Python master's 0.5 s.
-	if !b.wait(w.opts.QuitTimeout, 100*time.Millisecond, nil) {
-		w.log.Warn("some users did not stop before the final report", "users", w.pool.nLive.Load())
+	if w.opts.Runtime != nil {
+		w.opts.Runtime.Stop(w.opts.QuitTimeout)
+	} else {
+		b := w.pool.stopAll()
+		b.start()
+		// Interrupted tasks return at once (their context is cancelled); wait
+		// only briefly so the final report beats a Python master's 0.5 s.
+		if !b.wait(w.opts.QuitTimeout, 100*time.Millisecond, nil) {
+			w.log.Warn("some users did not stop before the final report", "users", w.pool.nLive.Load())
+		}
 	}
 	w.sendStats()
 	w.send(protocol.TypeQuit, nil)

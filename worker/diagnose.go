@@ -222,6 +222,9 @@ func optInt(m map[string]any, key string) (int64, bool) {
 
 // connCounters converts the worker's connection counters for a heartbeat.
 func (w *Worker) connCounters() *protocol.ConnCounters {
+	if w.opts.Runtime != nil {
+		return w.opts.Runtime.Connections()
+	}
 	s := w.conns.Snapshot()
 	c := &protocol.ConnCounters{
 		Open:        s.Open + s.Connecting,

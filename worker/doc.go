@@ -67,6 +67,18 @@
 //     request again on the connection it holds, and the worker answers with
 //     how many reused it (Worker.SecondRound).
 //
+// Tasks may also be given as data (Task.Requests, UserClass.OnStartRequests
+// and OnStopRequests: HTTP requests with their checks); package scenario
+// fills them beside the functions it builds. A Runtime (Options.Runtime)
+// runs the users in another engine than the goroutine pool, through a small
+// seam: Start (with the worker's stats Recorder), Spawn to absolute
+// per-class counts, Stop with a grace, Users, Connections (the heartbeat's
+// counters), SecondRound and Close. The worker keeps the protocol, the
+// user ceiling, unknown classes, spawning_complete, the stop and quit
+// sequences, heartbeats and stats reports. Package dataplane/users is the
+// data plane's runtime: users as connection records, which runs only
+// tasks given as data.
+//
 // Options.SourceIPs binds the users' connections to local addresses in turn,
 // each giving a full ephemeral port range per destination, so one worker
 // can hold more than ~64k connections to one server address.

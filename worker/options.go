@@ -112,6 +112,13 @@ type Options struct {
 	// start and at each spawn that asks for more users).
 	DisableDiagnosis bool
 
+	// Runtime, if set, runs the users instead of the worker's goroutine
+	// pool (see Runtime): the data plane's runtime, package
+	// dataplane/users. Every class then runs on it; the worker keeps the
+	// protocol and the stats. SourceIPs and the HTTP options are the
+	// runtime's business then (it refuses what it cannot honour).
+	Runtime Runtime
+
 	// Transport configures the ZeroMQ DEALER. Its Logger defaults to
 	// Logger.
 	Transport zmtp.Options

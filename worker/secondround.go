@@ -136,6 +136,9 @@ func (w *Worker) SecondRound(ctx context.Context) (SecondRoundResult, error) {
 		return SecondRoundResult{}, fmt.Errorf("worker: a second round is already running")
 	}
 	defer w.roundBusy.Store(false)
+	if w.opts.Runtime != nil {
+		return w.opts.Runtime.SecondRound(ctx)
+	}
 	users := w.pool.running()
 	r := &secondRound{errs: make(map[string]int64)}
 	var next atomic.Int64

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -35,8 +36,41 @@ type Task struct {
 	// @task(weight)); in a Sequential class it is how many times in a row
 	// the task runs. If zero, 1 is used.
 	Weight int
-	// Fn runs the task. It must not be nil.
+	// Fn runs the task. If nil, the task sends Requests in order
+	// (RequestsFunc); one of the two must be set.
 	Fn TaskFunc
+	// Requests are the task's HTTP requests as data, in order: what a
+	// runtime that cannot run Go code (the data plane, Options.Runtime)
+	// sends instead of calling Fn. Package scenario fills both. A task
+	// with only Fn cannot run on such a runtime, which refuses it by name.
+	Requests []Request
+}
+
+// Request is one HTTP request as data, with the checks that decide its
+// success.
+type Request struct {
+	HTTP httpc.Request
+	// Expect are the response checks; nil means any status below 400.
+	Expect *Expect
+}
+
+// RequestsFunc returns a task that sends reqs in order with User.DoDiscard.
+// Failures are recorded in the stats and do not end the task (as in
+// Locust, a failed request is not an exception); a missing host or an
+// unusable URL is returned (reported as an exception).
+func RequestsFunc(reqs []Request) TaskFunc {
+	return func(ctx context.Context, u *User) error {
+		for i := range reqs {
+			err := u.DoDiscard(ctx, &reqs[i].HTTP, reqs[i].Expect)
+			if ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, ErrNoHost) || errors.Is(err, httpc.ErrInvalidURL) {
+				return err // a configuration problem: reported as an exception
+			}
+		}
+		return nil
+	}
 }
 
 // UserClass describes one kind of simulated user, the Go counterpart of a
@@ -55,8 +89,12 @@ type UserClass struct {
 	// sent by the master (-H) takes precedence, as in Locust; if both are
 	// empty the scenario's host is used.
 	Host string
-	// Wait is the wait time between tasks. If nil, there is no wait.
+	// Wait is the wait time between tasks. If nil, WaitSpec's; if both
+	// are unset, there is no wait.
 	Wait WaitTime
+	// WaitSpec is the wait time as data (see Task.Requests); a runtime
+	// that cannot call Go code refuses a Wait without it.
+	WaitSpec *WaitSpec
 	// Tasks are the tasks; at least one is required.
 	Tasks []Task
 	// Sequential runs the tasks in order (each Weight times) instead of
@@ -69,11 +107,15 @@ type UserClass struct {
 	// runs after the current task finished, or after it was interrupted by
 	// a forced stop, with a context that is not yet cancelled.
 	OnStop TaskFunc
+	// OnStartRequests and OnStopRequests are OnStart and OnStop as data
+	// (see Task.Requests); when OnStart or OnStop is nil, they run these.
+	OnStartRequests, OnStopRequests []Request
 }
 
 // compiledClass is a validated UserClass with its task selection tables.
 type compiledClass struct {
 	def   *UserClass
+	idx   int   // index in Scenario.Classes
 	cum   []int // cumulative task weights, for weighted random choice
 	total int
 	seq   []int // task indexes in sequential order, each repeated Weight times
@@ -90,9 +132,21 @@ func compileClass(uc *UserClass) (*compiledClass, error) {
 		return nil, fmt.Errorf("%w: user class %q has no tasks", ErrScenario, uc.Name)
 	}
 	c := &compiledClass{def: uc}
+	uc.Tasks = slices.Clone(uc.Tasks) // Fn filled in below: not the caller's
+	if uc.Wait == nil && uc.WaitSpec != nil {
+		uc.Wait = uc.WaitSpec.WaitTime()
+	}
+	if uc.OnStart == nil && len(uc.OnStartRequests) > 0 {
+		uc.OnStart = RequestsFunc(uc.OnStartRequests)
+	}
+	if uc.OnStop == nil && len(uc.OnStopRequests) > 0 {
+		uc.OnStop = RequestsFunc(uc.OnStopRequests)
+	}
 	for i, t := range uc.Tasks {
-		if t.Fn == nil {
-			return nil, fmt.Errorf("%w: user class %q: task %d (%q) has no function", ErrScenario, uc.Name, i, t.Name)
+		if t.Fn == nil && len(t.Requests) > 0 {
+			uc.Tasks[i].Fn = RequestsFunc(t.Requests)
+		} else if t.Fn == nil {
+			return nil, fmt.Errorf("%w: user class %q: task %d (%q) has neither a function nor requests", ErrScenario, uc.Name, i, t.Name)
 		}
 		if t.Weight < 0 {
 			return nil, fmt.Errorf("%w: user class %q: task %q has a negative weight", ErrScenario, uc.Name, t.Name)

@@ -83,3 +83,38 @@ var clockBase = time.Now()
 // nanotime returns monotonic nanoseconds since clockBase, never 0 after the
 // first nanosecond so that 0 can mean "unset".
 func nanotime() int64 { return int64(time.Since(clockBase)) + 1 }
+
+// WaitKind names one of Locust's wait time functions, for WaitSpec.
+type WaitKind uint8
+
+// The wait kinds of a WaitSpec.
+const (
+	WaitConstant           WaitKind = iota + 1 // Constant(Min)
+	WaitBetween                                // Between(Min, Max)
+	WaitConstantPacing                         // ConstantPacing(Min)
+	WaitConstantThroughput                     // ConstantThroughput(PerSecond)
+)
+
+// WaitSpec is a WaitTime as data, for runtimes that cannot call Go
+// functions (the data plane, Options.Runtime): UserClass.WaitSpec.
+// Package scenario fills it beside UserClass.Wait.
+type WaitSpec struct {
+	Kind      WaitKind
+	Min, Max  time.Duration
+	PerSecond float64
+}
+
+// WaitTime returns the WaitTime the spec describes (nil for a zero Kind).
+func (s WaitSpec) WaitTime() WaitTime {
+	switch s.Kind {
+	case WaitConstant:
+		return Constant(s.Min)
+	case WaitBetween:
+		return Between(s.Min, s.Max)
+	case WaitConstantPacing:
+		return ConstantPacing(s.Min)
+	case WaitConstantThroughput:
+		return ConstantThroughput(s.PerSecond)
+	}
+	return nil
+}

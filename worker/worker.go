@@ -117,6 +117,7 @@ func New(opts Options, sc Scenario) (*Worker, error) {
 		if err != nil {
 			return nil, err
 		}
+		cc.idx = i
 		w.classes = append(w.classes, cc)
 	}
 	if len(opts.SourceIPs) > 0 {
@@ -175,7 +176,7 @@ func (w *Worker) Registered() bool {
 
 // UserCount returns the running users per class and their total.
 func (w *Worker) UserCount() (map[string]int64, int64) {
-	return w.pool.counts()
+	return w.userCounts()
 }
 
 // Quit asks a running worker to leave the cluster as a Python worker does on
@@ -202,6 +203,15 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	runCtx, cancelUsers := context.WithCancel(context.WithoutCancel(ctx))
 	w.env.runCtx = runCtx // before any user starts: users start from the controller
+	if rt := w.opts.Runtime; rt != nil {
+		err := rt.Start(RuntimeEnv{Recorder: w.rec, Logger: w.log, Exception: w.reportException})
+		if err != nil {
+			cancelUsers()
+			_ = d.Close()
+			_ = rt.Close()
+			return fmt.Errorf("worker: start the runtime: %w", err)
+		}
+	}
 	w.dealer.Store(d)
 	w.log.Info("worker starting", "master", endpoint, "classes", len(w.classes), "max_users", w.maxUsers)
 
@@ -235,6 +245,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	b.wait(0, w.opts.ForceWait, nil)
 	cancelUsers()
 	w.bg.Wait()
+	if rt := w.opts.Runtime; rt != nil {
+		if err := rt.Close(); err != nil {
+			w.log.Warn("closing the runtime failed", "err", err)
+		}
+	}
 	if !w.pool.waitIdle(w.opts.ForceWait) {
 		w.log.Warn("some user tasks did not return after being interrupted", "users", w.pool.nLive.Load())
 	}
@@ -288,7 +303,7 @@ func (w *Worker) sendReady() {
 }
 
 func (w *Worker) sendStats() {
-	counts, total := w.pool.counts()
+	counts, total := w.userCounts()
 	w.send(protocol.TypeStats, w.rec.Report(counts, total))
 }
 

@@ -72,13 +72,14 @@ const (
 )
 
 // respParser finds the end of an HTTP/1.1 response fed in pieces, byte by
-// byte, with 12 bytes of state and no buffer: the status code, then
+// byte, with 16 bytes of state and no buffer: the status code, then
 // Content-Length or Transfer-Encoding: chunked among the headers, then the
 // body. It lives inside the connection record.
 type respParser struct {
 	state, pos, flags uint8
 	status            uint16
 	remaining         uint32
+	body              uint32 // body bytes announced so far (Content-Length, chunk sizes)
 }
 
 func lower(c byte) byte {
@@ -274,6 +275,7 @@ func (p *respParser) chunkLine() (bool, error) {
 		p.state, p.pos = psTrailer, 0
 		return false, nil
 	}
+	p.body += p.remaining
 	p.state = psChunkData
 	return false, nil
 }
@@ -290,6 +292,7 @@ func (p *respParser) endHeaders(b []byte, i int) (int, bool, error) {
 	case p.flags&pfChunked != 0:
 		p.state, p.remaining, p.flags = psChunkSize, 0, p.flags&^pfDigit
 	case p.flags&pfHasCL != 0:
+		p.body = p.remaining
 		if p.remaining == 0 {
 			p.state = psDone
 			return i + 1, true, nil

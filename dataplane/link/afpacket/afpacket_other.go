@@ -47,3 +47,11 @@ func (*Link) Wait(time.Duration) {}
 
 // Close does nothing.
 func (*Link) Close() error { return nil }
+
+// OpenFanout returns an error wrapping ErrUnsupported on this system.
+func OpenFanout(cfg Config, f Fanout) ([]*Link, error) {
+	if _, err := f.Program(); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("afpacket: fanout on interface index %d: %w", cfg.Index, ErrUnsupported)
+}

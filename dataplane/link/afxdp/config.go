@@ -18,6 +18,14 @@ const (
 // ErrClosed is returned by Wait and Close on a closed Link.
 var ErrClosed = errors.New("afxdp: link closed")
 
+// ErrOneCore is what a caller returns (wrapped) when asked to run more
+// than one engine core over AF_XDP: an AF_XDP socket receives only the
+// frames of the queue it is bound to, and on veth (as on most NICs without
+// flow steering rules) the queue is chosen by the sender's flow hash, not by
+// the cores' port slices; a frame redirected from another queue is dropped
+// by a copy-mode socket. Multi-core runs use afpacket.OpenFanout.
+var ErrOneCore = errors.New("afxdp: one core only: a socket gets its queue's frames, and the queue is chosen by flow hash, not by port slice")
+
 // ErrUnsupported is returned by Open where AF_XDP does not exist.
 var ErrUnsupported = errors.New("afxdp: AF_XDP needs Linux")
 
