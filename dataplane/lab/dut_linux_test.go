@@ -3,6 +3,7 @@ package lab_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -130,6 +131,7 @@ type dutRun struct {
 	d              *lab.DUT
 	client, server *stack.Stack
 	clink, slink   *afpacket.Link
+	drv            *driver
 	stop           func() stack.Counters
 }
 
@@ -151,6 +153,7 @@ func newDUTRun(t testing.TB, dcfg lab.DUTConfig, cc stack.Config) *dutRun {
 	if r.server, err = stack.New(sc); err != nil {
 		t.Fatalf("stack.New(server) = %v", err)
 	}
+	r.drv = &driver{s: r.client, w: r.clink, start: time.Now()}
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout+5*time.Second)
 	done := make(chan stack.Counters, 1)
 	go func() {
@@ -170,26 +173,67 @@ func newDUTRun(t testing.TB, dcfg lab.DUTConfig, cc stack.Config) *dutRun {
 	return r
 }
 
-// ramp launches up to total connections in steps (each once the previous
-// step's connections are done: answered or failed) and returns the loop's
-// error.
-func (r *dutRun) ramp(ctx context.Context, total, step int) error {
-	loop := &engine.Loop{Stack: r.client, Waiter: r.clink}
-	for k := min(step, total); ; k = min(k+step, total) {
-		loop.Total, loop.MaxOpen = k, k
-		loop.Until = func(c *stack.Counters, n int) bool {
-			return n == k && c.HTTP2xx+c.SocketsFailed == uint64(k)
+// driver runs a client stack on one clock for the whole test (the stack's
+// now never goes back; engine.Loop restarts its clock and launch count on
+// every Run) and ramps with a window: while fewer than total are launched,
+// at most window launched connections await their first answer.
+type driver struct {
+	s        *stack.Stack
+	w        engine.Waiter
+	start    time.Time
+	launched int
+}
+
+func (d *driver) now() int64 { return int64(time.Since(d.start)) }
+
+// run polls until until holds or ctx ends, launching as above.
+func (d *driver) run(ctx context.Context, total, window int, until func(c *stack.Counters) bool) error {
+	for turn := 0; ; turn++ {
+		if turn%64 == 0 && ctx.Err() != nil {
+			return fmt.Errorf("driver after %d launches: %w", d.launched, ctx.Err())
 		}
-		if err := loop.Run(ctx); err != nil || k == total {
-			return err
+		now := d.now()
+		got := d.s.Poll(now)
+		c := d.s.Counters()
+		sent := 0
+		if d.launched < total {
+			answered := int(c.HTTP2xx + c.HTTPOther + c.HTTPErrors + c.SocketsFailed)
+			if n := min(total-d.launched, window-(d.launched-answered), stack.DefaultBurst); n > 0 {
+				sent = d.s.Launch(now, n)
+				d.launched += sent
+			}
 		}
+		if until(&c) {
+			return nil
+		}
+		if got == 0 && sent == 0 {
+			d.w.Wait(time.Millisecond)
+		}
+	}
+}
+
+// ramp launches total connections through r's client (window at most
+// unanswered) and polls until each is answered or failed.
+func (r *dutRun) ramp(ctx context.Context, total, window int) error {
+	return r.drv.run(ctx, total, window, func(c *stack.Counters) bool {
+		return r.drv.launched == total && c.HTTP2xx+c.HTTPOther+c.HTTPErrors+c.SocketsFailed >= uint64(total)
+	})
+}
+
+// seedProgram is the seed's scenario as a stack Program: one class, GET /,
+// then a wait of an hour: every user holds its connection.
+func seedProgram() *stack.Program {
+	return &stack.Program{
+		Requests: []stack.ProgramRequest{{Raw: stack.BuildRequest("GET", "/", lab.ServerIP, nil)}},
+		Classes: []stack.ProgramClass{{Tasks: []stack.ProgramTask{{Weight: 1, Requests: []int{0}}},
+			Wait: stack.Wait{Kind: stack.WaitConstant, Min: time.Hour}}},
 	}
 }
 
 func TestLabDUTHoldsConnectionsThroughConntrack(t *testing.T) {
 	const conns = 20000
 	cc := labRTO
-	cc.PortMin, cc.PortMax, cc.Hold = 10000, 10000+conns-1, true
+	cc.PortMin, cc.PortMax, cc.Program = 10000, 10000+conns-1, seedProgram()
 	r := newDUTRun(t, lab.DUTConfig{ClientIPs: 1, Conns: conns}, cc)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -198,20 +242,33 @@ func TestLabDUTHoldsConnectionsThroughConntrack(t *testing.T) {
 		t.Fatalf("ramp: %v\nclient %+v", err, r.client.Counters())
 	}
 	ramp := time.Since(start)
-	var ct lab.Conntrack
-	err := testpeer.Poll(10*time.Second, 50*time.Millisecond, func() bool {
-		var err error
-		ct, err = r.d.Device.Conntrack()
-		return err == nil && ct.Established == conns
-	})
+	established := func(what string) lab.Conntrack {
+		t.Helper()
+		var ct lab.Conntrack
+		err := testpeer.Poll(10*time.Second, 50*time.Millisecond, func() bool {
+			var err error
+			ct, err = r.d.Device.Conntrack()
+			return err == nil && ct.Established == conns
+		})
+		if err != nil || ct.Total != conns || len(ct.Other) != 0 {
+			t.Errorf("%s: device conntrack %+v; want %d entries, all ESTABLISHED", what, ct, conns)
+		}
+		return ct
+	}
+	ct := established("after the ramp")
 	c := r.client.Counters()
 	t.Logf("%d connections through the device in %v; device conntrack %+v", conns, ramp.Round(time.Millisecond), ct)
-	if err != nil {
-		t.Errorf("device conntrack %+v; want %d ESTABLISHED", ct, conns)
+
+	// The second round: one more request on every held connection, no
+	// new connection, and the device tracks the same entries.
+	sent := r.client.SecondRound(r.drv.now())
+	if err := r.drv.run(ctx, 0, 0, func(c *stack.Counters) bool {
+		return c.SecondRoundOK+c.SecondRoundFailed >= uint64(sent)
+	}); err != nil {
+		t.Fatalf("second round: %v\nclient %+v", err, r.client.Counters())
 	}
-	if ct.Total != conns || len(ct.Other) != 0 {
-		t.Errorf("device conntrack total %d, other states %v; want %d and none", ct.Total, ct.Other, conns)
-	}
+	c2 := r.client.Counters()
+	established("after the second round")
 	s := r.stop()
 	for _, w := range []struct {
 		name      string
@@ -223,8 +280,17 @@ func TestLabDUTHoldsConnectionsThroughConntrack(t *testing.T) {
 		{"client SocketsFailed", c.SocketsFailed, 0},
 		{"client RstIn", c.RstIn, 0},
 		{"client RstOut", c.RstOut, 0},
+		{"second round sent", uint64(sent), conns},
+		{"second round SecondRoundOK", c2.SecondRoundOK, conns},
+		{"second round SecondRoundFailed", c2.SecondRoundFailed, 0},
+		{"second round SynOut (unchanged)", c2.SynOut, conns},
+		{"second round HTTP2xx", c2.HTTP2xx, 2 * conns},
+		{"second round SocketsCurrent", c2.SocketsCurrent, conns},
+		{"second round Reconnects", c2.Reconnects, 0},
+		{"client RstIn at the end", c2.RstIn, 0},
 		{"server SocketsCurrent", s.SocketsCurrent, conns},
-		{"server Served200", s.Served200, conns},
+		{"server SynIn", s.SynIn, conns},
+		{"server Served200", s.Served200, 2 * conns},
 		{"server RstIn", s.RstIn, 0},
 		{"server RstOut", s.RstOut, 0},
 	} {
