@@ -3,7 +3,6 @@ package lab_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -131,7 +130,7 @@ type dutRun struct {
 	d              *lab.DUT
 	client, server *stack.Stack
 	clink, slink   *afpacket.Link
-	drv            *driver
+	drv            *lab.Driver
 	stop           func() stack.Counters
 }
 
@@ -153,7 +152,7 @@ func newDUTRun(t testing.TB, dcfg lab.DUTConfig, cc stack.Config) *dutRun {
 	if r.server, err = stack.New(sc); err != nil {
 		t.Fatalf("stack.New(server) = %v", err)
 	}
-	r.drv = &driver{s: r.client, w: r.clink, start: time.Now()}
+	r.drv = &lab.Driver{Stack: r.client, Waiter: r.clink}
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout+5*time.Second)
 	done := make(chan stack.Counters, 1)
 	go func() {
@@ -173,50 +172,12 @@ func newDUTRun(t testing.TB, dcfg lab.DUTConfig, cc stack.Config) *dutRun {
 	return r
 }
 
-// driver runs a client stack on one clock for the whole test (the stack's
-// now never goes back; engine.Loop restarts its clock and launch count on
-// every Run) and ramps with a window: while fewer than total are launched,
-// at most window launched connections await their first answer.
-type driver struct {
-	s        *stack.Stack
-	w        engine.Waiter
-	start    time.Time
-	launched int
-}
-
-func (d *driver) now() int64 { return int64(time.Since(d.start)) }
-
-// run polls until until holds or ctx ends, launching as above.
-func (d *driver) run(ctx context.Context, total, window int, until func(c *stack.Counters) bool) error {
-	for turn := 0; ; turn++ {
-		if turn%64 == 0 && ctx.Err() != nil {
-			return fmt.Errorf("driver after %d launches: %w", d.launched, ctx.Err())
-		}
-		now := d.now()
-		got := d.s.Poll(now)
-		c := d.s.Counters()
-		sent := 0
-		if d.launched < total {
-			answered := int(c.HTTP2xx + c.HTTPOther + c.HTTPErrors + c.SocketsFailed)
-			if n := min(total-d.launched, window-(d.launched-answered), stack.DefaultBurst); n > 0 {
-				sent = d.s.Launch(now, n)
-				d.launched += sent
-			}
-		}
-		if until(&c) {
-			return nil
-		}
-		if got == 0 && sent == 0 {
-			d.w.Wait(time.Millisecond)
-		}
-	}
-}
-
 // ramp launches total connections through r's client (window at most
 // unanswered) and polls until each is answered or failed.
 func (r *dutRun) ramp(ctx context.Context, total, window int) error {
-	return r.drv.run(ctx, total, window, func(c *stack.Counters) bool {
-		return r.drv.launched == total && c.HTTP2xx+c.HTTPOther+c.HTTPErrors+c.SocketsFailed >= uint64(total)
+	r.drv.Window = window
+	return r.drv.Run(ctx, total, func(c *stack.Counters) bool {
+		return r.drv.Launched() == total && lab.Answered(c) >= uint64(total)
 	})
 }
 
@@ -261,8 +222,8 @@ func TestLabDUTHoldsConnectionsThroughConntrack(t *testing.T) {
 
 	// The second round: one more request on every held connection, no
 	// new connection, and the device tracks the same entries.
-	sent := r.client.SecondRound(r.drv.now())
-	if err := r.drv.run(ctx, 0, 0, func(c *stack.Counters) bool {
+	sent := r.client.SecondRound(r.drv.Now())
+	if err := r.drv.Run(ctx, 0, func(c *stack.Counters) bool {
 		return c.SecondRoundOK+c.SecondRoundFailed >= uint64(sent)
 	}); err != nil {
 		t.Fatalf("second round: %v\nclient %+v", err, r.client.Counters())
