@@ -30,7 +30,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cicada-load/cicada/dataplane/engine"
 	"github.com/cicada-load/cicada/dataplane/lab"
 	"github.com/cicada-load/cicada/dataplane/link"
 	"github.com/cicada-load/cicada/dataplane/link/afpacket"
@@ -173,7 +172,7 @@ func (e *env) stackRun(xdp bool) func(bool) (figure, error) {
 		}
 		f := figure{client: name, what: what(short)}
 		var lk link.Link
-		var waiter engine.Waiter
+		var waiter interface{ Wait(time.Duration) }
 		var closeLink func() error
 		err := e.p.Client.Do(func() error {
 			if xdp {
@@ -206,23 +205,22 @@ func (e *env) stackRun(xdp bool) func(bool) (figure, error) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), e.o.dur+30*time.Second)
 		defer cancel()
-		// Warm up: resolve the gateway and open the held connections.
-		loop := &engine.Loop{Stack: s, Waiter: waiter, MaxOpen: n, Total: n,
-			Until: func(c *stack.Counters, l int) bool {
-				return l == n && (short || c.HTTP2xx >= uint64(n)) || c.SocketsFailed > 0
-			}}
-		if err := loop.Run(ctx); err != nil {
+		// Warm up (resolve the gateway, open the held connections), then
+		// measure, on one clock (lab.Driver) with at most n launched
+		// connections awaiting their response.
+		d := &lab.Driver{Stack: s, Waiter: waiter, Window: n}
+		if err := d.Run(ctx, n, func(c *stack.Counters) bool {
+			return d.Launched() == n && (short || c.HTTP2xx >= uint64(n)) || c.SocketsFailed > 0
+		}); err != nil {
 			return f, fmt.Errorf("side: warm-up: %w: %+v", err, s.Counters())
 		}
-		if !short {
-			loop.MaxOpen = 0
-		} else {
-			loop.Total = 1 << 40
+		total := n
+		if short {
+			total = 1 << 40
 		}
 		c0, cpu0, t0 := s.Counters(), cpuSelf(), time.Now()
 		end := t0.Add(e.o.dur)
-		loop.Until = func(c *stack.Counters, _ int) bool { return c.SocketsFailed > 0 || time.Now().After(end) }
-		if err := loop.Run(ctx); err != nil {
+		if err := d.Run(ctx, total, func(c *stack.Counters) bool { return c.SocketsFailed > 0 || time.Now().After(end) }); err != nil {
 			return f, err
 		}
 		c1, cpu1 := s.Counters(), cpuSelf()
