@@ -8,14 +8,18 @@
 //
 //	dataplane/lab            the namespace lab (root, Linux): blackhole route,
 //	                         namespaces, veths, nginx in a namespace
-//	dataplane/engine         polling loops driving stacks
+//	dataplane/engine         one polling loop per core over its own stack
+//	                         and link (Engine), per-second counter sums and
+//	                         busy share, port slices (Split), pacing
+//	                         (Launcher); Loop, the single-loop form
 //	dataplane/stack          connection table, timers, templates, TCP client
 //	                         and server state machines, HTTP/1.1 client, ARP,
 //	                         ICMP
 //	dataplane/link/pipe      in-process link pair with seeded loss,
 //	                         reordering, duplication and delay
 //	dataplane/link/afpacket  Linux AF_PACKET link (TPACKET_V3 RX ring,
-//	                         TPACKET_V2 TX ring)
+//	                         TPACKET_V2 TX ring); fanout groups that steer
+//	                         frames to cores by TCP port (classic BPF)
 //	dataplane/link/afxdp     Linux AF_XDP socket link in pure Go: UMEM, rings,
 //	                         XDP redirect program
 //	dataplane/link           the batch link interface and its ownership
@@ -25,10 +29,11 @@
 // wire imports only the standard library; link imports wire; the links
 // import link and wire (afpacket and afxdp also golang.org/x/sys/unix;
 // afxdp's tests also drive stack over it); stack imports link and wire;
-// engine imports stack. lab imports only the standard library and x/sys: it
-// knows no stack, and its tests put stacks, links and nginx together.
-// Nothing in dataplane imports the rest of cicada except lab's tests
-// (internal/testpeer for nginx).
+// engine imports stack and wire (its tests also lab, pipe and afpacket).
+// lab imports only the standard library and x/sys: it knows no stack, and
+// its tests put stacks, links and nginx together. Nothing in dataplane
+// imports the rest of cicada except tests (internal/testpeer for nginx,
+// Poll and Eventually).
 //
 // # Contracts
 //
@@ -44,6 +49,13 @@
 //   - Both sides are configured with the same tuple space (client IPs x
 //     client ports, one server address and port), as in dperf; a record's
 //     index is ipIndex*ports + portIndex, on the client and on the server.
+//   - Cores: with n cores, core k's stack on either side owns port slice k
+//     of engine.Split and every client address; the link delivers each
+//     frame to the core owning its port (afpacket.OpenFanout: by
+//     destination port on the client, source port on the server; ARP and
+//     ICMP to core 0, whose resolved next hop the engine copies to the
+//     others). AF_XDP runs one core (afxdp.CheckCores, ErrOneCore says
+//     why).
 //   - Counters are plain uint64s per Stack, in dperf's detail; an engine
 //     sums per-core copies.
 //   - A link used by a stack holds no address of the stack's range in the
