@@ -41,18 +41,17 @@ import (
 )
 
 type options struct {
-	role     string
-	ifname   string
-	conns    int
-	ips      int
-	step     int
-	timeout  time.Duration
-	rto      time.Duration
-	retries  int
-	hold     time.Duration
-	maxFail  float64
-	blocks   int
-	sampleAt time.Duration
+	role    string
+	ifname  string
+	conns   int
+	ips     int
+	step    int
+	timeout time.Duration
+	rto     time.Duration
+	retries int
+	hold    time.Duration
+	maxFail float64
+	blocks  int
 }
 
 func main() {

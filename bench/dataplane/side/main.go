@@ -261,8 +261,11 @@ func (e *env) wrkRun(short bool) (figure, error) {
 	cmd := e.k.Command("wrk", args...)
 	out, err := cmd.CombinedOutput()
 	m := wrkRate.FindSubmatch(out)
-	if err != nil || m == nil {
-		return f, fmt.Errorf("side: wrk: %v: %s", err, out)
+	if err != nil {
+		return f, fmt.Errorf("side: wrk: %w: %s", err, out)
+	}
+	if m == nil {
+		return f, fmt.Errorf("side: wrk printed no rate: %s", out)
 	}
 	rate, _ := strconv.ParseFloat(string(m[1]), 64)
 	f.secs, f.cpu = e.o.dur.Seconds(), childCPU(cmd.ProcessState)
