@@ -65,6 +65,7 @@ type figure struct {
 	client, what string
 	count        uint64
 	secs, cpu    float64
+	sys          float64 // of cpu, in the kernel
 	note         string
 }
 
@@ -73,15 +74,20 @@ func (f figure) String() string {
 	if f.cpu > 0 {
 		perCore = strconv.FormatFloat(float64(f.count)/f.cpu, 'f', 0, 64)
 	}
-	return fmt.Sprintf("| %s | %s | %.0f | %.2f | %s | %s |", f.what, f.client, float64(f.count)/f.secs, f.cpu/f.secs, perCore, f.note)
+	sys := "-"
+	if f.cpu > 0 {
+		sys = strconv.FormatFloat(100*f.sys/f.cpu, 'f', 0, 64) + " %"
+	}
+	return fmt.Sprintf("| %s | %s | %.0f | %.2f | %s | %s | %s |", f.what, f.client, float64(f.count)/f.secs, f.cpu/f.secs, sys, perCore, f.note)
 }
 
 func ip4(s string) uint32 { return binary.BigEndian.Uint32(net.ParseIP(s).To4()) }
 
-func cpuSelf() float64 {
+// cpuSelf returns this process's CPU time and the system part of it.
+func cpuSelf() (total, sys float64) {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return tv(ru.Utime) + tv(ru.Stime)
+	return tv(ru.Utime) + tv(ru.Stime), tv(ru.Stime)
 }
 
 func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
@@ -123,8 +129,8 @@ func run(o options) error {
 	defer func() { _ = ng.Stop() }()
 	e := &env{o: o, p: p, k: k, nginx: ng, nextIP: 1}
 	fmt.Printf("load average at start: %s\n\n", loadavg())
-	fmt.Println("| figure | client | rate /s | client CPU (cores) | per client core /s | note |")
-	fmt.Println("|---|---|---:|---:|---:|---|")
+	fmt.Println("| figure | client | rate /s | client CPU (cores) | of it in the kernel | per client core /s | note |")
+	fmt.Println("|---|---|---:|---:|---:|---:|---|")
 	type m struct {
 		name string
 		fn   func(short bool) (figure, error)
@@ -218,13 +224,15 @@ func (e *env) stackRun(xdp bool) func(bool) (figure, error) {
 		if short {
 			total = 1 << 40
 		}
-		c0, cpu0, t0 := s.Counters(), cpuSelf(), time.Now()
+		c0, t0 := s.Counters(), time.Now()
+		cpu0, sys0 := cpuSelf()
 		end := t0.Add(e.o.dur)
 		if err := d.Run(ctx, total, func(c *stack.Counters) bool { return c.SocketsFailed > 0 || time.Now().After(end) }); err != nil {
 			return f, err
 		}
-		c1, cpu1 := s.Counters(), cpuSelf()
-		f.secs, f.cpu = time.Since(t0).Seconds(), cpu1-cpu0
+		c1 := s.Counters()
+		cpu1, sys1 := cpuSelf()
+		f.secs, f.cpu, f.sys = time.Since(t0).Seconds(), cpu1-cpu0, sys1-sys0
 		if short {
 			f.count = c1.SocketsClosed - c0.SocketsClosed
 		} else {
@@ -241,12 +249,12 @@ func (e *env) stackRun(xdp bool) func(bool) (figure, error) {
 
 var wrkRate = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
 
-func childCPU(ps *os.ProcessState) float64 {
+func childCPU(ps *os.ProcessState) (total, sys float64) {
 	ru, ok := ps.SysUsage().(*syscall.Rusage)
 	if !ok {
-		return 0
+		return 0, 0
 	}
-	return tv(ru.Utime) + tv(ru.Stime)
+	return tv(ru.Utime) + tv(ru.Stime), tv(ru.Stime)
 }
 
 func (e *env) url() string { return "http://" + lab.ServerIP + ":" + strconv.Itoa(e.nginx.Port) }
@@ -268,7 +276,8 @@ func (e *env) wrkRun(short bool) (figure, error) {
 		return f, fmt.Errorf("side: wrk printed no rate: %s", out)
 	}
 	rate, _ := strconv.ParseFloat(string(m[1]), 64)
-	f.secs, f.cpu = e.o.dur.Seconds(), childCPU(cmd.ProcessState)
+	f.secs = e.o.dur.Seconds()
+	f.cpu, f.sys = childCPU(cmd.ProcessState)
 	f.count = uint64(rate * f.secs)
 	if i := strings.Index(string(out), "Socket errors"); i >= 0 {
 		f.note = strings.TrimSpace(strings.SplitN(string(out[i:]), "\n", 2)[0])
@@ -335,7 +344,8 @@ func (e *env) cicadaRun(short bool) (figure, error) {
 	if fails, perr = strconv.ParseUint(row["Failure Count"], 10, 64); perr != nil {
 		return f, fmt.Errorf("side: cicada CSV Failure Count: %w", perr)
 	}
-	f.secs, f.cpu = float64(secs), childCPU(cmd.ProcessState)
+	f.secs = float64(secs)
+	f.cpu, f.sys = childCPU(cmd.ProcessState)
 	conns := "?"
 	if c := testpeer.CSVRow(filepath.Join(dir, "side_connections.csv"), "Total"); c != nil {
 		conns = c["Connects"]
