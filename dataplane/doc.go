@@ -79,7 +79,8 @@
 //     ACKs) or go-back-N on timeout.
 //   - No TIME_WAIT: closing is a state change and the client port is reused
 //     in turn. A late FIN for a closed or reconnecting record is answered
-//     with the ACK TIME_WAIT would have sent; in SYN-SENT, an ACK of the
+//     with the ACK TIME_WAIT would have sent (once per incarnation of the
+//     port); in SYN-SENT, an ACK of the
 //     port's old incarnation is answered with a reset (RFC 9293); the server
 //     treats a new SYN on a busy record as a new incarnation.
 //   - Requests are single segments built once (at most MSS bytes) and

@@ -39,8 +39,9 @@ func (s *Stack) Launch(now int64, n int) int {
 // connect sends a SYN from closed record i; a user on it stays.
 func (s *Stack) connect(i uint32, now int64) {
 	c := &s.conns[i]
-	last, used := c.sndNxt, c.iss != 0
+	last, used, late := c.sndNxt, c.iss != 0, c.flags&fLateAck
 	s.reset(c)
+	c.flags |= late
 	if used {
 		// Above everything the port's last incarnation sent, as Linux
 		// does when it reuses a TIME_WAIT port: a peer holding that
@@ -91,8 +92,17 @@ func (s *Stack) abort(i uint32) {
 }
 
 // ackLate answers a FIN that reaches a closed or reused record with the ACK
-// TIME_WAIT would have sent, so the peer can close.
+// TIME_WAIT would have sent, so the peer can close; once per incarnation of
+// the port: a duplicate (the peer's spurious retransmission) is dropped, as
+// a second ACK would reach a peer that already closed and draw its reset.
+// If the first ACK was lost, the peer's old incarnation ends when our next
+// SYN on the port draws its ACK and our reset (see clientInput).
 func (s *Stack) ackLate(i uint32, seg wire.TCP) {
+	c := &s.conns[i]
+	if c.flags&fLateAck != 0 {
+		return
+	}
+	c.flags |= fLateAck
 	s.emit(&s.tAck, i, seg.Ack(), seg.Seq()+uint32(len(seg.Payload()))+1, nil, 0)
 }
 
@@ -205,6 +215,7 @@ func (s *Stack) clientInput(i uint32, seg wire.TCP, now int64) {
 			c.wscale = o.WScale
 		}
 		c.rcvNxt, c.sndUna, c.state, c.retries = seg.Seq()+1, c.iss+1, stEstablished, 0
+		c.flags &^= fLateAck
 		if c.uflags&uLive != 0 {
 			s.userConnected(i, now)
 			return

@@ -21,6 +21,7 @@ const (
 	fFinRcvd              // server: the peer's FIN arrived
 	fAckLater             // an ACK is due at the end of the receive burst
 	fPeerFin              // client: the segment being processed carries the peer's FIN
+	fLateAck              // client: a late FIN of the port's last incarnation was ACKed
 )
 
 // none marks an empty timer link.

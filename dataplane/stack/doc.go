@@ -77,9 +77,11 @@
 //
 // Client ports are reused at once (no TIME_WAIT). A peer may still hold the
 // port's old incarnation, retransmitting its FIN or answering the new SYN
-// with an ACK of the old one: in SYN-SENT a FIN of the old incarnation gets
-// the ACK TIME_WAIT would have sent (the peer closes), and any other ACK
-// that does not acknowledge our SYN gets <SEQ=SEG.ACK><CTL=RST> (RFC 9293
+// with an ACK of the old one: a FIN of the old incarnation gets the ACK
+// TIME_WAIT would have sent (the peer closes), once per incarnation of the
+// port (a duplicate would reach a peer already closed and draw its reset),
+// and in SYN-SENT any other ACK that does not acknowledge our SYN gets
+// <SEQ=SEG.ACK><CTL=RST> (RFC 9293
 // 3.10.7.3, counted in StaleAckRst), so the peer drops the old incarnation
 // and our SYN's retransmission opens the new one. A reused record's ISS is
 // its last connection's snd_nxt + 65537 (what Linux does when it reuses a

@@ -716,6 +716,41 @@ func TestStaleAckReset(t *testing.T) {
 	}
 }
 
+// TestLateFINAckedOnce: a late FIN of the port's last incarnation is ACKed
+// once, in the closed record and after its reuse (SYN-SENT) alike: a
+// duplicate draws nothing, where a second ACK would draw a reset from a peer
+// that already closed. The next connection's late FIN is ACKed again.
+func TestLateFINAckedOnce(t *testing.T) {
+	p := newPair(t, Config{PortMin: 10000, PortMax: 10000}, Config{PortMin: 10000, PortMax: 10000}, pipe.Config{})
+	p.run(t, 1000, p.launcher(1, 1, func() bool { return p.c.Counters().SocketsClosed == 1 && p.s.Counters().SocketsClosed == 1 }))
+	peer := rawPeer{t, p.sb}
+	fin := func(seq uint32) int {
+		p.s.emit(&p.s.tFin, 0, seq, 7000, nil, 0)
+		p.s.flush()
+		p.c.Poll(p.now)
+		return len(peer.recv())
+	}
+	if n := fin(5000); n != 1 {
+		t.Fatalf("closed record: first late FIN drew %d frames; want 1 ACK", n)
+	}
+	if n := fin(5000); n != 0 {
+		t.Fatalf("closed record: duplicate late FIN drew %d frames; want none", n)
+	}
+	p.c.Launch(p.now, 1)
+	if n := len(peer.recv()); n != 1 {
+		t.Fatalf("launch sent %d frames; want the SYN", n)
+	}
+	if n := fin(5000); n != 0 {
+		t.Fatalf("SYN-SENT: duplicate late FIN drew %d frames; want none", n)
+	}
+	// The SYN's retransmission reaches the server: a new connection, and
+	// its own late FIN is ACKed again.
+	p.run(t, 5000, func() bool { return p.c.Counters().SocketsClosed == 2 && p.s.Counters().SocketsClosed == 2 })
+	if n := fin(9000); n != 1 {
+		t.Fatalf("after the next connection, a late FIN drew %d frames; want 1 ACK", n)
+	}
+}
+
 // TestReusedPortISS: a reused record's SYN starts above everything its
 // last connection sent, so a peer holding that one in TIME_WAIT accepts it.
 func TestReusedPortISS(t *testing.T) {
