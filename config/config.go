@@ -109,6 +109,19 @@ type Config struct {
 	// values are refused.
 	MaxUsers int64
 
+	// The userspace data plane (issue 11; cicada's own, CICADA_*). The
+	// values are kept as written: cmd/cicada parses them with
+	// dataplane/ifcheck (ParseRange, ParsePorts), which this leaf package
+	// does not import; validate refuses the combinations cicada cannot
+	// honour.
+	Dataplane          string // --dataplane: "afpacket" or "afxdp" ("": kernel sockets)
+	Interface          string // --interface: the data plane's interface
+	ClientIPs          string // --client-ips: the stack's client range (a-b, a-<last octet> or CIDR)
+	ClientPorts        string // --client-ports (DefaultClientPorts)
+	Gateway            string // --gateway: next hop resolved by ARP ("": the server itself)
+	DataplaneCores     int    // --dataplane-cores (0: 1)
+	DataplaneDedicated bool   // --dataplane-dedicated: skip the interface's safety refusals
+
 	UserClasses []string // positional UserClass names
 }
 
@@ -261,6 +274,14 @@ func NewParser(out io.Writer, getenv func(string) string, home, workdir string) 
 	str(&cfg.ClusterSecretFile, "cluster-secret-file", "", "CICADA_CLUSTER_SECRET_FILE", "", "File with the secret that masters and workers must share (ZMTP PLAIN; cicada-only clusters); or set CICADA_CLUSTER_SECRET")
 	fs.Int64Var(&cfg.MaxUsers, "max-users", 0, "Worker: most users a spawn may ask of it (0: twice the open-files limit, -1: no ceiling)")
 	p.options = append(p.options, option{name: "max-users", env: "CICADA_MAX_USERS"})
+
+	str(&cfg.Dataplane, "dataplane", "", "CICADA_DATAPLANE", "", "Userspace TCP data plane instead of kernel sockets: afpacket or afxdp (worker or standalone; Linux, root)")
+	str(&cfg.Interface, "interface", "", "CICADA_INTERFACE", "", "Data plane: the interface to send and receive on (refused if it carries the default route, see --dataplane-dedicated)")
+	str(&cfg.ClientIPs, "client-ips", "", "CICADA_CLIENT_IPS", "", "Data plane: the client address range the stack owns, e.g. 198.18.0.1-198.18.0.200 or 198.18.0.0/24")
+	str(&cfg.ClientPorts, "client-ports", "", "CICADA_CLIENT_PORTS", DefaultClientPorts, "Data plane: client port range")
+	str(&cfg.Gateway, "gateway", "", "CICADA_GATEWAY", "", "Data plane: next hop address (resolved by ARP; default: the server itself)")
+	integer(&cfg.DataplaneCores, "dataplane-cores", "", "CICADA_DATAPLANE_CORES", 0, "Data plane: polling loops, one per core (default 1)")
+	boolean(&cfg.DataplaneDedicated, "dataplane-dedicated", "", "CICADA_DATAPLANE_DEDICATED", "Data plane: the interface is dedicated to the test; its safety refusals become warnings")
 	return p
 }
 
@@ -396,11 +417,68 @@ func (p *Parser) validate() error {
 	case c.Processes != 0 && c.Master:
 		return fmt.Errorf("%w: --processes cannot be combined with --master", ErrUsage)
 	}
+	if err := p.validateDataplane(); err != nil {
+		return err
+	}
 	switch strings.ToUpper(c.LogLevel) {
 	case "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL":
 		c.LogLevel = strings.ToUpper(c.LogLevel)
 	default:
 		return fmt.Errorf("%w: Invalid --loglevel. Valid values are: DEBUG/INFO/WARNING/ERROR/CRITICAL", ErrUsage)
+	}
+	return nil
+}
+
+// DataplaneKinds are the values --dataplane accepts.
+var DataplaneKinds = []string{"afpacket", "afxdp"}
+
+// DefaultClientPorts is --client-ports' default, the stack's own
+// (stack.DefaultPortMin..DefaultPortMax).
+const DefaultClientPorts = "10000-59999"
+
+// MaxDataplaneCores bounds --dataplane-cores.
+const MaxDataplaneCores = 1024
+
+// dataplaneOnly are the options that mean nothing without --dataplane:
+// given alone they are refused, not ignored.
+var dataplaneOnly = []string{"interface", "client-ips", "client-ports", "gateway", "dataplane-cores", "dataplane-dedicated"}
+
+// validateDataplane refuses data plane options cicada cannot honour: an
+// unknown kind, a missing interface or client range, data plane options
+// without --dataplane, and --dataplane with a master, --source-ips (the
+// stack owns its own addresses), --processes (one process owns the
+// interface) or an https host (the stack speaks plain HTTP/1.1).
+func (p *Parser) validateDataplane() error {
+	c := p.cfg
+	if c.Dataplane == "" {
+		for _, name := range dataplaneOnly {
+			if f := p.fs.Lookup(name); f.Changed {
+				return fmt.Errorf("%w: --%s requires --dataplane", ErrUsage, name)
+			}
+		}
+		return nil
+	}
+	known := false
+	for _, k := range DataplaneKinds {
+		known = known || c.Dataplane == k
+	}
+	switch {
+	case !known:
+		return fmt.Errorf("%w: argument --dataplane: invalid choice %q (choose from %s)", ErrUsage, c.Dataplane, strings.Join(DataplaneKinds, ", "))
+	case c.Master:
+		return fmt.Errorf("%w: --dataplane cannot be combined with --master: the master sends no load; give it to the workers", ErrUsage)
+	case c.Interface == "":
+		return fmt.Errorf("%w: --dataplane requires --interface", ErrUsage)
+	case c.ClientIPs == "":
+		return fmt.Errorf("%w: --dataplane requires --client-ips (addresses the stack owns, which the kernel must not)", ErrUsage)
+	case c.SourceIPs != "":
+		return fmt.Errorf("%w: --dataplane cannot be combined with --source-ips: the data plane's addresses are --client-ips", ErrUsage)
+	case c.Processes != 0:
+		return fmt.Errorf("%w: --dataplane cannot be combined with --processes: one process owns the interface; use --dataplane-cores", ErrUsage)
+	case c.DataplaneCores < 0 || c.DataplaneCores > MaxDataplaneCores:
+		return fmt.Errorf("%w: argument --dataplane-cores: must be 0-%d, got %d", ErrUsage, MaxDataplaneCores, c.DataplaneCores)
+	case strings.HasPrefix(strings.ToLower(c.Host), "https://"):
+		return fmt.Errorf("%w: --dataplane cannot be combined with an https host (%s): the data plane speaks plain HTTP/1.1", ErrUsage, c.Host)
 	}
 	return nil
 }

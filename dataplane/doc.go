@@ -8,14 +8,19 @@
 //
 //	dataplane/lab            the namespace lab (root, Linux): blackhole route,
 //	                         namespaces, veths, nginx in a namespace
-//	dataplane/engine         polling loops driving stacks
+//	dataplane/engine         one polling loop per core over its own stack
+//	                         and link (Engine), per-second counter sums and
+//	                         busy share, port slices (Split), pacing
+//	                         (Launcher); Loop, the single-loop form
 //	dataplane/stack          connection table, timers, templates, TCP client
-//	                         and server state machines, HTTP/1.1 client, ARP,
+//	                         and server state machines, HTTP/1.1 client,
+//	                         Locust users (Program) and their stats, ARP,
 //	                         ICMP
 //	dataplane/link/pipe      in-process link pair with seeded loss,
 //	                         reordering, duplication and delay
 //	dataplane/link/afpacket  Linux AF_PACKET link (TPACKET_V3 RX ring,
-//	                         TPACKET_V2 TX ring)
+//	                         TPACKET_V2 TX ring); fanout groups that steer
+//	                         frames to cores by TCP port (classic BPF)
 //	dataplane/link/afxdp     Linux AF_XDP socket link in pure Go: UMEM, rings,
 //	                         XDP redirect program
 //	dataplane/link           the batch link interface and its ownership
@@ -25,10 +30,11 @@
 // wire imports only the standard library; link imports wire; the links
 // import link and wire (afpacket and afxdp also golang.org/x/sys/unix;
 // afxdp's tests also drive stack over it); stack imports link and wire;
-// engine imports stack. lab imports only the standard library and x/sys: it
-// knows no stack, and its tests put stacks, links and nginx together.
-// Nothing in dataplane imports the rest of cicada except lab's tests
-// (internal/testpeer for nginx).
+// engine imports stack and wire (its tests also lab, pipe and afpacket).
+// lab imports only the standard library and x/sys: it knows no stack, and
+// its tests put stacks, links and nginx together. Nothing in dataplane
+// imports the rest of cicada except tests (internal/testpeer for nginx,
+// Poll and Eventually).
 //
 // # Contracts
 //
@@ -44,6 +50,13 @@
 //   - Both sides are configured with the same tuple space (client IPs x
 //     client ports, one server address and port), as in dperf; a record's
 //     index is ipIndex*ports + portIndex, on the client and on the server.
+//   - Cores: with n cores, core k's stack on either side owns port slice k
+//     of engine.Split and every client address; the link delivers each
+//     frame to the core owning its port (afpacket.OpenFanout: by
+//     destination port on the client, source port on the server; ARP and
+//     ICMP to core 0, whose resolved next hop the engine copies to the
+//     others). AF_XDP runs one core (afxdp.CheckCores, ErrOneCore says
+//     why).
 //   - Counters are plain uint64s per Stack, in dperf's detail; an engine
 //     sums per-core copies.
 //   - A link used by a stack holds no address of the stack's range in the
@@ -57,17 +70,18 @@
 //
 //   - Fixed window, no congestion control: the stack is a load generator
 //     and a test server talking to each other or to a device under test; the
-//     window caps what is in flight and the retransmission timeout is one
-//     fixed value, so retransmission is one timer list (O(1)), not an RTT
-//     estimator per connection.
+//     window caps what is in flight. The retransmission timeout starts at a
+//     fixed value and doubles per retry up to a cap (one FIFO timer list per
+//     backoff level, O(1)), with no RTT estimator per connection.
 //   - Exact-sequence only: a segment not at rcv_nxt is dropped and answered
 //     with a duplicate ACK; nothing is buffered out of order, so a record
 //     needs no buffers. The sender recovers by fast retransmit (3 duplicate
 //     ACKs) or go-back-N on timeout.
 //   - No TIME_WAIT: closing is a state change and the client port is reused
-//     in turn. A late FIN for a closed record is answered with the ACK
-//     TIME_WAIT would have sent; the server treats a new SYN on a busy
-//     record as a new incarnation.
+//     in turn. A late FIN for a closed or reconnecting record is answered
+//     with the ACK TIME_WAIT would have sent; in SYN-SENT, an ACK of the
+//     port's old incarnation is answered with a reset (RFC 9293); the server
+//     treats a new SYN on a busy record as a new incarnation.
 //   - Requests are single segments built once (at most MSS bytes) and
 //     retransmitted from the template; the server's page is one byte slice
 //     from which any segment is cut at any sequence number.

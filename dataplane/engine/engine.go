@@ -55,6 +55,8 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -217,7 +219,8 @@ func (e *Engine) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e.loop(k)
+			// The label names the core in CPU profiles.
+			pprof.Do(ctx, pprof.Labels("dataplane-core", strconv.Itoa(k)), func(context.Context) { e.loop(k) })
 		}()
 	}
 	<-ctx.Done()

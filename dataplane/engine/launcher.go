@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/cicada-load/cicada/dataplane/stack"
 )
@@ -27,13 +28,15 @@ type Launcher struct {
 
 	start    int64
 	started  bool
+	invalid  bool
 	launched int
 }
 
-// Validate returns an error wrapping ErrConfig for negative fields.
+// Validate returns an error wrapping ErrConfig for a negative field or a
+// Rate that is not a finite number.
 func (l *Launcher) Validate() error {
-	if l.Rate < 0 || l.Rate != l.Rate || l.MaxOpen < 0 || l.Total < 0 || l.Burst < 0 {
-		return fmt.Errorf("engine: Launcher needs a Rate, MaxOpen, Total and Burst that are not negative (%v, %d, %d, %d): %w",
+	if !(l.Rate >= 0 && l.Rate <= math.MaxFloat64) || l.MaxOpen < 0 || l.Total < 0 || l.Burst < 0 {
+		return fmt.Errorf("engine: Launcher needs a finite Rate and a MaxOpen, Total and Burst that are not negative (%v, %d, %d, %d): %w",
 			l.Rate, l.MaxOpen, l.Total, l.Burst, ErrConfig)
 	}
 	return nil
@@ -44,10 +47,14 @@ func (l *Launcher) Launched() int { return l.launched }
 
 // Launch launches on s what the pace allows at now and returns how many it
 // launched (none before the stack's next hop is resolved: stack.Launch
-// refuses them, and they stay due).
+// refuses them, and they stay due). A Launcher that Validate refuses
+// launches nothing: check it where the configuration is read.
 func (l *Launcher) Launch(s *stack.Stack, now int64) int {
 	if !l.started {
-		l.start, l.started = now, true
+		l.start, l.started, l.invalid = now, true, l.Validate() != nil
+	}
+	if l.invalid {
+		return 0
 	}
 	want := l.due(now - l.start)
 	if l.MaxOpen > 0 && want > 0 {

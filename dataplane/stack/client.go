@@ -9,11 +9,15 @@ import (
 // Launch opens up to n new client connections at now, taking the records in
 // turn; a record still in use is skipped (counted in LaunchSkipped), as in
 // dperf. It returns how many SYNs it sent; none before the next hop is
-// resolved or in Server mode.
+// resolved or in Server mode. With a Program it is LaunchClass(now, 0, n).
 func (s *Stack) Launch(now int64, n int) int {
+	if s.classes != nil {
+		return s.LaunchClass(now, 0, n)
+	}
 	if s.cfg.Mode != Client || !s.resolved {
 		return 0
 	}
+	s.now = now
 	opened := 0
 	for range n {
 		i := s.cursor
@@ -21,22 +25,38 @@ func (s *Stack) Launch(now int64, n int) int {
 		if s.cursor == uint32(len(s.conns)) {
 			s.cursor = 0
 		}
-		c := &s.conns[i]
-		if c.state != stClosed {
+		if s.conns[i].state != stClosed {
 			s.ctr.LaunchSkipped++
 			continue
 		}
-		s.reset(c)
-		c.iss = s.nextISS()
-		c.sndUna, c.sndNxt, c.state = c.iss, c.iss+1, stSynSent
-		s.ctr.SocketsOpened++
-		s.ctr.SocketsCurrent++
-		s.emit(&s.tSyn, i, c.iss, 0, nil, 0)
-		s.arm(i, tRetransmit, now)
+		s.connect(i, now)
 		opened++
 	}
 	s.flush()
 	return opened
+}
+
+// connect sends a SYN from closed record i; a user on it stays.
+func (s *Stack) connect(i uint32, now int64) {
+	c := &s.conns[i]
+	last, used := c.sndNxt, c.iss != 0
+	s.reset(c)
+	if used {
+		// Above everything the port's last incarnation sent, as Linux
+		// does when it reuses a TIME_WAIT port: a peer holding that
+		// incarnation in TIME_WAIT accepts the SYN as a new connection
+		// (RFC 9293 3.10.7.4 / RFC 6191) instead of answering it with an
+		// old ACK.
+		c.iss = last + 0xffff + 2
+	} else {
+		c.iss = s.nextISS()
+	}
+	c.sndUna, c.sndNxt, c.state = c.iss, c.iss+1, stSynSent
+	c.sentAt = now
+	s.ctr.SocketsOpened++
+	s.ctr.SocketsCurrent++
+	s.emit(&s.tSyn, i, c.iss, 0, nil, 0)
+	s.armRtx(i, now)
 }
 
 func (s *Stack) nextISS() uint32 {
@@ -44,17 +64,22 @@ func (s *Stack) nextISS() uint32 {
 	return s.issNxt
 }
 
-// reset clears record c for a new connection (it is on no timer list).
+// reset clears record c for a new connection (it is on no timer list); its
+// user stays.
 func (s *Stack) reset(c *conn) {
-	*c = conn{next: none, prev: none}
+	*c = conn{next: none, prev: none, user: c.user}
 }
 
 // close frees record i: no TIME_WAIT, the record is reusable at once.
 func (s *Stack) close(i uint32) {
 	s.disarm(i)
-	s.conns[i].state = stClosed
+	c := &s.conns[i]
+	c.state = stClosed
 	s.ctr.SocketsClosed++
 	s.ctr.SocketsCurrent--
+	if c.uflags&uLive != 0 {
+		s.userClosed(i)
+	}
 }
 
 // abort resets the connection (RST to the peer) and counts it failed.
@@ -71,16 +96,62 @@ func (s *Stack) ackLate(i uint32, seg wire.TCP) {
 	s.emit(&s.tAck, i, seg.Ack(), seg.Seq()+uint32(len(seg.Payload()))+1, nil, 0)
 }
 
+// reqOf returns the request record i sends: the Program step it is at, or
+// the one Request.
+func (s *Stack) reqOf(i uint32) *progRequest {
+	if s.classes == nil {
+		return &s.reqs[0]
+	}
+	c := &s.conns[i]
+	return &s.reqs[s.classes[c.class].steps[c.pos]]
+}
+
 func (s *Stack) sendRequest(i uint32, now int64) {
 	c := &s.conns[i]
-	s.emit(&s.tData, i, c.sndNxt, c.rcvNxt, s.cfg.Request, s.reqSum)
-	c.sndNxt += uint32(len(s.cfg.Request))
+	r := s.reqOf(i)
+	s.emit(&s.tData, i, c.sndNxt, c.rcvNxt, r.raw, r.sum)
+	c.sndNxt += uint32(len(r.raw))
 	c.sentAt = now
 	c.http = respParser{}
 	c.flags |= fAwait
 	c.retries = 0
 	s.ctr.HTTPRequests++
-	s.arm(i, tRetransmit, now)
+	s.armRtx(i, now)
+}
+
+// resendRequest retransmits the request in flight.
+func (s *Stack) resendRequest(i uint32) {
+	c := &s.conns[i]
+	r := s.reqOf(i)
+	s.emit(&s.tData, i, c.sndNxt-uint32(len(r.raw)), c.rcvNxt, r.raw, r.sum)
+	s.ctr.RetransData++
+}
+
+// sendFin closes the sending side of established record i.
+func (s *Stack) sendFin(i uint32, now int64) {
+	c := &s.conns[i]
+	s.emit(&s.tFin, i, c.sndNxt, c.rcvNxt, nil, 0)
+	c.sndNxt++
+	c.state = stFinWait1
+	c.retries = 0
+	s.armRtx(i, now)
+}
+
+// reqFailed counts a failed request of record i (kind failConnect while
+// connecting, or any kind while a response is awaited) in its stats row and
+// tells its user; other failures (closing, idle) are no request's.
+func (s *Stack) reqFailed(i uint32, now int64, kind uint8) {
+	c := &s.conns[i]
+	if kind != failConnect && c.flags&fAwait == 0 {
+		return
+	}
+	c.flags &^= fAwait
+	row := &s.rows[s.reqOf(i).stat]
+	row.sample(now - c.sentAt)
+	row.fail(kind)
+	if c.uflags&uLive != 0 {
+		s.userFailed(i, now)
+	}
 }
 
 func (s *Stack) clientInput(i uint32, seg wire.TCP, now int64) {
@@ -96,6 +167,11 @@ func (s *Stack) clientInput(i uint32, seg wire.TCP, now int64) {
 			s.ctr.DropOutOfOrder++
 		default:
 			s.ctr.SocketsFailed++
+			if c.state == stSynSent {
+				s.reqFailed(i, now, failConnect)
+			} else {
+				s.reqFailed(i, now, failReset)
+			}
 			s.close(i)
 		}
 		return
@@ -109,8 +185,17 @@ func (s *Stack) clientInput(i uint32, seg wire.TCP, now int64) {
 		return
 	case stSynSent:
 		if fl&(wire.TCPSyn|wire.TCPAck) != wire.TCPSyn|wire.TCPAck || seg.Ack() != c.iss+1 {
-			if fl&(wire.TCPFin|wire.TCPSyn) == wire.TCPFin {
+			switch {
+			case fl&(wire.TCPFin|wire.TCPSyn) == wire.TCPFin:
+				// The peer's old incarnation retransmits its FIN: the
+				// ACK TIME_WAIT would have sent lets it close.
 				s.ackLate(i, seg)
+			case fl&wire.TCPAck != 0:
+				// An ACK of another incarnation: <SEQ=SEG.ACK><CTL=RST>
+				// (RFC 9293 3.10.7.3) makes the peer drop it; our SYN's
+				// retransmission then opens the new one.
+				s.emit(&s.tRstNoAck, i, seg.Ack(), 0, nil, 0)
+				s.ctr.StaleAckRst++
 			}
 			s.ctr.DropBadState++
 			return
@@ -119,16 +204,19 @@ func (s *Stack) clientInput(i uint32, seg wire.TCP, now int64) {
 			c.flags |= fWScale
 			c.wscale = o.WScale
 		}
-		c.rcvNxt, c.sndUna, c.state = seg.Seq()+1, c.iss+1, stEstablished
+		c.rcvNxt, c.sndUna, c.state, c.retries = seg.Seq()+1, c.iss+1, stEstablished, 0
+		if c.uflags&uLive != 0 {
+			s.userConnected(i, now)
+			return
+		}
 		s.sendRequest(i, now)
 		return
 	}
 	if fl&wire.TCPSyn != 0 {
 		// A retransmitted SYN-ACK: our ACK was lost; the request (or an
 		// ACK) answers it.
-		if c.state == stEstablished && seg.Seq()+1 == c.rcvNxt && c.sndUna != c.sndNxt {
-			s.emit(&s.tData, i, c.sndNxt-uint32(len(s.cfg.Request)), c.rcvNxt, s.cfg.Request, s.reqSum)
-			s.ctr.RetransData++
+		if c.state == stEstablished && seg.Seq()+1 == c.rcvNxt && c.sndUna != c.sndNxt && c.flags&fAwait != 0 {
+			s.resendRequest(i)
 			return
 		}
 		s.emit(&s.tAck, i, c.sndNxt, c.rcvNxt, nil, 0)
@@ -168,10 +256,14 @@ func (s *Stack) clientInput(i uint32, seg wire.TCP, now int64) {
 		n, done, err := c.http.feed(payload)
 		if err != nil || (done && n != len(payload)) {
 			s.ctr.HTTPErrors++
+			s.reqFailed(i, now, failMalformed)
 			s.abort(i)
 			return
 		}
 		if done {
+			if fin {
+				c.flags |= fPeerFin
+			}
 			s.responseDone(i, now)
 			if fin {
 				s.clientFin(i, now)
@@ -199,7 +291,7 @@ func (s *Stack) clientInput(i uint32, seg wire.TCP, now int64) {
 func (s *Stack) clientProgress(i uint32, now int64) {
 	c := &s.conns[i]
 	if c.sndUna != c.sndNxt {
-		s.arm(i, tRetransmit, now)
+		s.armRtx(i, now)
 		return
 	}
 	switch c.state {
@@ -224,15 +316,35 @@ func (s *Stack) responseDone(i uint32, now int64) {
 	rt := now - c.sentAt
 	s.ctr.RespTimeSum += rt
 	s.ctr.RespTimeMax = max(s.ctr.RespTimeMax, rt)
-	if c.http.status >= 200 && c.http.status < 300 {
+	st := c.http.status
+	if st >= 200 && st < 300 {
 		s.ctr.HTTP2xx++
 	} else {
 		s.ctr.HTTPOther++
 	}
+	r := s.reqOf(i)
+	row := &s.rows[r.stat]
+	row.sample(rt)
+	row.ContentBytes += uint64(c.http.body)
+	ok := r.accepts(st)
+	if !ok {
+		row.Failures++
+		row.failStatus(st, 1)
+	}
 	if s.cfg.OnResponse != nil {
-		s.cfg.OnResponse(int(c.http.status), time.Duration(rt))
+		s.cfg.OnResponse(int(st), time.Duration(rt))
+	}
+	if c.uflags&uLive != 0 {
+		s.userResponse(i, now, ok)
+		return
+	}
+	if c.flags&fPeerFin != 0 {
+		c.flags &^= fPeerFin
+		return // clientFin follows and closes
 	}
 	switch {
+	case c.http.flags&pfClose != 0:
+		s.sendFin(i, now)
 	case int(c.done) < s.cfg.RequestsPerConn && s.cfg.ThinkTime > 0:
 		s.emit(&s.tAck, i, c.sndNxt, c.rcvNxt, nil, 0)
 		s.arm(i, tThink, now)
@@ -242,10 +354,7 @@ func (s *Stack) responseDone(i uint32, now int64) {
 		s.emit(&s.tAck, i, c.sndNxt, c.rcvNxt, nil, 0)
 		s.disarm(i)
 	default:
-		s.emit(&s.tFin, i, c.sndNxt, c.rcvNxt, nil, 0)
-		c.sndNxt++
-		c.state = stFinWait1
-		s.arm(i, tRetransmit, now)
+		s.sendFin(i, now)
 	}
 }
 
@@ -257,11 +366,13 @@ func (s *Stack) clientFin(i uint32, now int64) {
 		if c.flags&fAwait != 0 {
 			s.ctr.HTTPErrors++
 			s.ctr.SocketsFailed++
+			s.reqFailed(i, now, failReset)
 		}
 		s.emit(&s.tFin, i, c.sndNxt, c.rcvNxt, nil, 0)
 		c.sndNxt++
 		c.state = stLastAck
-		s.arm(i, tRetransmit, now)
+		c.retries = 0
+		s.armRtx(i, now)
 	case stFinWait1:
 		s.emit(&s.tAck, i, c.sndNxt, c.rcvNxt, nil, 0)
 		if c.sndUna == c.sndNxt {
@@ -289,11 +400,17 @@ func (s *Stack) clientTimeout(i uint32, l uint8, now int64) {
 			return
 		}
 		s.ctr.HTTPErrors++
+		s.reqFailed(i, now, failTimeout)
 		s.abort(i)
 		return
 	}
 	c.retries++
 	if int(c.retries) > s.cfg.MaxRetries {
+		if c.state == stSynSent {
+			s.reqFailed(i, now, failConnect)
+		} else {
+			s.reqFailed(i, now, failTimeout)
+		}
 		s.abort(i)
 		return
 	}
@@ -302,11 +419,10 @@ func (s *Stack) clientTimeout(i uint32, l uint8, now int64) {
 		s.emit(&s.tSyn, i, c.iss, 0, nil, 0)
 		s.ctr.RetransSyn++
 	case stEstablished:
-		s.emit(&s.tData, i, c.sndNxt-uint32(len(s.cfg.Request)), c.rcvNxt, s.cfg.Request, s.reqSum)
-		s.ctr.RetransData++
+		s.resendRequest(i)
 	default:
 		s.emit(&s.tFin, i, c.sndNxt-1, c.rcvNxt, nil, 0)
 		s.ctr.RetransFin++
 	}
-	s.arm(i, tRetransmit, now)
+	s.armRtx(i, now)
 }

@@ -34,12 +34,18 @@ const (
 	DefaultSendWindow        = 64 << 10
 	DefaultRetransmitTimeout = 200 * time.Millisecond
 	DefaultMaxRetries        = 3
-	DefaultIdleTimeout       = 60 * time.Second
-	DefaultARPInterval       = time.Second
-	DefaultBodySize          = 128
-	DefaultBurst             = 64
+	// DefaultMaxRetransmitTimeout caps the doubling retransmission
+	// timeout.
+	DefaultMaxRetransmitTimeout = 60 * time.Second
+	DefaultIdleTimeout          = 60 * time.Second
+	DefaultARPInterval          = time.Second
+	DefaultBodySize             = 128
+	DefaultBurst                = 64
 	// MaxConns bounds the connection table (client IPs x client ports).
 	MaxConns = 1 << 28
+	// MaxTimeout bounds every timeout and wait, so that now plus any of
+	// them stays far inside int64 nanoseconds.
+	MaxTimeout = 365 * 24 * time.Hour
 	// MaxBodySize bounds the server's page.
 	MaxBodySize = 64 << 20
 )
@@ -79,9 +85,13 @@ type Config struct {
 	// SendWindow bounds unacknowledged bytes per connection (server). If
 	// zero, DefaultSendWindow.
 	SendWindow uint32
-	// RetransmitTimeout is the one retransmission timeout. If zero,
+	// RetransmitTimeout is the first retransmission timeout. If zero,
 	// DefaultRetransmitTimeout.
 	RetransmitTimeout time.Duration
+	// MaxRetransmitTimeout caps the retransmission timeout, which doubles
+	// per retry from RetransmitTimeout. If zero,
+	// DefaultMaxRetransmitTimeout; refused below RetransmitTimeout.
+	MaxRetransmitTimeout time.Duration
 	// MaxRetries is how many retransmissions a segment gets before the
 	// connection is reset and counted failed (1..255). If zero,
 	// DefaultMaxRetries.
@@ -107,6 +117,10 @@ type Config struct {
 	// Hold keeps a client connection open after its last response instead
 	// of closing it.
 	Hold bool
+	// Program, if set, makes the client's connections Locust users (see
+	// Program, LaunchClass, StopClass, TakeStats). Refused together with
+	// Request, RequestsPerConn, ThinkTime or Hold.
+	Program *Program
 	// OnResponse, if set, is called in the polling goroutine for every
 	// complete client response with its status and response time.
 	OnResponse func(status int, rt time.Duration)
@@ -143,6 +157,9 @@ func (c *Config) setDefaults() {
 	if c.RetransmitTimeout == 0 {
 		c.RetransmitTimeout = DefaultRetransmitTimeout
 	}
+	if c.MaxRetransmitTimeout == 0 {
+		c.MaxRetransmitTimeout = max(DefaultMaxRetransmitTimeout, c.RetransmitTimeout)
+	}
 	if c.MaxRetries == 0 {
 		c.MaxRetries = DefaultMaxRetries
 	}
@@ -156,10 +173,10 @@ func (c *Config) setDefaults() {
 		c.Burst = DefaultBurst
 	}
 	if c.Mode == Client {
-		if c.RequestsPerConn == 0 {
+		if c.RequestsPerConn == 0 && c.Program == nil {
 			c.RequestsPerConn = 1
 		}
-		if c.Request == nil {
+		if c.Request == nil && c.Program == nil {
 			c.Request = BuildRequest("GET", "/", ipString(c.ServerIP), nil)
 		}
 	}
@@ -205,6 +222,11 @@ func (c *Config) validate() error {
 		return bad("SendWindow %d below MSS %d", c.SendWindow, c.MSS)
 	case c.RetransmitTimeout < 0 || c.IdleTimeout < 0 || c.ARPInterval < 0 || c.ThinkTime < 0:
 		return bad("negative timeout")
+	case c.RetransmitTimeout > MaxTimeout || c.MaxRetransmitTimeout > MaxTimeout || c.IdleTimeout > MaxTimeout ||
+		c.ARPInterval > MaxTimeout || c.ThinkTime > MaxTimeout:
+		return bad("a timeout above MaxTimeout (%v)", MaxTimeout)
+	case c.MaxRetransmitTimeout < c.RetransmitTimeout:
+		return bad("MaxRetransmitTimeout %v below RetransmitTimeout %v", c.MaxRetransmitTimeout, c.RetransmitTimeout)
 	case c.MaxRetries < 1 || c.MaxRetries > 255:
 		return bad("MaxRetries %d outside 1..255", c.MaxRetries)
 	case c.Burst < 1 || c.Burst > 1024:
@@ -212,8 +234,8 @@ func (c *Config) validate() error {
 	}
 	if c.Mode == Server {
 		switch {
-		case c.Request != nil || c.RequestsPerConn != 0 || c.ThinkTime != 0 || c.Hold || c.OnResponse != nil:
-			return bad("client options (Request, RequestsPerConn, ThinkTime, Hold, OnResponse) set in Server mode")
+		case c.Request != nil || c.RequestsPerConn != 0 || c.ThinkTime != 0 || c.Hold || c.OnResponse != nil || c.Program != nil:
+			return bad("client options (Request, RequestsPerConn, ThinkTime, Hold, OnResponse, Program) set in Server mode")
 		case c.BodySize < 0 || c.BodySize > MaxBodySize:
 			return bad("BodySize %d outside 0..%d", c.BodySize, MaxBodySize)
 		}
@@ -222,6 +244,10 @@ func (c *Config) validate() error {
 	switch {
 	case c.BodySize != 0 || c.Chunked:
 		return bad("server options (BodySize, Chunked) set in Client mode")
+	case c.Program != nil && (c.Request != nil || c.RequestsPerConn != 0 || c.ThinkTime != 0 || c.Hold):
+		return bad("Program set with Request, RequestsPerConn, ThinkTime or Hold")
+	case c.Program != nil:
+		return nil // compileProgram checks the rest
 	case len(c.Request) == 0 || len(c.Request) > int(c.MSS):
 		return bad("Request of %d bytes outside 1..MSS (%d)", len(c.Request), c.MSS)
 	case c.RequestsPerConn < 1 || c.RequestsPerConn > 65535:

@@ -20,6 +20,7 @@ const (
 	fBadReq               // server: the response in flight is the 405 page
 	fFinRcvd              // server: the peer's FIN arrived
 	fAckLater             // an ACK is due at the end of the receive burst
+	fPeerFin              // client: the segment being processed carries the peer's FIN
 )
 
 // none marks an empty timer link.
@@ -52,7 +53,31 @@ type conn struct {
 	pending    uint8 // server: complete requests waiting for a response
 	badMask    uint8 // server: bit k set when pending request k is not a GET
 	reqState   uint8 // server: request scan: method match and CRLFCRLF match
+	user
 }
+
+// user is a record's Locust user (client with a Program); it outlives the
+// record's connections (reset keeps it).
+type user struct {
+	cnext, cprev uint32 // the class's list of live users
+	taskAt       int64  // when the current task started (pacing)
+	wakeAt       int64  // when the current wait ends
+	class        uint16
+	task         uint16 // current task
+	pos          uint16 // current step: the request sent or about to be sent
+	uflags       uint8
+}
+
+// user flags.
+const (
+	uLive    = 1 << iota // a user lives on this record
+	uStop                // stopping: FIN after the response in flight
+	uPaced               // pacing has run once
+	uWaiting             // waiting between tasks (pos is the task's end)
+	uSecond              // the request in flight is a second-round one
+	uResume              // the peer closed mid-phase: go on from a new connection
+	uOnStart             // running the OnStart requests
+)
 
 func seqLT(a, b uint32) bool { return int32(a-b) < 0 }
 func seqLE(a, b uint32) bool { return int32(a-b) <= 0 }

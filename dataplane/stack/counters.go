@@ -44,6 +44,17 @@ type Counters struct {
 	Served200, Served405 uint64
 
 	ARPIn, ARPOut, ICMPIn, ICMPOut uint64
+
+	// Users (Program): Reconnects counts users that opened a new
+	// connection after their first one broke or was closed by the peer.
+	// SecondRound* count SecondRound's requests: sent, answered on the same
+	// connection with an accepted status, and the others.
+	Reconnects                                        uint64
+	SecondRoundSent, SecondRoundOK, SecondRoundFailed uint64
+	// StaleAckRst counts resets sent in SYN-SENT for an ACK that does not
+	// acknowledge our SYN (an old incarnation of the port at the peer,
+	// RFC 9293 3.10.7.3).
+	StaleAckRst uint64
 }
 
 // count adds one sent TCP segment's flags.

@@ -134,7 +134,7 @@ func (s *Stack) accept(i uint32, seg wire.TCP, now int64) {
 	s.ctr.SocketsOpened++
 	s.ctr.SocketsCurrent++
 	s.synAck(i)
-	s.arm(i, tRetransmit, now)
+	s.armRtx(i, now)
 }
 
 func (s *Stack) synAck(i uint32) {
@@ -223,8 +223,8 @@ func (s *Stack) serverProgress(i uint32, now int64, ackNeeded bool) {
 	}
 	switch {
 	case c.sndUna != c.sndNxt:
-		if c.list != tRetransmit || c.retries == 0 {
-			s.arm(i, tRetransmit, now)
+		if !isRtx(c.list) || c.retries == 0 {
+			s.armRtx(i, now)
 		}
 	default:
 		s.arm(i, tIdle, now)
@@ -306,5 +306,5 @@ func (s *Stack) serverTimeout(i uint32, l uint8, now int64) {
 		s.push(i)
 		s.ctr.RetransData++
 	}
-	s.arm(i, tRetransmit, now)
+	s.armRtx(i, now)
 }

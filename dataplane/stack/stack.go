@@ -2,6 +2,7 @@ package stack
 
 import (
 	"encoding/binary"
+	"fmt"
 
 	"github.com/cicada-load/cicada/dataplane/link"
 	"github.com/cicada-load/cicada/dataplane/wire"
@@ -19,6 +20,8 @@ type Stack struct {
 
 	conns  []conn
 	timers [nLists]timerList
+	wheel  wheel
+	now    int64  // the clock of the current call (Poll, LaunchClass, ...)
 	cursor uint32 // client: next record Launch tries
 	issNxt uint32
 
@@ -28,7 +31,7 @@ type Stack struct {
 	arpAt     int64
 
 	tSyn, tSynAck, tSynAckWS, tAck, tFin, tRst, tData template
-	reqSum                                            uint64
+	tRstNoAck                                         template  // RST alone (SYN-SENT answer)
 	unscaledWin                                       uint16    // window field without scaling
 	pages                                             [2][]byte // server: 200 page, 405 page
 
@@ -36,6 +39,14 @@ type Stack struct {
 	tx   [][]byte
 	acks []uint32 // records owing an ACK at the end of this burst
 	ctr  Counters
+
+	// Users (client with a Program).
+	reqs    []progRequest
+	classes []progClass
+	rows    []StatsRow // per stats row accumulations since TakeStats
+	rng     uint64     // xorshift64 state
+	// wheelFn, set by tests, replaces the users' handler of wheel timers.
+	wheelFn func(i uint32, now int64)
 }
 
 // New returns a Stack for cfg, with its table of ClientIPs x ports records
@@ -52,19 +63,12 @@ func New(cfg Config) (*Stack, error) {
 	for i := range s.conns {
 		s.conns[i].next, s.conns[i].prev = none, none
 	}
-	for l := range s.timers {
-		s.timers[l].head, s.timers[l].tail = none, none
-	}
-	s.timers[tRetransmit].timeout = int64(cfg.RetransmitTimeout)
-	s.timers[tIdle].timeout = int64(cfg.IdleTimeout)
-	s.timers[tThink].timeout = int64(cfg.ThinkTime)
 	s.unscaledWin = uint16(min(cfg.Window, 0xffff))
 	s.nextHopIP = cfg.Gateway
 	if cfg.Mode == Client {
 		if s.nextHopIP == 0 {
 			s.nextHopIP = cfg.ServerIP
 		}
-		s.reqSum = wire.Sum(cfg.Request, 0)
 	} else {
 		page := serverResponse(cfg.BodySize)
 		if cfg.Chunked {
@@ -72,6 +76,20 @@ func New(cfg Config) (*Stack, error) {
 		}
 		s.pages = [2][]byte{page, badMethodResponse}
 	}
+	if cfg.Mode == Client {
+		if cfg.Program != nil {
+			var err error
+			if s.reqs, s.classes, err = compileProgram(cfg.Program, cfg.MSS); err != nil {
+				return nil, fmt.Errorf("stack: Program: %w: %w", err, ErrConfig)
+			}
+			s.rows = make([]StatsRow, cfg.Program.Stats())
+		} else {
+			s.reqs = []progRequest{{raw: cfg.Request, sum: wire.Sum(cfg.Request, 0)}}
+			s.rows = make([]StatsRow, 1)
+		}
+	}
+	s.rng = 0x9e3779b97f4a7c15
+	s.initTimers()
 	s.buildTemplates()
 	return s, nil
 }
@@ -112,6 +130,7 @@ func (s *Stack) owns(ip uint32) bool {
 // due timers, ARP for an unresolved next hop, and the transmit flush. It
 // returns how many frames it received.
 func (s *Stack) Poll(now int64) int {
+	s.now = now
 	n := s.link.Receive(s.rx)
 	for _, f := range s.rx[:n] {
 		s.input(f, now)

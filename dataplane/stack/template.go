@@ -113,5 +113,6 @@ func (s *Stack) buildTemplates() {
 	s.tAck = s.newTemplate(wire.TCPAck, false, false)
 	s.tFin = s.newTemplate(wire.TCPFin|wire.TCPAck, false, false)
 	s.tRst = s.newTemplate(wire.TCPRst|wire.TCPAck, false, false)
+	s.tRstNoAck = s.newTemplate(wire.TCPRst, false, false)
 	s.tData = s.newTemplate(wire.TCPAck|wire.TCPPsh, false, false)
 }

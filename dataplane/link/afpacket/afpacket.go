@@ -23,6 +23,17 @@
 // flushes every queued frame. Counters include the kernel's
 // PACKET_STATISTICS (packets and drops on the receive ring).
 //
+// OpenFanout opens one Link per engine core on one interface, joined to a
+// PACKET_FANOUT_CBPF group whose classic BPF program (Fanout.Program)
+// returns the index of the core owning a TCP frame's port: the destination
+// port on the client side, the source port on the server side, by the
+// slices of engine.Split; ARP, ICMP, later IPv4 fragments and ports in no
+// slice go to Link 0. The group's hook replaces each member's own, so
+// PACKET_FANOUT_FLAG_IGNORE_OUTGOING (Linux 6.9) takes the place of
+// PACKET_IGNORE_OUTGOING where the kernel has it. The program is tested
+// against an interpreter in Go (a fuzz target compares it with a Go
+// reference) and in the kernel on a lab veth.
+//
 // On systems other than Linux, Open returns an error wrapping
 // ErrUnsupported. A Link is driven by one goroutine, like every link.Link.
 package afpacket

@@ -136,3 +136,72 @@ func TestFanoutInKernelRoutesBySlice(t *testing.T) {
 		}
 	}
 }
+
+// TestFanoutIgnoresOwnFrames sends frames through the qdisc (where the
+// interface's taps see outgoing frames) from a member of a fanout group:
+// no member may receive them, as PACKET_IGNORE_OUTGOING promises for one
+// socket, while the peer receives them all.
+func TestFanoutIgnoresOwnFrames(t *testing.T) {
+	if err := lab.Check(); err != nil {
+		t.Skipf("data plane lab skipped: %v", err)
+	}
+	l, err := lab.New()
+	if err != nil {
+		t.Fatalf("lab.New = %v", err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	p, err := l.StackPair()
+	if err != nil {
+		t.Fatalf("StackPair = %v", err)
+	}
+	var group []*Link
+	var peer *Link
+	if err := p.Cicada.Netns.Do(func() (err error) {
+		group, err = OpenFanout(Config{Index: p.Cicada.Index, RetireTimeout: time.Millisecond, Qdisc: true},
+			Fanout{Group: 9, Slices: [][2]uint16{{1, 30000}, {30001, 65535}}, Side: ClientSide})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Peer.Netns.Do(func() (err error) {
+		peer, err = Open(Config{Index: p.Peer.Index, RetireTimeout: time.Millisecond})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, g := range append(group, peer) {
+			_ = g.Close()
+		}
+	}()
+	const frames = 200
+	for i := range frames {
+		f := tcpFrame(80, uint16(i*300+1), 0, 0)
+		copy(f, p.Peer.MAC)
+		copy(f[6:], p.Cicada.MAC)
+		g := group[i%2]
+		buf := g.Buffer()
+		if buf == nil {
+			t.Fatal("no TX buffer")
+		}
+		g.Transmit([][]byte{buf[:copy(buf, f)]})
+	}
+	rx := make([][]byte, 64)
+	got := 0
+	if err := testpeer.Poll(10*time.Second, time.Millisecond, func() bool {
+		n := peer.Receive(rx)
+		for _, f := range rx[:n] {
+			if bytes.Equal(f[6:12], p.Cicada.MAC) {
+				got++
+			}
+		}
+		return got >= frames
+	}); err != nil {
+		t.Fatalf("peer received %d of %d: %v", got, frames, err)
+	}
+	for k, g := range group {
+		if n := g.Receive(rx); n != 0 || g.Stats().KernelPackets != 0 {
+			t.Errorf("member %d received %d frames (kernel counted %d); want none of its group's own", k, n, g.Stats().KernelPackets)
+		}
+	}
+}

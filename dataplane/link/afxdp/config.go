@@ -26,6 +26,19 @@ var ErrClosed = errors.New("afxdp: link closed")
 // by a copy-mode socket. Multi-core runs use afpacket.OpenFanout.
 var ErrOneCore = errors.New("afxdp: one core only: a socket gets its queue's frames, and the queue is chosen by flow hash, not by port slice")
 
+// CheckCores returns nil for one engine core and an error wrapping
+// ErrOneCore for more: the check a caller makes before running an engine
+// over AF_XDP links.
+func CheckCores(n int) error {
+	if n > 1 {
+		return fmt.Errorf("afxdp: %d cores asked: %w", n, ErrOneCore)
+	}
+	if n < 1 {
+		return fmt.Errorf("afxdp: %d cores asked: %w", n, link.ErrConfig)
+	}
+	return nil
+}
+
 // ErrUnsupported is returned by Open where AF_XDP does not exist.
 var ErrUnsupported = errors.New("afxdp: AF_XDP needs Linux")
 
