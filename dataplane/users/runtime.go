@@ -285,29 +285,26 @@ func (r *Runtime) Spawn(ctx context.Context, s worker.RuntimeSpawn) error {
 	if err != nil || want == nil {
 		return err
 	}
-	// Wait (without r.mu) until each class has its users: launched, open
-	// or opening.
+	// Wait (without r.mu) until each class has exactly its users:
+	// launched (open or opening), the surplus stopping.
 	cores := *r.coresPtr.Load()
 	t := time.NewTicker(DefaultPoll)
 	defer t.Stop()
 	var last int64 = -1
 	progress := time.Now()
 	for {
-		reached := true
-		var have, total int64
+		var have, total, dist int64
 		for cl, n := range want {
 			u := classUsers(cores, cl)
-			have += min(u, n)
+			have += u
 			total += n
-			if u < n {
-				reached = false
-			}
+			dist += max(u-n, n-u)
 		}
-		if reached {
+		if dist == 0 {
 			return nil
 		}
-		if have != last {
-			last, progress = have, time.Now()
+		if dist != last {
+			last, progress = dist, time.Now()
 		} else if time.Since(progress) > spawnStall {
 			return r.stalled(ctx, have, total)
 		}
@@ -506,7 +503,7 @@ func (r *Runtime) Stop(grace time.Duration) {
 // Users implements worker.Runtime: the users per class name of the last
 // spawn. Names that share a scenario class (a single-class scenario
 // serving several names) get its users in spawn order up to their
-// targets.
+// targets, the last of them any surplus.
 func (r *Runtime) Users() map[string]int64 {
 	r.namesMu.Lock()
 	names := slices.Clone(r.names)
@@ -522,8 +519,15 @@ func (r *Runtime) Users() map[string]int64 {
 			left[cl] = classUsers(cores, cl)
 		}
 	}
-	for _, c := range names {
+	lastOf := make(map[int]int, len(names)) // class -> its last name's index
+	for i, c := range names {
+		lastOf[c.Class] = i
+	}
+	for i, c := range names {
 		n := min(left[c.Class], max(c.Users, 0))
+		if lastOf[c.Class] == i {
+			n = left[c.Class]
+		}
 		out[c.Name] += n
 		left[c.Class] -= n
 	}

@@ -47,7 +47,7 @@ func TestShareOut(t *testing.T) {
 }
 
 // TestUsersAliased: names sharing a class get its users in spawn order up
-// to their targets.
+// to their targets, the last name the surplus (a spawn still stopping).
 func TestUsersAliased(t *testing.T) {
 	tests := []struct {
 		names []worker.RuntimeClass
@@ -57,6 +57,7 @@ func TestUsersAliased(t *testing.T) {
 		{[]worker.RuntimeClass{{Name: "X", Users: 3}, {Name: "Y", Users: 5}}, 8, map[string]int64{"X": 3, "Y": 5}},
 		{[]worker.RuntimeClass{{Name: "X", Users: 3}, {Name: "Y", Users: 5}}, 6, map[string]int64{"X": 3, "Y": 3}},
 		{[]worker.RuntimeClass{{Name: "X", Users: 3}, {Name: "Y", Users: 5}}, 2, map[string]int64{"X": 2, "Y": 0}},
+		{[]worker.RuntimeClass{{Name: "X", Users: 3}, {Name: "Y", Users: 5}}, 11, map[string]int64{"X": 3, "Y": 8}},
 		{[]worker.RuntimeClass{{Name: "X", Users: 0}}, 0, map[string]int64{"X": 0}},
 	}
 	for _, tt := range tests {
