@@ -461,3 +461,45 @@ func BenchmarkRecordRow(b *testing.B) {
 		}
 	}
 }
+
+// TestFailuresRecorded: statuses the server stack refuses (405 for a POST)
+// reach the recorder under the kernel worker's failure text, and Stop
+// flushes every finished request.
+func TestFailuresRecorded(t *testing.T) {
+	lb := newLab(t, 1, 10000, 10999)
+	rt, err := New(testOptions(lb.links), parseScenario(t, okHTTP+"users: [{name: U, wait: constant(0.01), tasks: [{method: POST, path: /e}]}]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	rec := stats.NewRecorder(nil)
+	if err := rt.Start(worker.RuntimeEnv{Recorder: rec}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := rt.Spawn(ctx, worker.RuntimeSpawn{Host: serverHost, Classes: []worker.RuntimeClass{{Name: "U", Users: 5}}}); err != nil {
+		t.Fatal(err)
+	}
+	testpeer.Eventually(t, 20*time.Second, "requests answered", func() bool { return lb.served.Load() >= 50 })
+	// The engine publishes its counters once a second.
+	testpeer.Eventually(t, 10*time.Second, "5 connects in the heartbeat counters", func() bool {
+		cc := rt.Connections()
+		return cc.Connects >= 5 && cc.Open == 5
+	})
+	rt.Stop(5 * time.Second)
+	rep := rec.Report(nil, 0)
+	served := int64(lb.served.Load())
+	if len(rep.Stats) != 1 || rep.Stats[0].NumRequests != served || rep.Stats[0].NumFailures != served {
+		t.Fatalf("report %+v; want %d requests, all failed", rep.Stats, served)
+	}
+	want := "HTTPError('405 Client Error: Method Not Allowed for url: http://198.18.1.1:80/e')"
+	for _, e := range rep.Errors {
+		if e.Error != want || e.Occurrences != served || e.Method != "POST" || e.Name != "/e" {
+			t.Fatalf("error row %+v; want %q × %d", e, want, served)
+		}
+	}
+	if len(rep.Errors) != 1 {
+		t.Fatalf("%d error rows; want 1", len(rep.Errors))
+	}
+}
