@@ -39,17 +39,17 @@ type sleepWaiter struct{}
 
 func (sleepWaiter) Wait(d time.Duration) { time.Sleep(min(d, 200*time.Microsecond)) }
 
-// lab is n pipes: client ends for the runtime, server stacks on the other
+// pipeLab is n pipes: client ends for the runtime, server stacks on the other
 // ends (one per core, each with its core's port slice), run until the
 // test ends.
-type lab struct {
+type pipeLab struct {
 	served atomic.Uint64 // requests answered by every server stack (200 and 405)
 	ends   []link.Link
 }
 
-func newLab(t *testing.T, cores int, portMin, portMax uint16) *lab {
+func newLab(t *testing.T, cores int, portMin, portMax uint16) *pipeLab {
 	t.Helper()
-	l := &lab{}
+	l := &pipeLab{}
 	split, err := engine.Split(portMin, portMax, cores)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +80,7 @@ func newLab(t *testing.T, cores int, portMin, portMax uint16) *lab {
 	return l
 }
 
-func (l *lab) links(n int) ([]link.Link, []engine.Waiter, error) {
+func (l *pipeLab) links(n int) ([]link.Link, []engine.Waiter, error) {
 	if n != len(l.ends) {
 		return nil, nil, errors.New("wrong core count")
 	}
