@@ -14,6 +14,7 @@ import (
 
 	"github.com/cicada-load/cicada/dataplane/engine"
 	"github.com/cicada-load/cicada/dataplane/link"
+	"github.com/cicada-load/cicada/dataplane/link/pipe"
 	"github.com/cicada-load/cicada/dataplane/stack"
 	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/worker"
@@ -91,8 +92,9 @@ func New(opts Options, sc worker.Scenario) (*Runtime, error) {
 	for _, l := range r.links[1:] {
 		r.mss = min(r.mss, l.MTU()-40)
 	}
-	// Check the request sizes with every host known now; the master's
-	// host is checked at its spawn.
+	// Check the request sizes with every host known now (the master's
+	// host is checked at its spawn), and the Program's limits.
+	check := server{addr: netip.AddrPortFrom(netip.IPv4Unspecified(), 80), origin: "http://0.0.0.0", host: "0.0.0.0"}
 	for i := range p.classes {
 		if h := r.hostOf(i, ""); h != "" {
 			srv, err := parseHost(fmt.Sprintf("class %q host", p.classes[i].name), h)
@@ -103,9 +105,40 @@ func New(opts Options, sc worker.Scenario) (*Runtime, error) {
 				r.closeLinks()
 				return nil, err
 			}
+			check = srv
 		}
 	}
+	if err := r.checkProgram(&check); err != nil {
+		r.closeLinks()
+		return nil, err
+	}
 	return r, nil
+}
+
+// checkProgram has the stack compile the Program for srv on a one-record
+// stack over a pipe of the links' MTU, so that what the stack refuses
+// (weights, counts, wait values beyond its limits) is refused by New,
+// not at the first spawn.
+func (r *Runtime) checkProgram(srv *server) error {
+	rp, err := r.program(srv)
+	if err != nil {
+		return err
+	}
+	mtu := r.mss + 40
+	a, _, err := pipe.New(pipe.Config{Frames: 2, MTU: mtu, FrameSize: mtu + 14})
+	if err != nil {
+		return fmt.Errorf("users: check the program: %w", err)
+	}
+	server := ip4(r.opts.ClientIP) + uint32(r.opts.ClientIPs) // any address outside the client range
+	if server == 0 {
+		server = ip4(r.opts.ClientIP) - 1
+	}
+	_, err = stack.New(stack.Config{Mode: stack.Client, Link: a, ClientIP: ip4(r.opts.ClientIP), ClientIPs: 1,
+		PortMin: r.opts.PortMin, PortMax: r.opts.PortMin, ServerIP: server, Program: &rp.prog})
+	if err != nil {
+		return refused("scenario", "%v", err)
+	}
+	return nil
 }
 
 // MaxUsers returns the most users the runtime holds (Options.MaxUsers or

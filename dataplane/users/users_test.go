@@ -183,6 +183,12 @@ func TestNewRefuses(t *testing.T) {
 		{"computed header", func() worker.Scenario {
 			return parseScenario(t, task("        headers: {Content-Length: '5'}\n"))
 		}, nil, ErrRefused, "is computed"},
+		{"weight over the stack's limit", func() worker.Scenario {
+			return parseScenario(t, okHTTP+"host: "+serverHost+"\nusers: [{name: U, tasks: [{path: /, weight: 2000000}]}]")
+		}, nil, ErrRefused, "Weight 2000000"},
+		{"throughput below the stack's limit", func() worker.Scenario {
+			return parseScenario(t, okHTTP+"users: [{name: U, wait: constant_throughput(0.0000001), tasks: [{path: /}]}]")
+		}, nil, ErrRefused, "constant throughput"},
 		{"too many users", func() worker.Scenario { return parseScenario(t, task("")) },
 			func(o *Options) { o.MaxUsers = 1001 }, ErrRefused, "1 client IPs × 1000 ports"},
 		{"no link", func() worker.Scenario { return parseScenario(t, task("")) },
