@@ -294,8 +294,10 @@ func TestFailureTexts(t *testing.T) {
 
 // TestWorkerWithMaster runs the data plane runtime inside a real worker
 // joined to an in-process cicada master, over two pipes (two cores) to
-// server stacks: spawn up and down by class, a second round, stop, quit;
-// the master's request count equals the servers' pages served.
+// server stacks: spawn up and down by class, a second round, stop; the
+// master's request count equals the requests the servers answered, and
+// again after a second test ended by quit while its users ran (the final
+// report).
 func TestWorkerWithMaster(t *testing.T) {
 	const cores = 2
 	lb := newLab(t, cores, 10000, 10999)
@@ -313,7 +315,7 @@ users:
 		t.Fatal(err)
 	}
 	host := serverHost
-	m, err := master.New(master.Options{BindHost: "127.0.0.1", BindPort: -1, Host: host, StopTimeout: 5 * time.Second,
+	m, err := master.New(master.Options{BindHost: "127.0.0.1", BindPort: -1, Host: host, StopTimeout: time.Second,
 		UserClasses: []master.UserClass{{Name: "A", Weight: 1}, {Name: "B", Weight: 1}}})
 	if err != nil {
 		t.Fatal(err)
@@ -384,6 +386,17 @@ users:
 	if names["GET /login"] != 20 {
 		t.Errorf("%d on_start requests; want one per B user started (20)", names["GET /login"])
 	}
+	// A new test, ended by quit while the users run: the final report
+	// holds every request answered.
+	testpeer.Eventually(t, 20*time.Second, "the worker ready again", func() bool {
+		ws := m.Status().Workers
+		return len(ws) == 1 && ws[0].State == "ready"
+	})
+	before := lb.served.Load() // the first test's users all stopped: stable
+	if err := m.Start(6, 1000, &host); err != nil {
+		t.Fatal(err)
+	}
+	testpeer.Eventually(t, 20*time.Second, "requests of the second test", func() bool { return lb.served.Load() > before+100 })
 	m.Quit()
 	select {
 	case err := <-wres:
@@ -395,6 +408,10 @@ users:
 	}
 	if err := <-mres; err != nil {
 		t.Errorf("master Run = %v", err)
+	}
+	// The master cleared its stats when the second test started.
+	if got, want := m.Snapshot().Total.NumRequests, int64(lb.served.Load()-before); got != want {
+		t.Errorf("after quit the master counted %d requests of the second test; the servers answered %d", got, want)
 	}
 }
 
