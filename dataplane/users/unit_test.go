@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/dataplane/stack"
 	"github.com/cicada-load/cicada/stats"
 	"github.com/cicada-load/cicada/worker"
 )
@@ -153,5 +154,32 @@ func TestSpawnStalls(t *testing.T) {
 	err = rt.Spawn(ctx, worker.RuntimeSpawn{Host: "http://198.18.1.1", Classes: []worker.RuntimeClass{{Name: "U", Users: 5}}})
 	if err == nil || !strings.Contains(err.Error(), "the server 198.18.1.1 does not answer ARP") || ctx.Err() != nil {
 		t.Fatalf("Spawn = %v; want the ARP stall", err)
+	}
+}
+
+// BenchmarkTick is the per-turn cost of the spawn logic on a core: three
+// classes at their targets (the steady state of every turn).
+func BenchmarkTick(b *testing.B) {
+	sc := parseScenario(b, okHTTP+"host: "+serverHost+"\nusers: [{name: A, tasks: [{path: /}]}, {name: B, tasks: [{path: /}]}, {name: C, tasks: [{path: /}]}]")
+	rt, err := New(testOptions(pipeLinks), sc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close()
+	srv, _ := parseHost("h", serverHost)
+	rp, err := rt.program(&srv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := stack.New(stack.Config{Mode: stack.Client, Link: rt.links[0], ClientIP: ip4(clientIP), PortMin: 10000, PortMax: 10999,
+		ServerIP: ip4(serverIP), Program: &rp.prog})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rt.cores = []*core{newCore(rt, 0, 3, len(rp.rows))}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		rt.tick(0, s, int64(i)*1000)
 	}
 }

@@ -91,7 +91,7 @@ func (l *pipeLab) links(n int) ([]link.Link, []engine.Waiter, error) {
 	return l.ends, w, nil
 }
 
-func parseScenario(t *testing.T, src string) worker.Scenario {
+func parseScenario(t testing.TB, src string) worker.Scenario {
 	t.Helper()
 	f, err := scenario.Parse("t.yaml", []byte(src), nil)
 	if err != nil {
