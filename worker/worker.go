@@ -245,17 +245,18 @@ func (w *Worker) Run(ctx context.Context) error {
 	b.wait(0, w.opts.ForceWait, nil)
 	cancelUsers()
 	w.bg.Wait()
-	if rt := w.opts.Runtime; rt != nil {
-		if err := rt.Close(); err != nil {
-			w.log.Warn("closing the runtime failed", "err", err)
-		}
-	}
 	if !w.pool.waitIdle(w.opts.ForceWait) {
 		w.log.Warn("some user tasks did not return after being interrupted", "users", w.pool.nLive.Load())
 	}
 	stopLoops()
 	_ = d.Close()
 	wg.Wait()
+	if rt := w.opts.Runtime; rt != nil {
+		// After the controller ended: no Spawn or Stop runs any more.
+		if err := rt.Close(); err != nil {
+			w.log.Warn("closing the runtime failed", "err", err)
+		}
+	}
 	w.log.Info("worker stopped", "result", result)
 	return result
 }
