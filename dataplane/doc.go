@@ -6,6 +6,10 @@
 //
 // # Layout (imports point downwards only)
 //
+//	dataplane/ifcheck        safety checks of an interface before a link
+//	                         opens on it (default route, owned addresses,
+//	                         the RST trap, forwarding, offloads); the
+//	                         command line's range parsers
 //	dataplane/lab            the namespace lab (root, Linux): blackhole route,
 //	                         namespaces, veths, nginx in a namespace
 //	dataplane/engine         one polling loop per core over its own stack
@@ -31,6 +35,8 @@
 // import link and wire (afpacket and afxdp also golang.org/x/sys/unix;
 // afxdp's tests also drive stack over it); stack imports link and wire;
 // engine imports stack and wire (its tests also lab, pipe and afpacket).
+// ifcheck imports only the standard library and x/sys (its lab test also
+// lab); target and cmd/cicada use it.
 // lab imports only the standard library and x/sys: it knows no stack, and
 // its tests put stacks, links and nginx together. Nothing in dataplane
 // imports the rest of cicada except tests (internal/testpeer for nginx,

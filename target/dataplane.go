@@ -321,8 +321,9 @@ func (d *Dataplane) report() {
 	}
 }
 
-// Close closes the links; Run calls it on return. Idempotent; a target
-// closed before Run does not run.
+// Close closes the links; Run calls it on return. Call it only for a
+// target that is not run (while Run runs, cancel its context instead).
+// Idempotent; a target closed before Run does not run.
 func (d *Dataplane) Close() error {
 	d.close.Do(func() {
 		d.mu.Lock()

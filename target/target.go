@@ -17,6 +17,14 @@
 // the server: it backs off (5 ms doubling to 1 s) and accepts again once
 // connections close, as protocol/zmtp's accept loop does, so that a load
 // test cannot kill its own target. Counters.AcceptErrors counts them.
+//
+// Dataplane (NewDataplane, `cicada target --dataplane`) is the other
+// target: the page served by the userspace data plane's server stacks
+// (dataplane/stack, one per core, run by dataplane/engine) over an
+// AF_PACKET or AF_XDP link, after dataplane/ifcheck accepted the
+// interface. It holds connections as table records, not file descriptors;
+// see its doc for what it deliberately does not serve. LOCKS.md has its
+// locks.
 package target
 
 import (
