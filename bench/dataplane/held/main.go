@@ -63,7 +63,7 @@ func main() {
 	flag.IntVar(&o.step, "step", 8192, "launch step: connections launched once the previous step is answered")
 	flag.DurationVar(&o.timeout, "timeout", 15*time.Minute, "bound on the whole run")
 	flag.DurationVar(&o.rto, "rto", time.Second, "retransmission timeout of both stacks")
-	flag.IntVar(&o.retries, "retries", 8, "retransmissions before a connection fails")
+	flag.IntVar(&o.retries, "retries", 12, "retransmissions before a connection fails")
 	flag.DurationVar(&o.hold, "hold", 10*time.Second, "time held after the ramp before the second round")
 	flag.Float64Var(&o.maxFail, "max-fail", 0.01, "stop the ramp when this share of launches failed")
 	flag.IntVar(&o.blocks, "blocks", 1024, "AF_PACKET RX blocks of 64 KiB per side")
@@ -376,13 +376,19 @@ func drive(o options) error {
 	}
 	sent, _ := strconv.ParseUint(sentLine.Note, 10, 64)
 	secStart := time.Now()
+	// Leave the last 20 s of the bound for the report.
+	secEnd := deadline.Add(-20 * time.Second)
 	var sec sample
 	for {
 		if sec, err = cli.ask("stats", "stats", deadline); err != nil {
 			return err
 		}
 		c := sec.Counters
-		if c.SecondRoundOK+c.SecondRoundFailed >= sent || time.Now().After(deadline) {
+		if c.SecondRoundOK+c.SecondRoundFailed >= sent {
+			break
+		}
+		if time.Now().After(secEnd) {
+			fmt.Fprintln(os.Stderr, "held: second round not done before the time bound")
 			break
 		}
 		time.Sleep(500 * time.Millisecond) // polling the child, bounded by the deadline
