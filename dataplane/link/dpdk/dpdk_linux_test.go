@@ -1,0 +1,144 @@
+//go:build dpdk && cgo && linux
+
+package dpdk_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/cicada-load/cicada/dataplane/link"
+	"github.com/cicada-load/cicada/dataplane/link/dpdk"
+	"github.com/cicada-load/cicada/internal/testpeer"
+)
+
+// testEAL is the one EAL of the test binary (DPDK initialises once per
+// process): no hugepages, two null devices; the lab tests probe their
+// af_packet and af_xdp devices later.
+var testEAL = []string{"--no-huge", "-m", "768", "--vdev", "net_null0", "--vdev", "net_null1,copy=1,size=60",
+	"--log-level", "*:warning"}
+
+// initEAL initialises the EAL, skipping without root.
+func initEAL(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		testpeer.Missing(t, "DPDK's EAL needs root (memory, devices)")
+	}
+	if err := dpdk.Init(testEAL); err != nil {
+		t.Fatalf("Init = %v", err)
+	}
+}
+
+func open(t testing.TB, cfg dpdk.Config) *dpdk.Link {
+	t.Helper()
+	l, err := dpdk.Open(cfg)
+	if err != nil {
+		t.Fatalf("Open(%+v) = %v", cfg, err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+func TestInitOnceWithItsArguments(t *testing.T) {
+	initEAL(t)
+	if err := dpdk.Init([]string{"--no-huge"}); !errors.Is(err, dpdk.ErrInitialised) {
+		t.Errorf("Init(other args) = %v; want ErrInitialised", err)
+	}
+	got := dpdk.EALArgs()
+	want := []string{"--no-shconf", "--file-prefix " + dpdk.FilePrefix(), "--no-pci", "--no-telemetry", "-l"}
+	for _, w := range want {
+		if !bytes.Contains([]byte(" "+joinArgs(got)+" "), []byte(" "+w+" ")) {
+			t.Errorf("EAL args %q lack %s", got, w)
+		}
+	}
+}
+
+func joinArgs(a []string) string {
+	var b bytes.Buffer
+	for i, s := range a {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+func TestOpenRefusesUnknownPort(t *testing.T) {
+	initEAL(t)
+	for _, port := range []string{"net_nosuch9", "77"} {
+		if _, err := dpdk.Open(dpdk.Config{Port: port}); !errors.Is(err, link.ErrConfig) {
+			t.Errorf("Open(%s) = %v; want link.ErrConfig", port, err)
+		}
+	}
+}
+
+func TestNullTransmitAndReceive(t *testing.T) {
+	initEAL(t)
+	l := open(t, dpdk.Config{Port: "net_null1", Mbufs: 4096})
+	const n = 10 * 4096 // ten times the pool: every mbuf must come back
+	frames := make([][]byte, dpdk.MaxBurst)
+	sent := 0
+	for sent < n {
+		k := 0
+		for ; k < len(frames); k++ {
+			b := l.Buffer()
+			if b == nil {
+				t.Fatalf("Buffer = nil after %d sent: %+v", sent, l.Counters())
+			}
+			if len(b) != l.FrameSize() {
+				t.Fatalf("len(Buffer) = %d; want %d", len(b), l.FrameSize())
+			}
+			binary.BigEndian.PutUint32(b, uint32(sent+k))
+			frames[k] = b[:60]
+		}
+		if got := l.Transmit(frames[:k]); got != k {
+			t.Fatalf("Transmit(%d) = %d", k, got)
+		}
+		sent += k
+	}
+	// Received frames from the null device: 60 bytes each, every mbuf
+	// freed at the next Receive.
+	got := 0
+	for i := 0; i < 2*4096/dpdk.MaxBurst*10; i++ {
+		k := l.Receive(frames)
+		for _, f := range frames[:k] {
+			if len(f) != 60 {
+				t.Fatalf("received %d bytes; want 60", len(f))
+			}
+		}
+		got += k
+	}
+	c := l.Counters()
+	if c.TxFrames != n || c.TxBytes != 60*n || c.TxDropped != 0 || c.TxNoBuffer != 0 {
+		t.Errorf("counters %+v; want %d frames of 60 bytes sent, no drop", c, n)
+	}
+	if c.RxFrames != uint64(got) || got == 0 || c.RxBytes != 60*uint64(got) {
+		t.Errorf("counters %+v after %d received", c, got)
+	}
+	st, err := l.Stats()
+	if err != nil || st.PortTxPackets != n || st.PortRxPackets != uint64(got) {
+		t.Errorf("Stats = %+v, %v; want port tx %d, rx %d", st, err, n, got)
+	}
+}
+
+func TestTransmitDropsForeignFrames(t *testing.T) {
+	initEAL(t)
+	l := open(t, dpdk.Config{Port: "net_null0", Mbufs: 4096})
+	own := l.Buffer()
+	for _, f := range [][][]byte{
+		{make([]byte, 60)},            // Go memory
+		{make([]byte, 4096)[100:160]}, // Go memory, large capacity
+		{own[:0]},                     // empty
+	} {
+		if got := l.Transmit(f); got != 0 {
+			t.Errorf("Transmit(foreign) = %d; want 0", got)
+		}
+	}
+	st, _ := l.Stats()
+	if c := l.Counters(); c.TxDropped != 3 || c.TxFrames != 0 || st.TxForeign != 2 {
+		t.Errorf("counters %+v, stats %+v; want 3 dropped (2 foreign)", c, st)
+	}
+}
