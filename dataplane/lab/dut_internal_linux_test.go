@@ -65,3 +65,15 @@ func FuzzParseConntrack(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkParseConntrack(b *testing.B) {
+	raw := []byte(strings.Repeat(ctSample, 1000)) // 5,000 entries
+	b.ReportAllocs()
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		ct := Conntrack{Other: map[string]int{}}
+		if err := parseConntrack(raw, &ct); err != nil || ct.Established != 2000 {
+			b.Fatalf("%+v %v", ct, err)
+		}
+	}
+}

@@ -229,22 +229,41 @@ func (n *Netns) Conntrack() (Conntrack, error) {
 // "ipv4 2 tcp 6 <timeout> <STATE> src=...".
 func parseConntrack(raw []byte, ct *Conntrack) error {
 	sc := bufio.NewScanner(bytes.NewReader(raw))
+	var f [6][]byte
 	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 6 || f[2] != "tcp" {
+		if fields(sc.Bytes(), &f) < 6 || string(f[2]) != "tcp" {
 			continue
 		}
 		switch st := f[5]; {
-		case st == "ESTABLISHED":
+		case string(st) == "ESTABLISHED":
 			ct.Established++
-		case strings.Contains(st, "="):
+		case bytes.IndexByte(st, '=') >= 0:
 			return fmt.Errorf("lab: conntrack line without a TCP state: %q", sc.Text())
 		default:
-			ct.Other[st]++
+			ct.Other[string(st)]++
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("lab: conntrack table: %w", err)
 	}
 	return nil
+}
+
+// fields puts the first len(f) space-separated fields of line in f and
+// returns how many it found, without allocating.
+func fields(line []byte, f *[6][]byte) int {
+	n := 0
+	for n < len(f) {
+		line = bytes.TrimLeft(line, " \t")
+		if len(line) == 0 {
+			break
+		}
+		end := bytes.IndexAny(line, " \t")
+		if end < 0 {
+			end = len(line)
+		}
+		f[n], line = line[:end], line[end:]
+		n++
+	}
+	return n
 }

@@ -52,6 +52,7 @@ type options struct {
 	hold    time.Duration
 	maxFail float64
 	blocks  int
+	dut     bool
 }
 
 func main() {
@@ -63,10 +64,11 @@ func main() {
 	flag.IntVar(&o.step, "step", 8192, "launch step: connections launched once the previous step is answered")
 	flag.DurationVar(&o.timeout, "timeout", 15*time.Minute, "bound on the whole run")
 	flag.DurationVar(&o.rto, "rto", time.Second, "retransmission timeout of both stacks")
-	flag.IntVar(&o.retries, "retries", 8, "retransmissions before a connection fails")
+	flag.IntVar(&o.retries, "retries", 12, "retransmissions before a connection fails")
 	flag.DurationVar(&o.hold, "hold", 10*time.Second, "time held after the ramp before the second round")
 	flag.Float64Var(&o.maxFail, "max-fail", 0.01, "stop the ramp when this share of launches failed")
 	flag.IntVar(&o.blocks, "blocks", 1024, "AF_PACKET RX blocks of 64 KiB per side")
+	flag.BoolVar(&o.dut, "dut", false, "through a device under test (lab.DUTChain: a namespace forwarding with conntrack) instead of one veth; at most nf_conntrack_max connections")
 	flag.Parse()
 	var err error
 	switch o.role {
@@ -149,6 +151,9 @@ func child(o options) error {
 	defer l.Close()
 	cfg := stack.Config{Link: l, ClientIP: ip4(lab.ClientIP), ClientIPs: o.ips, PortMin: pmin, PortMax: pmax,
 		ServerIP: ip4(lab.ServerIP), RetransmitTimeout: o.rto, MaxRetries: o.retries}
+	if o.role == "client" && o.dut {
+		cfg.Gateway = ip4(lab.Gateway)
+	}
 	if o.role == "client" {
 		// The seed's scenario: GET /, then wait an hour; SecondRound sends
 		// the request again on every waiting user's connection.
@@ -251,7 +256,7 @@ func start(n *lab.Netns, ifname string, o options, role string) (*childProc, err
 	cmd := n.Command(self, "-role", role, "-if", ifname, "-conns", strconv.Itoa(o.conns), "-ips", strconv.Itoa(o.ips),
 		"-step", strconv.Itoa(o.step), "-timeout", o.timeout.String(), "-rto", o.rto.String(),
 		"-retries", strconv.Itoa(o.retries), "-max-fail", strconv.FormatFloat(o.maxFail, 'g', -1, 64),
-		"-blocks", strconv.Itoa(o.blocks))
+		"-blocks", strconv.Itoa(o.blocks), "-dut="+strconv.FormatBool(o.dut))
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -334,9 +339,26 @@ func drive(o options) error {
 		return err
 	}
 	defer l.Close()
-	p, err := l.StackPair()
-	if err != nil {
+	var p *lab.Pair
+	var dut *lab.DUT
+	if o.dut {
+		if dut, err = l.DUTChain(lab.DUTConfig{ClientIPs: o.ips, Conns: o.conns}); err != nil {
+			return err
+		}
+		p = &lab.Pair{Client: dut.Client, Server: dut.Server, Cicada: dut.Cicada, Peer: dut.Peer}
+	} else if p, err = l.StackPair(); err != nil {
 		return err
+	}
+	// conntrack reads the device's table (with -dut) for the report.
+	conntrack := func() string {
+		if dut == nil {
+			return ""
+		}
+		ct, err := dut.Device.Conntrack()
+		if err != nil {
+			return err.Error()
+		}
+		return fmt.Sprintf("%d entries, %d ESTABLISHED, others %v", ct.Total, ct.Established, ct.Other)
 	}
 	srv, err := start(p.Server, p.Peer.Name, o, "server")
 	if err != nil {
@@ -362,6 +384,7 @@ func drive(o options) error {
 	ramp := held.Elapsed
 	fmt.Fprintf(os.Stderr, "held: ramp done in %.1f s (%s)\n", ramp, held.Note)
 	time.Sleep(min(o.hold, time.Until(deadline)/4)) // the hold itself is the measurement, not synchronisation
+	ctHeld := conntrack()
 	cs, err := cli.ask("stats", "stats", deadline)
 	if err != nil {
 		return err
@@ -376,13 +399,19 @@ func drive(o options) error {
 	}
 	sent, _ := strconv.ParseUint(sentLine.Note, 10, 64)
 	secStart := time.Now()
+	// Leave the last 20 s of the bound for the report.
+	secEnd := deadline.Add(-20 * time.Second)
 	var sec sample
 	for {
 		if sec, err = cli.ask("stats", "stats", deadline); err != nil {
 			return err
 		}
 		c := sec.Counters
-		if c.SecondRoundOK+c.SecondRoundFailed >= sent || time.Now().After(deadline) {
+		if c.SecondRoundOK+c.SecondRoundFailed >= sent {
+			break
+		}
+		if time.Now().After(secEnd) {
+			fmt.Fprintln(os.Stderr, "held: second round not done before the time bound")
 			break
 		}
 		time.Sleep(500 * time.Millisecond) // polling the child, bounded by the deadline
@@ -393,6 +422,9 @@ func drive(o options) error {
 		return err
 	}
 	printReport(o, load0, ramp, held, cs, ss, sec, ss2)
+	if dut != nil {
+		fmt.Printf("device conntrack             %s after the ramp; %s after the second round\n", ctHeld, conntrack())
+	}
 	return nil
 }
 
