@@ -13,7 +13,8 @@
 //	                         busy share, port slices (Split), pacing
 //	                         (Launcher); Loop, the single-loop form
 //	dataplane/stack          connection table, timers, templates, TCP client
-//	                         and server state machines, HTTP/1.1 client, ARP,
+//	                         and server state machines, HTTP/1.1 client,
+//	                         Locust users (Program) and their stats, ARP,
 //	                         ICMP
 //	dataplane/link/pipe      in-process link pair with seeded loss,
 //	                         reordering, duplication and delay
@@ -69,17 +70,18 @@
 //
 //   - Fixed window, no congestion control: the stack is a load generator
 //     and a test server talking to each other or to a device under test; the
-//     window caps what is in flight and the retransmission timeout is one
-//     fixed value, so retransmission is one timer list (O(1)), not an RTT
-//     estimator per connection.
+//     window caps what is in flight. The retransmission timeout starts at a
+//     fixed value and doubles per retry up to a cap (one FIFO timer list per
+//     backoff level, O(1)), with no RTT estimator per connection.
 //   - Exact-sequence only: a segment not at rcv_nxt is dropped and answered
 //     with a duplicate ACK; nothing is buffered out of order, so a record
 //     needs no buffers. The sender recovers by fast retransmit (3 duplicate
 //     ACKs) or go-back-N on timeout.
 //   - No TIME_WAIT: closing is a state change and the client port is reused
-//     in turn. A late FIN for a closed record is answered with the ACK
-//     TIME_WAIT would have sent; the server treats a new SYN on a busy
-//     record as a new incarnation.
+//     in turn. A late FIN for a closed or reconnecting record is answered
+//     with the ACK TIME_WAIT would have sent; in SYN-SENT, an ACK of the
+//     port's old incarnation is answered with a reset (RFC 9293); the server
+//     treats a new SYN on a busy record as a new incarnation.
 //   - Requests are single segments built once (at most MSS bytes) and
 //     retransmitted from the template; the server's page is one byte slice
 //     from which any segment is cut at any sequence number.

@@ -69,7 +69,7 @@ func (w *Worker) Warnings() []string {
 // diagnoseStart logs the limits at start and warns about what can be
 // known before any spawn (many ports of the default host in TIME_WAIT).
 func (w *Worker) diagnoseStart() {
-	if w.opts.DisableDiagnosis {
+	if w.opts.DisableDiagnosis || w.opts.Runtime != nil { // a runtime holds no kernel sockets
 		return
 	}
 	l, err := diag.ReadLimits()
@@ -88,7 +88,7 @@ func (w *Worker) diagnoseStart() {
 // first spawn of a test, against the test's total users over the expected
 // workers), warning once per exceeded limit.
 func (w *Worker) diagnoseSpawn(s *protocol.Spawn, newTest bool) {
-	if w.opts.DisableDiagnosis {
+	if w.opts.DisableDiagnosis || w.opts.Runtime != nil {
 		return
 	}
 	var total int64

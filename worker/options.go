@@ -116,7 +116,9 @@ type Options struct {
 	// pool (see Runtime): the data plane's runtime, package
 	// dataplane/users. Every class then runs on it; the worker keeps the
 	// protocol and the stats. SourceIPs and the HTTP options are the
-	// runtime's business then (it refuses what it cannot honour).
+	// runtime's business then (it refuses what it cannot honour), the
+	// self-diagnosis of kernel socket limits is off, and MaxUsers should
+	// be the runtime's ceiling (users.Runtime.MaxUsers).
 	Runtime Runtime
 
 	// Transport configures the ZeroMQ DEALER. Its Logger defaults to

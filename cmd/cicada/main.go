@@ -17,6 +17,7 @@ var version = "dev"
 
 const usageHead = `Usage: cicada [OPTIONS] [UserClass ...]
        cicada target [--listen 127.0.0.1:8080]
+       cicada target --dataplane afpacket|afxdp --interface IF --listen ADDR:PORT --client-ips RANGE
 
 cicada is a Go load tester that speaks Locust's master/worker protocol: run it
 as a worker of a Python Locust master (--worker), as a master of Python and Go
@@ -53,7 +54,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "cicada %s\n", version)
 		return 0
 	}
-	return runMode(cfg, stdout, stderr)
+	dp, err := parseDataplane(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "cicada: error: %v\n", err)
+		return 2
+	}
+	return runMode(cfg, dp, stdout, stderr)
 }
 
 // trimUsage drops the "config: usage: " prefix from a parse error.

@@ -34,6 +34,7 @@ users:
 // app carries what every mode needs.
 type app struct {
 	cfg    *config.Config
+	dp     *dataplaneOpts // --dataplane's options; nil without it
 	stdout io.Writer
 	stderr io.Writer
 	log    *slog.Logger
@@ -44,8 +45,8 @@ type app struct {
 	statsFormat stats.Format
 }
 
-func runMode(cfg *config.Config, stdout, stderr io.Writer) int {
-	a := &app{cfg: cfg, stdout: stdout, stderr: stderr}
+func runMode(cfg *config.Config, dp *dataplaneOpts, stdout, stderr io.Writer) int {
+	a := &app{cfg: cfg, dp: dp, stdout: stdout, stderr: stderr}
 	closeLog, err := a.setupLogging()
 	if err != nil {
 		fmt.Fprintf(stderr, "cicada: %v\n", err)

@@ -17,6 +17,23 @@
 //     gso, gro) are off with ethtool when it is installed.
 //   - The cicada end of a veth holds no IPv4 address; only processes the
 //     lab starts run in it and they are ended by PID.
+//
+// Topologies: KernelPair (client stack to a kernel server such as nginx),
+// StackPair (client stack to server stack), KernelClient (a kernel-socket
+// client namespace beside a pair) and DUTChain, the device under test:
+// client stack, a namespace that routes with a stateful nftables ruleset
+// (forward policy drop; established/related and new TCP to the port
+// accepted), server stack. DUTChain turns forwarding on inside the device
+// namespace only. nf_conntrack_max is global on this kernel (read-only
+// inside a namespace, held against each namespace's own count): DUTChain
+// refuses a run that would hold more connections than it instead of
+// raising the host's value, and Netns.Conntrack reads the device's
+// entries by TCP state.
+//
+// Driver runs a client stack for tests and benchmarks on one clock for its
+// whole life with a window of unanswered launches; unlike engine.Loop it
+// keeps its clock and launch count from one Run to the next, so a ramp,
+// a hold and a SecondRound can follow each other.
 package lab
 
 import "errors"

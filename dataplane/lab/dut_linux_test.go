@@ -130,6 +130,7 @@ type dutRun struct {
 	d              *lab.DUT
 	client, server *stack.Stack
 	clink, slink   *afpacket.Link
+	drv            *lab.Driver
 	stop           func() stack.Counters
 }
 
@@ -151,6 +152,7 @@ func newDUTRun(t testing.TB, dcfg lab.DUTConfig, cc stack.Config) *dutRun {
 	if r.server, err = stack.New(sc); err != nil {
 		t.Fatalf("stack.New(server) = %v", err)
 	}
+	r.drv = &lab.Driver{Stack: r.client, Waiter: r.clink}
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout+5*time.Second)
 	done := make(chan stack.Counters, 1)
 	go func() {
@@ -170,26 +172,29 @@ func newDUTRun(t testing.TB, dcfg lab.DUTConfig, cc stack.Config) *dutRun {
 	return r
 }
 
-// ramp launches up to total connections in steps (each once the previous
-// step's connections are done: answered or failed) and returns the loop's
-// error.
-func (r *dutRun) ramp(ctx context.Context, total, step int) error {
-	loop := &engine.Loop{Stack: r.client, Waiter: r.clink}
-	for k := min(step, total); ; k = min(k+step, total) {
-		loop.Total, loop.MaxOpen = k, k
-		loop.Until = func(c *stack.Counters, n int) bool {
-			return n == k && c.HTTP2xx+c.SocketsFailed == uint64(k)
-		}
-		if err := loop.Run(ctx); err != nil || k == total {
-			return err
-		}
+// ramp launches total connections through r's client (window at most
+// unanswered) and polls until each is answered or failed.
+func (r *dutRun) ramp(ctx context.Context, total, window int) error {
+	r.drv.Window = window
+	return r.drv.Run(ctx, total, func(c *stack.Counters) bool {
+		return r.drv.Launched() == total && lab.Answered(c) >= uint64(total)
+	})
+}
+
+// seedProgram is the seed's scenario as a stack Program: one class, GET /,
+// then a wait of an hour: every user holds its connection.
+func seedProgram() *stack.Program {
+	return &stack.Program{
+		Requests: []stack.ProgramRequest{{Raw: stack.BuildRequest("GET", "/", lab.ServerIP, nil)}},
+		Classes: []stack.ProgramClass{{Tasks: []stack.ProgramTask{{Weight: 1, Requests: []int{0}}},
+			Wait: stack.Wait{Kind: stack.WaitConstant, Min: time.Hour}}},
 	}
 }
 
 func TestLabDUTHoldsConnectionsThroughConntrack(t *testing.T) {
 	const conns = 20000
 	cc := labRTO
-	cc.PortMin, cc.PortMax, cc.Hold = 10000, 10000+conns-1, true
+	cc.PortMin, cc.PortMax, cc.Program = 10000, 10000+conns-1, seedProgram()
 	r := newDUTRun(t, lab.DUTConfig{ClientIPs: 1, Conns: conns}, cc)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -198,20 +203,33 @@ func TestLabDUTHoldsConnectionsThroughConntrack(t *testing.T) {
 		t.Fatalf("ramp: %v\nclient %+v", err, r.client.Counters())
 	}
 	ramp := time.Since(start)
-	var ct lab.Conntrack
-	err := testpeer.Poll(10*time.Second, 50*time.Millisecond, func() bool {
-		var err error
-		ct, err = r.d.Device.Conntrack()
-		return err == nil && ct.Established == conns
-	})
+	established := func(what string) lab.Conntrack {
+		t.Helper()
+		var ct lab.Conntrack
+		err := testpeer.Poll(10*time.Second, 50*time.Millisecond, func() bool {
+			var err error
+			ct, err = r.d.Device.Conntrack()
+			return err == nil && ct.Established == conns
+		})
+		if err != nil || ct.Total != conns || len(ct.Other) != 0 {
+			t.Errorf("%s: device conntrack %+v; want %d entries, all ESTABLISHED", what, ct, conns)
+		}
+		return ct
+	}
+	ct := established("after the ramp")
 	c := r.client.Counters()
 	t.Logf("%d connections through the device in %v; device conntrack %+v", conns, ramp.Round(time.Millisecond), ct)
-	if err != nil {
-		t.Errorf("device conntrack %+v; want %d ESTABLISHED", ct, conns)
+
+	// The second round: one more request on every held connection, no
+	// new connection, and the device tracks the same entries.
+	sent := r.client.SecondRound(r.drv.Now())
+	if err := r.drv.Run(ctx, 0, func(c *stack.Counters) bool {
+		return c.SecondRoundOK+c.SecondRoundFailed >= uint64(sent)
+	}); err != nil {
+		t.Fatalf("second round: %v\nclient %+v", err, r.client.Counters())
 	}
-	if ct.Total != conns || len(ct.Other) != 0 {
-		t.Errorf("device conntrack total %d, other states %v; want %d and none", ct.Total, ct.Other, conns)
-	}
+	c2 := r.client.Counters()
+	established("after the second round")
 	s := r.stop()
 	for _, w := range []struct {
 		name      string
@@ -223,8 +241,17 @@ func TestLabDUTHoldsConnectionsThroughConntrack(t *testing.T) {
 		{"client SocketsFailed", c.SocketsFailed, 0},
 		{"client RstIn", c.RstIn, 0},
 		{"client RstOut", c.RstOut, 0},
+		{"second round sent", uint64(sent), conns},
+		{"second round SecondRoundOK", c2.SecondRoundOK, conns},
+		{"second round SecondRoundFailed", c2.SecondRoundFailed, 0},
+		{"second round SynOut (unchanged)", c2.SynOut, conns},
+		{"second round HTTP2xx", c2.HTTP2xx, 2 * conns},
+		{"second round SocketsCurrent", c2.SocketsCurrent, conns},
+		{"second round Reconnects", c2.Reconnects, 0},
+		{"client RstIn at the end", c2.RstIn, 0},
 		{"server SocketsCurrent", s.SocketsCurrent, conns},
-		{"server Served200", s.Served200, conns},
+		{"server SynIn", s.SynIn, conns},
+		{"server Served200", s.Served200, 2 * conns},
 		{"server RstIn", s.RstIn, 0},
 		{"server RstOut", s.RstOut, 0},
 	} {

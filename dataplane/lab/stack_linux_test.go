@@ -295,28 +295,21 @@ func TestLabStackHoldsConnectionsPastNginxFileLimit(t *testing.T) {
 	r := newStackRun(t, cc, labRTO)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	// Launched in steps of 1,000, each once the previous has its
-	// responses (MaxOpen = Total per step), so at most 1,000 handshakes
-	// are in flight and the ramp runs as fast as the shared cores allow
-	// without queueing past the retransmission timeout.
-	const step = 1000
+	// At most 1,000 launched connections await their response
+	// (lab.Driver's window), so the ramp runs as fast as the shared cores
+	// allow without queueing past the retransmission timeout. Driver
+	// keeps one clock; engine.Loop restarts its clock and launch count
+	// on every Run, which broke the former steps of one Run each.
 	start := time.Now()
-	loop := &engine.Loop{Stack: r.client, Waiter: r.clink}
-	var err error
-	for k := step; k <= conns && err == nil; k += step {
-		loop.Total, loop.MaxOpen = k, k
-		loop.Until = func(c *stack.Counters, n int) bool {
-			return n == k && c.HTTP2xx == uint64(k) || c.SocketsFailed > 0
-		}
-		if err = loop.Run(ctx); r.client.Counters().SocketsFailed > 0 {
-			break
-		}
-	}
+	d := &lab.Driver{Stack: r.client, Waiter: r.clink, Window: 1000}
+	err := d.Run(ctx, conns, func(c *stack.Counters) bool {
+		return d.Launched() == conns && c.HTTP2xx == conns || c.SocketsFailed > 0
+	})
 	ramp := time.Since(start)
 	s := r.stop()
 	c := r.client.Counters()
 	if err != nil || c.SocketsFailed != 0 {
-		t.Fatalf("loop (%v) after %d launches\nclient %+v\nserver %+v\nlinks %+v\n%+v", err, loop.Launched(), c, s, r.clink.Stats(), r.slink.Stats())
+		t.Fatalf("driver (%v) after %d launches\nclient %+v\nserver %+v\nlinks %+v\n%+v", err, d.Launched(), c, s, r.clink.Stats(), r.slink.Stats())
 	}
 	t.Logf("%d connections held in %v; client table %d records", conns, ramp.Round(time.Millisecond), r.client.Conns())
 	check := []struct {

@@ -9,7 +9,7 @@ import (
 // Launch opens up to n new client connections at now, taking the records in
 // turn; a record still in use is skipped (counted in LaunchSkipped), as in
 // dperf. It returns how many SYNs it sent; none before the next hop is
-// resolved or in Server mode.
+// resolved or in Server mode. With a Program it is LaunchClass(now, 0, n).
 func (s *Stack) Launch(now int64, n int) int {
 	if s.classes != nil {
 		return s.LaunchClass(now, 0, n)
@@ -39,8 +39,18 @@ func (s *Stack) Launch(now int64, n int) int {
 // connect sends a SYN from closed record i; a user on it stays.
 func (s *Stack) connect(i uint32, now int64) {
 	c := &s.conns[i]
+	last, used := c.sndNxt, c.iss != 0
 	s.reset(c)
-	c.iss = s.nextISS()
+	if used {
+		// Above everything the port's last incarnation sent, as Linux
+		// does when it reuses a TIME_WAIT port: a peer holding that
+		// incarnation in TIME_WAIT accepts the SYN as a new connection
+		// (RFC 9293 3.10.7.4 / RFC 6191) instead of answering it with an
+		// old ACK.
+		c.iss = last + 0xffff + 2
+	} else {
+		c.iss = s.nextISS()
+	}
 	c.sndUna, c.sndNxt, c.state = c.iss, c.iss+1, stSynSent
 	c.sentAt = now
 	s.ctr.SocketsOpened++
@@ -328,7 +338,13 @@ func (s *Stack) responseDone(i uint32, now int64) {
 		s.userResponse(i, now, ok)
 		return
 	}
+	if c.flags&fPeerFin != 0 {
+		c.flags &^= fPeerFin
+		return // clientFin follows and closes
+	}
 	switch {
+	case c.http.flags&pfClose != 0:
+		s.sendFin(i, now)
 	case int(c.done) < s.cfg.RequestsPerConn && s.cfg.ThinkTime > 0:
 		s.emit(&s.tAck, i, c.sndNxt, c.rcvNxt, nil, 0)
 		s.arm(i, tThink, now)

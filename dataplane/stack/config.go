@@ -43,6 +43,9 @@ const (
 	DefaultBurst                = 64
 	// MaxConns bounds the connection table (client IPs x client ports).
 	MaxConns = 1 << 28
+	// MaxTimeout bounds every timeout and wait, so that now plus any of
+	// them stays far inside int64 nanoseconds.
+	MaxTimeout = 365 * 24 * time.Hour
 	// MaxBodySize bounds the server's page.
 	MaxBodySize = 64 << 20
 )
@@ -219,6 +222,9 @@ func (c *Config) validate() error {
 		return bad("SendWindow %d below MSS %d", c.SendWindow, c.MSS)
 	case c.RetransmitTimeout < 0 || c.IdleTimeout < 0 || c.ARPInterval < 0 || c.ThinkTime < 0:
 		return bad("negative timeout")
+	case c.RetransmitTimeout > MaxTimeout || c.MaxRetransmitTimeout > MaxTimeout || c.IdleTimeout > MaxTimeout ||
+		c.ARPInterval > MaxTimeout || c.ThinkTime > MaxTimeout:
+		return bad("a timeout above MaxTimeout (%v)", MaxTimeout)
 	case c.MaxRetransmitTimeout < c.RetransmitTimeout:
 		return bad("MaxRetransmitTimeout %v below RetransmitTimeout %v", c.MaxRetransmitTimeout, c.RetransmitTimeout)
 	case c.MaxRetries < 1 || c.MaxRetries > 255:

@@ -75,7 +75,7 @@ const (
 	uPaced               // pacing has run once
 	uWaiting             // waiting between tasks (pos is the task's end)
 	uSecond              // the request in flight is a second-round one
-	uBroken              // the connection broke or the peer closed it: reconnect
+	uResume              // the peer closed mid-phase: go on from a new connection
 	uOnStart             // running the OnStart requests
 )
 

@@ -44,6 +44,7 @@ const (
 	psName
 	psCL
 	psTE
+	psConn
 	psHdrLF
 	psBody
 	psChunkSize
@@ -62,19 +63,22 @@ const (
 	pfHasCL
 	pfChunked
 	pfDigit
+	pfCandConn
+	pfClose // Connection: close
 )
 
 const (
 	nameCL    = "content-length"
 	nameTE    = "transfer-encoding"
+	nameConn  = "connection"
 	statusPfx = "HTTP/1."
 	maxLength = 1 << 31
 )
 
 // respParser finds the end of an HTTP/1.1 response fed in pieces, byte by
 // byte, with 16 bytes of state and no buffer: the status code, then
-// Content-Length or Transfer-Encoding: chunked among the headers, then the
-// body. It lives inside the connection record.
+// Content-Length or Transfer-Encoding: chunked and Connection: close among
+// the headers, then the body. It lives inside the connection record.
 type respParser struct {
 	state, pos, flags uint8
 	status            uint16
@@ -130,7 +134,7 @@ func (p *respParser) feed(b []byte) (int, bool, error) {
 			case '\n':
 				return p.endHeaders(b, i)
 			default:
-				p.state, p.pos, p.flags = psName, 0, p.flags|pfCandCL|pfCandTE
+				p.state, p.pos, p.flags = psName, 0, p.flags|pfCandCL|pfCandTE|pfCandConn
 				i--
 			}
 		case psName:
@@ -140,6 +144,8 @@ func (p *respParser) feed(b []byte) (int, bool, error) {
 					p.state, p.remaining, p.flags = psCL, 0, (p.flags|pfHasCL)&^pfDigit
 				case p.flags&pfCandTE != 0 && p.pos == uint8(len(nameTE)):
 					p.state, p.pos = psTE, 0
+				case p.flags&pfCandConn != 0 && p.pos == uint8(len(nameConn)):
+					p.state, p.pos = psConn, 0
 				default:
 					p.state = psLine
 				}
@@ -155,7 +161,10 @@ func (p *respParser) feed(b []byte) (int, bool, error) {
 			if int(p.pos) >= len(nameTE) || nameTE[p.pos] != lc {
 				p.flags &^= pfCandTE
 			}
-			if p.flags&(pfCandCL|pfCandTE) == 0 {
+			if int(p.pos) >= len(nameConn) || nameConn[p.pos] != lc {
+				p.flags &^= pfCandConn
+			}
+			if p.flags&(pfCandCL|pfCandTE|pfCandConn) == 0 {
 				p.state = psLine
 			}
 			p.pos++
@@ -189,6 +198,23 @@ func (p *respParser) feed(b []byte) (int, bool, error) {
 					p.pos = 100
 				}
 			case p.pos < 7 && lower(c) == "chunked"[p.pos]:
+				p.pos++
+			default:
+				p.pos = 100
+			}
+		case psConn:
+			// Only the exact token "close" counts (no lists).
+			switch {
+			case c == '\n':
+				if p.pos == 5 {
+					p.flags |= pfClose
+				}
+				p.state = psHdrStart
+			case c == ' ' || c == '\t' || c == '\r':
+				if p.pos != 0 && p.pos != 5 {
+					p.pos = 100
+				}
+			case p.pos < 5 && lower(c) == "close"[p.pos]:
 				p.pos++
 			default:
 				p.pos = 100

@@ -143,3 +143,34 @@ func FuzzRespParser(f *testing.F) {
 		}
 	})
 }
+
+// TestRespParserCloseAndBody: Connection: close (the exact token only) and
+// the body size announced by Content-Length or the chunk sizes.
+func TestRespParserCloseAndBody(t *testing.T) {
+	tests := []struct {
+		name  string
+		in    string
+		close bool
+		body  uint32
+	}{
+		{"close", "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 3\r\n\r\nabc", true, 3},
+		{"close case and spaces", "HTTP/1.1 200 OK\r\nconnection:   CLOSE \r\nContent-Length: 0\r\n\r\n", true, 0},
+		{"keep-alive", "HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nContent-Length: 1\r\n\r\nx", false, 1},
+		{"closed", "HTTP/1.1 200 OK\r\nConnection: closed\r\nContent-Length: 1\r\n\r\nx", false, 1},
+		{"close in a list", "HTTP/1.1 200 OK\r\nConnection: close, te\r\nContent-Length: 1\r\n\r\nx", false, 1},
+		{"other header", "HTTP/1.1 200 OK\r\nX-Connection: close\r\nConnectionX: close\r\nContent-Length: 1\r\n\r\nx", false, 1},
+		{"chunked body", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n5\r\nhello\r\na\r\n0123456789\r\n0\r\n\r\n", true, 15},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var p respParser
+			n, done, err := p.feed([]byte(tt.in))
+			if err != nil || !done || n != len(tt.in) {
+				t.Fatalf("feed = %d, %v, %v; want %d, true, nil", n, done, err, len(tt.in))
+			}
+			if got := p.flags&pfClose != 0; got != tt.close || p.body != tt.body {
+				t.Errorf("close %v, body %d; want %v, %d", got, p.body, tt.close, tt.body)
+			}
+		})
+	}
+}

@@ -93,8 +93,10 @@ const (
 	// MaxClassSteps bounds the requests of one class: its OnStart plus
 	// every task's Requests.
 	MaxClassSteps = 1<<16 - 1
-	// MaxStatsRows bounds the stats rows of a Program.
-	MaxStatsRows = 4096
+	// MaxStatsRows bounds the stats rows of a Program. A StatsRow holds
+	// its histogram in full (about 31 KB), so a stack's rows take up to
+	// about 31 MB, and so does each Stats a caller keeps.
+	MaxStatsRows = 1024
 	// MaxWeight bounds a task's Weight.
 	MaxWeight = 1 << 20
 )
@@ -122,6 +124,9 @@ func (w Wait) pace() time.Duration {
 }
 
 func (w Wait) validate() error {
+	if w.Min > MaxTimeout || w.Max > MaxTimeout {
+		return fmt.Errorf("wait above MaxTimeout (%v)", MaxTimeout)
+	}
 	switch w.Kind {
 	case WaitConstant, WaitConstantPacing:
 		if w.Min < 0 || w.Max != 0 || w.PerSecond != 0 {

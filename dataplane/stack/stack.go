@@ -45,6 +45,8 @@ type Stack struct {
 	classes []progClass
 	rows    []StatsRow // per stats row accumulations since TakeStats
 	rng     uint64     // xorshift64 state
+	// wheelFn, set by tests, replaces the users' handler of wheel timers.
+	wheelFn func(i uint32, now int64)
 }
 
 // New returns a Stack for cfg, with its table of ClientIPs x ports records

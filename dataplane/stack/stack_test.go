@@ -378,7 +378,3 @@ func TestTupleArithmetic(t *testing.T) {
 	}
 	check(t, "server", []want{{"SocketsCurrent", p.s.Counters().SocketsCurrent, ips * ports}})
 }
-
-func TestConnSize(t *testing.T) {
-	t.Logf("conn %d B, user %d B", unsafe.Sizeof(conn{}), unsafe.Sizeof(user{}))
-}

@@ -90,8 +90,21 @@ func (s *Stack) StopClass(now int64, class, n int) int {
 	return stopped
 }
 
-// Users returns the users of class open or opening now, not yet stopping
-// (0 for a class outside the Program). O(1).
+// Classes returns the number of user classes: len(Program.Classes), or 1
+// without a Program in client mode (0 in server mode).
+func (s *Stack) Classes() int {
+	switch {
+	case s.classes != nil:
+		return len(s.classes)
+	case s.cfg.Mode == Client:
+		return 1
+	}
+	return 0
+}
+
+// Users returns the live users of class not yet stopping: connected,
+// connecting, or waiting to reconnect after their connection closed (0 for
+// a class outside the Program). O(1).
 func (s *Stack) Users(class int) int {
 	if class < 0 || class >= len(s.classes) {
 		return 0
@@ -222,57 +235,62 @@ func (s *Stack) phaseEnd(i uint32) uint16 {
 }
 
 // userConnected runs a user whose connection just opened: its current
-// request, or its FIN when stopping.
+// request (timed from the SYN), or its FIN when stopping.
 func (s *Stack) userConnected(i uint32, now int64) {
 	c := &s.conns[i]
 	if c.uflags&uStop != 0 {
 		s.sendFin(i, now)
 		return
 	}
+	// Like Locust's HTTP client, a request that opened its connection is
+	// timed from the first SYN.
+	syn := c.sentAt
 	s.sendRequest(i, now)
+	c.sentAt = syn
 }
 
 // userResponse moves record i's user on after a complete response: the
-// next request of its phase, or its wait, or its FIN when stopping.
+// next request of its phase, or its wait, or its FIN when stopping. When
+// the peer closes after this response (its FIN, or Connection: close), the
+// connection closes and the user goes on from a new one: with the rest of
+// its phase at once, or after its wait.
 func (s *Stack) userResponse(i uint32, now int64, ok bool) {
 	c := &s.conns[i]
-	if c.flags&fPeerFin != 0 {
-		// The peer closes after this response: the task ends here and
-		// the user reconnects after its wait (see userClosed).
-		c.flags &^= fPeerFin
-		c.pos++
-		if c.uflags&uSecond != 0 {
-			c.uflags &^= uSecond
-			s.countSecond(ok)
-		} else if c.uflags&uWaiting == 0 {
-			c.uflags |= uWaiting
-			c.wakeAt = now + s.waitFor(i, now)
-		}
-		return
-	}
-	if c.uflags&uSecond != 0 {
+	closing := c.flags&fPeerFin != 0 || c.http.flags&pfClose != 0
+	c.pos++
+	switch {
+	case c.uflags&uSecond != 0:
 		c.uflags &^= uSecond
-		c.pos++
 		s.countSecond(ok)
-	} else {
-		c.pos++
-		if c.uflags&uStop == 0 && c.pos < s.phaseEnd(i) {
+	case c.uflags&uStop == 0 && c.pos < s.phaseEnd(i):
+		if !closing {
 			s.sendRequest(i, now)
 			return
 		}
+		c.uflags |= uResume
+	default:
 		c.uflags |= uWaiting
 		c.wakeAt = now + s.waitFor(i, now)
 	}
-	if c.uflags&uStop != 0 {
+	switch {
+	case c.flags&fPeerFin != 0:
+		c.flags &^= fPeerFin // clientFin follows, then userClosed
+	case c.uflags&uStop != 0 || closing:
 		s.sendFin(i, now)
-		return
-	}
-	if c.wakeAt <= now {
+	case c.wakeAt <= now:
 		s.userWake(i, now)
-		return
+	default:
+		s.emit(&s.tAck, i, c.sndNxt, c.rcvNxt, nil, 0)
+		s.wheelArm(i, now, c.wakeAt)
 	}
-	s.emit(&s.tAck, i, c.sndNxt, c.rcvNxt, nil, 0)
-	s.wheelArm(i, now, c.wakeAt)
+}
+
+func (s *Stack) countSecond(ok bool) {
+	if ok {
+		s.ctr.SecondRoundOK++
+	} else {
+		s.ctr.SecondRoundFailed++
+	}
 }
 
 // userFailed ends the task of record i's user whose request failed: it
@@ -286,6 +304,7 @@ func (s *Stack) userFailed(i uint32, now int64) {
 		s.ctr.SecondRoundFailed++
 		return
 	}
+	c.uflags &^= uResume
 	if c.uflags&uWaiting == 0 {
 		c.uflags |= uWaiting
 		c.wakeAt = now + s.waitFor(i, now)
@@ -293,48 +312,51 @@ func (s *Stack) userFailed(i uint32, now int64) {
 }
 
 // userClosed handles the close of record i's connection: a stopping user
-// ends; any other waits (at least one wheel tick) and reconnects.
+// ends; one resuming its phase reconnects at the next wheel tick; any other
+// waits (at least one wheel tick) and reconnects.
 func (s *Stack) userClosed(i uint32) {
 	c := &s.conns[i]
-	if c.uflags&uStop != 0 {
+	switch {
+	case c.uflags&uStop != 0:
 		s.freeUser(i)
-		return
+	case c.uflags&uResume != 0:
+		s.wheelArm(i, s.now, s.now)
+	default:
+		if c.uflags&uWaiting == 0 {
+			c.uflags |= uWaiting
+			c.wakeAt = s.now + s.waitFor(i, s.now)
+		}
+		s.wheelArm(i, s.now, c.wakeAt)
 	}
-	c.uflags |= uBroken
-	if c.uflags&uWaiting == 0 {
-		c.uflags |= uWaiting
-		c.wakeAt = s.now + s.waitFor(i, s.now)
-	}
-	s.wheelArm(i, s.now, c.wakeAt)
 }
 
 // wheelFire runs a user whose wait ended.
 func (s *Stack) wheelFire(i uint32, now int64) {
+	if s.wheelFn != nil {
+		s.wheelFn(i, now)
+		return
+	}
 	if s.conns[i].uflags&uLive == 0 {
 		return
 	}
 	s.userWake(i, now)
 }
 
-// userWake starts record i's user's next task: on its connection, or on a
-// new one when the last broke or was closed by the peer.
+// userWake starts record i's user's next task (or the rest of its phase
+// after a Connection: close): on its connection, or on a new one when the
+// last broke or was closed by the peer.
 func (s *Stack) userWake(i uint32, now int64) {
 	c := &s.conns[i]
 	c.uflags &^= uWaiting
-	s.pickTask(i, now)
+	if c.uflags&uResume != 0 {
+		c.uflags &^= uResume
+	} else {
+		s.pickTask(i, now)
+	}
 	if c.state == stClosed {
-		c.uflags &^= uBroken
 		s.ctr.Reconnects++
 		s.connect(i, now)
 		return
 	}
 	s.sendRequest(i, now)
-}
-
-func (s *Stack) countSecond(ok bool) {
-	if ok {
-		s.ctr.SecondRoundOK++
-	} else {
-		s.ctr.SecondRoundFailed++
-	}
 }

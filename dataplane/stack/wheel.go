@@ -24,7 +24,8 @@ type wheel struct {
 	overflow uint32
 	now      int64 // ticks up to now have fired
 	started  bool
-	n        int // entries
+	n        int    // entries
+	cnt      [4]int // entries per level (tWheel0..tOverflow)
 }
 
 func (w *wheel) init() {
@@ -81,6 +82,7 @@ func (s *Stack) wheelPlace(i uint32, e, base int64) {
 	h := w.head(l, e)
 	c := &s.conns[i]
 	c.list, c.timerAt, c.prev, c.next = l, e, none, *h
+	w.cnt[l-tWheel0]++
 	if *h != none {
 		s.conns[*h].prev = i
 	}
@@ -91,6 +93,7 @@ func (s *Stack) wheelPlace(i uint32, e, base int64) {
 func (s *Stack) wheelUnlink(i uint32) {
 	c := &s.conns[i]
 	h := s.wheel.head(c.list, c.timerAt)
+	s.wheel.cnt[c.list-tWheel0]--
 	if c.prev == none {
 		*h = c.next
 	} else {
@@ -137,6 +140,21 @@ func (s *Stack) wheelAdvance(now int64) {
 		return
 	}
 	for w.now < target && w.n > 0 {
+		if w.cnt[0] == 0 {
+			// Nothing fires before the next block boundary of the
+			// lowest level holding entries: jump to just before it.
+			next := w.now | 0xffffff
+			switch {
+			case w.cnt[1] != 0:
+				next = w.now | 0xff
+			case w.cnt[2] != 0:
+				next = w.now | 0xffff
+			}
+			if next >= target {
+				break
+			}
+			w.now = next
+		}
 		t := w.now + 1
 		if t&0xff == 0 {
 			if t&0xffff == 0 {

@@ -35,25 +35,23 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cicada-load/cicada/dataplane/engine"
 	"github.com/cicada-load/cicada/dataplane/lab"
 	"github.com/cicada-load/cicada/dataplane/link/afpacket"
 	"github.com/cicada-load/cicada/dataplane/stack"
 )
 
 type options struct {
-	role     string
-	ifname   string
-	conns    int
-	ips      int
-	step     int
-	timeout  time.Duration
-	rto      time.Duration
-	retries  int
-	hold     time.Duration
-	maxFail  float64
-	blocks   int
-	sampleAt time.Duration
+	role    string
+	ifname  string
+	conns   int
+	ips     int
+	step    int
+	timeout time.Duration
+	rto     time.Duration
+	retries int
+	hold    time.Duration
+	maxFail float64
+	blocks  int
 }
 
 func main() {
@@ -152,7 +150,13 @@ func child(o options) error {
 	cfg := stack.Config{Link: l, ClientIP: ip4(lab.ClientIP), ClientIPs: o.ips, PortMin: pmin, PortMax: pmax,
 		ServerIP: ip4(lab.ServerIP), RetransmitTimeout: o.rto, MaxRetries: o.retries}
 	if o.role == "client" {
-		cfg.Mode, cfg.Hold = stack.Client, true
+		// The seed's scenario: GET /, then wait an hour; SecondRound sends
+		// the request again on every waiting user's connection.
+		cfg.Mode, cfg.Program = stack.Client, &stack.Program{
+			Requests: []stack.ProgramRequest{{Raw: stack.BuildRequest("GET", "/", lab.ServerIP, nil)}},
+			Classes: []stack.ProgramClass{{Tasks: []stack.ProgramTask{{Weight: 1, Requests: []int{0}}},
+				Wait: stack.Wait{Kind: stack.WaitConstant, Min: time.Hour}}},
+		}
 	} else {
 		cfg.Mode, cfg.IdleTimeout = stack.Server, 2*o.timeout
 	}
@@ -183,9 +187,16 @@ func child(o options) error {
 	}()
 	report("ready", "")
 	quit := false
-	// handle answers the driver's commands between loop turns; it
-	// returns true to end the current Run.
-	handle := func() bool {
+	var handle func() bool
+	// One clock for the stack's whole life (lab.Driver); the window keeps
+	// at most -step launches awaiting their response.
+	d := &lab.Driver{Stack: s, Waiter: l, Window: o.step}
+	total := 0
+	if o.role == "client" {
+		total = o.conns
+	}
+	last, held := time.Now(), false
+	handle = func() bool {
 		select {
 		case c, ok := <-cmds:
 			switch {
@@ -195,46 +206,32 @@ func child(o options) error {
 			case c == "stats":
 				report("stats", "")
 			case c == "second":
-				report("second", secondRound(s))
+				sent := s.SecondRound(d.Now())
+				report("second-sent", strconv.Itoa(sent))
 			}
 		default:
 		}
 		return false
 	}
-	loop := &engine.Loop{Stack: s, Waiter: l}
-	if o.role == "client" {
-		last := time.Now()
-		for k := min(o.step, o.conns); !quit; k = min(k+o.step, o.conns) {
-			loop.Total, loop.MaxOpen = k, k
-			var failed bool
-			loop.Until = func(c *stack.Counters, n int) bool {
-				failed = float64(c.SocketsFailed) > o.maxFail*float64(n) && c.SocketsFailed > 100
-				return n == k && c.HTTP2xx+c.SocketsFailed == uint64(k) || failed || handle()
-			}
-			if err := loop.Run(ctx); err != nil {
-				report("held", fmt.Sprintf("ramp stopped: %v", err))
-				break
-			}
-			if failed {
+	err = d.Run(ctx, total, func(c *stack.Counters) bool {
+		if total > 0 && !held {
+			switch {
+			case float64(c.SocketsFailed) > o.maxFail*float64(d.Launched()) && c.SocketsFailed > 100:
+				held = true
 				report("held", "ramp stopped: too many failures")
-				break
-			}
-			if k == o.conns {
+			case d.Launched() == total && lab.Answered(c) >= uint64(total):
+				held = true
 				report("held", "")
-				break
-			}
-			if time.Since(last) >= 5*time.Second {
+			case time.Since(last) >= 5*time.Second:
 				last = time.Now()
 				report("progress", "")
 			}
 		}
-	}
-	loop.Total, loop.MaxOpen = loop.Launched(), 0
-	loop.Until = func(*stack.Counters, int) bool { return handle() }
-	for !quit {
-		if err := loop.Run(ctx); err != nil {
-			return fmt.Errorf("held: %s loop: %w", o.role, err)
-		}
+		return handle()
+	})
+	if err != nil && !quit {
+		report("held", fmt.Sprintf("stopped: %v", err))
+		return fmt.Errorf("held: %s: %w", o.role, err)
 	}
 	return nil
 }
@@ -373,10 +370,24 @@ func drive(o options) error {
 	if err != nil {
 		return err
 	}
-	sec, err := cli.ask("second", "second", deadline)
+	sentLine, err := cli.ask("second", "second-sent", deadline)
 	if err != nil {
 		return err
 	}
+	sent, _ := strconv.ParseUint(sentLine.Note, 10, 64)
+	secStart := time.Now()
+	var sec sample
+	for {
+		if sec, err = cli.ask("stats", "stats", deadline); err != nil {
+			return err
+		}
+		c := sec.Counters
+		if c.SecondRoundOK+c.SecondRoundFailed >= sent || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond) // polling the child, bounded by the deadline
+	}
+	sec.Note = fmt.Sprintf("%d sent, %d OK, %d failed in %.1f s", sent, sec.Counters.SecondRoundOK, sec.Counters.SecondRoundFailed, time.Since(secStart).Seconds())
 	ss2, err := srv.ask("stats", "stats", deadline)
 	if err != nil {
 		return err
@@ -416,7 +427,9 @@ func printReport(o options, load0 string, ramp float64, held, cs, ss, sec, ss2 s
 			x.Role, x.Conns, x.TableB>>20, per(x.TableB, uint64(x.Conns)), per(x.TableB, n), x.RSS>>20, x.BaseRSS>>20, per(x.RSS-x.BaseRSS, n))
 	}
 	sc := sec.Counters
-	fmt.Fprintf(w, "second round                 %s; requests %d -> %d, 2xx %d -> %d, SYN out %d -> %d, server served %d -> %d\n",
-		sec.Note, c.HTTPRequests, sc.HTTPRequests, c.HTTP2xx, sc.HTTP2xx, c.SynOut, sc.SynOut, s.Served200, ss2.Counters.Served200)
+	fmt.Fprintf(w, "second round                 %s; requests %d -> %d, 2xx %d -> %d, SYN out %d -> %d, reconnects %d, server served %d -> %d\n",
+		sec.Note, c.HTTPRequests, sc.HTTPRequests, c.HTTP2xx, sc.HTTP2xx, c.SynOut, sc.SynOut, sc.Reconnects, s.Served200, ss2.Counters.Served200)
+	fmt.Fprintf(w, "second round: retransmitted  %d data, %d dropped for want of a TX buffer (client); link drops %d (client), %d (server)\n",
+		sc.RetransData-c.RetransData, sc.DropNoTxBuffer-c.DropNoTxBuffer, sec.Link.KernelDrops, ss2.Link.KernelDrops)
 	fmt.Fprintf(w, "load average                 %s at ramp start, %s at the end\n", load0, loadavg())
 }
