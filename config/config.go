@@ -114,13 +114,15 @@ type Config struct {
 	// dataplane/ifcheck (ParseRange, ParsePorts), which this leaf package
 	// does not import; validate refuses the combinations cicada cannot
 	// honour.
-	Dataplane          string // --dataplane: "afpacket" or "afxdp" ("": kernel sockets)
-	Interface          string // --interface: the data plane's interface
+	Dataplane          string // --dataplane: "afpacket", "afxdp" or "dpdk" ("": kernel sockets)
+	Interface          string // --interface: the data plane's interface (optional with dpdk)
 	ClientIPs          string // --client-ips: the stack's client range (a-b, a-<last octet> or CIDR)
 	ClientPorts        string // --client-ports (DefaultClientPorts)
 	Gateway            string // --gateway: next hop resolved by ARP ("": the server itself)
 	DataplaneCores     int    // --dataplane-cores (0: 1)
 	DataplaneDedicated bool   // --dataplane-dedicated: skip the interface's safety refusals
+	DPDKEAL            string // --dpdk-eal: DPDK's EAL arguments, one string split as a shell would
+	DPDKPort           string // --dpdk-port: the DPDK port (number, PCI address or device name)
 
 	UserClasses []string // positional UserClass names
 }
@@ -275,13 +277,15 @@ func NewParser(out io.Writer, getenv func(string) string, home, workdir string) 
 	fs.Int64Var(&cfg.MaxUsers, "max-users", 0, "Worker: most users a spawn may ask of it (0: twice the open-files limit, -1: no ceiling)")
 	p.options = append(p.options, option{name: "max-users", env: "CICADA_MAX_USERS"})
 
-	str(&cfg.Dataplane, "dataplane", "", "CICADA_DATAPLANE", "", "Userspace TCP data plane instead of kernel sockets: afpacket or afxdp (worker or standalone; Linux, root)")
+	str(&cfg.Dataplane, "dataplane", "", "CICADA_DATAPLANE", "", "Userspace TCP data plane instead of kernel sockets: afpacket, afxdp or dpdk (worker or standalone; Linux, root; dpdk: make build-dpdk)")
 	str(&cfg.Interface, "interface", "", "CICADA_INTERFACE", "", "Data plane: the interface to send and receive on (refused if it carries the default route, see --dataplane-dedicated)")
 	str(&cfg.ClientIPs, "client-ips", "", "CICADA_CLIENT_IPS", "", "Data plane: the client address range the stack owns, e.g. 198.18.0.1-198.18.0.200 or 198.18.0.0/24")
 	str(&cfg.ClientPorts, "client-ports", "", "CICADA_CLIENT_PORTS", DefaultClientPorts, "Data plane: client port range")
 	str(&cfg.Gateway, "gateway", "", "CICADA_GATEWAY", "", "Data plane: next hop address (resolved by ARP; default: the server itself)")
 	integer(&cfg.DataplaneCores, "dataplane-cores", "", "CICADA_DATAPLANE_CORES", 0, "Data plane: polling loops, one per core (default 1)")
 	boolean(&cfg.DataplaneDedicated, "dataplane-dedicated", "", "CICADA_DATAPLANE_DEDICATED", "Data plane: the interface is dedicated to the test; its safety refusals become warnings")
+	str(&cfg.DPDKEAL, "dpdk-eal", "", "CICADA_DPDK_EAL", "", `Data plane dpdk: DPDK's EAL arguments as one string, e.g. "-l 2 -a 0000:03:00.0" (doc/dpdk.md; needs a binary from make build-dpdk)`)
+	str(&cfg.DPDKPort, "dpdk-port", "", "CICADA_DPDK_PORT", "", "Data plane dpdk: the port, by number, PCI address or device name (net_af_packet0)")
 	return p
 }
 
@@ -430,7 +434,7 @@ func (p *Parser) validate() error {
 }
 
 // DataplaneKinds are the values --dataplane accepts.
-var DataplaneKinds = []string{"afpacket", "afxdp"}
+var DataplaneKinds = []string{"afpacket", "afxdp", "dpdk"}
 
 // DefaultClientPorts is --client-ports' default, the stack's own
 // (stack.DefaultPortMin..DefaultPortMax).
@@ -443,6 +447,9 @@ const MaxDataplaneCores = 1024
 // given alone they are refused, not ignored.
 var dataplaneOnly = []string{"interface", "client-ips", "client-ports", "gateway", "dataplane-cores", "dataplane-dedicated"}
 
+// dpdkOnly are the options that mean nothing without --dataplane dpdk.
+var dpdkOnly = []string{"dpdk-eal", "dpdk-port"}
+
 // validateDataplane refuses data plane options cicada cannot honour: an
 // unknown kind, a missing interface or client range, data plane options
 // without --dataplane, and --dataplane with a master, --source-ips (the
@@ -450,6 +457,13 @@ var dataplaneOnly = []string{"interface", "client-ips", "client-ports", "gateway
 // interface) or an https host (the stack speaks plain HTTP/1.1).
 func (p *Parser) validateDataplane() error {
 	c := p.cfg
+	if c.Dataplane != "dpdk" {
+		for _, name := range dpdkOnly {
+			if f := p.fs.Lookup(name); f.Changed {
+				return fmt.Errorf("%w: --%s requires --dataplane dpdk", ErrUsage, name)
+			}
+		}
+	}
 	if c.Dataplane == "" {
 		for _, name := range dataplaneOnly {
 			if f := p.fs.Lookup(name); f.Changed {
@@ -467,8 +481,11 @@ func (p *Parser) validateDataplane() error {
 		return fmt.Errorf("%w: argument --dataplane: invalid choice %q (choose from %s)", ErrUsage, c.Dataplane, strings.Join(DataplaneKinds, ", "))
 	case c.Master:
 		return fmt.Errorf("%w: --dataplane cannot be combined with --master: the master sends no load; give it to the workers", ErrUsage)
-	case c.Interface == "":
+	case c.Interface == "" && c.Dataplane != "dpdk":
+		// A port bound to vfio-pci has no kernel interface left to name.
 		return fmt.Errorf("%w: --dataplane requires --interface", ErrUsage)
+	case c.Dataplane == "dpdk" && c.DPDKPort == "":
+		return fmt.Errorf("%w: --dataplane dpdk requires --dpdk-port (a number, PCI address or device name)", ErrUsage)
 	case c.ClientIPs == "":
 		return fmt.Errorf("%w: --dataplane requires --client-ips (addresses the stack owns, which the kernel must not)", ErrUsage)
 	case c.SourceIPs != "":

@@ -46,7 +46,19 @@ func TestDataplaneOptions(t *testing.T) {
 		{name: "standalone headless", args: []string{"--headless", "--dataplane", "afxdp", "--interface", "veth0", "--client-ips", "198.18.0.1", "-H", "http://198.18.1.1"},
 			want: func(c *Config) bool { return c.Dataplane == "afxdp" && c.Headless }},
 
-		{name: "unknown kind", args: []string{"--dataplane", "dpdk", "--interface", "x", "--client-ips", "198.18.0.1"}, msg: `--dataplane: invalid choice "dpdk" (choose from afpacket, afxdp)`},
+		{name: "dpdk", args: []string{"--worker", "--dataplane", "dpdk", "--dpdk-eal", "-l 2 -a 0000:03:00.0", "--dpdk-port", "0000:03:00.0", "--client-ips", "198.18.0.1"},
+			want: func(c *Config) bool {
+				return c.Dataplane == "dpdk" && c.DPDKEAL == "-l 2 -a 0000:03:00.0" && c.DPDKPort == "0000:03:00.0" && c.Interface == ""
+			}},
+		{name: "dpdk env", env: map[string]string{"CICADA_DATAPLANE": "dpdk", "CICADA_DPDK_EAL": "--vdev net_af_packet0,iface=eth1", "CICADA_DPDK_PORT": "net_af_packet0",
+			"CICADA_INTERFACE": "eth1", "CICADA_CLIENT_IPS": "198.18.0.1"},
+			want: func(c *Config) bool {
+				return c.DPDKEAL == "--vdev net_af_packet0,iface=eth1" && c.DPDKPort == "net_af_packet0" && c.Interface == "eth1"
+			}},
+		{name: "dpdk no port", args: []string{"--dataplane", "dpdk", "--client-ips", "198.18.0.1"}, msg: "--dataplane dpdk requires --dpdk-port"},
+		{name: "dpdk eal without dpdk", args: append(base, "--dpdk-eal", "-l 0"), msg: "--dpdk-eal requires --dataplane dpdk"},
+		{name: "dpdk port alone", args: []string{"--dpdk-port", "0"}, msg: "--dpdk-port requires --dataplane dpdk"},
+		{name: "unknown kind", args: []string{"--dataplane", "netmap", "--interface", "x", "--client-ips", "198.18.0.1"}, msg: `--dataplane: invalid choice "netmap" (choose from afpacket, afxdp, dpdk)`},
 		{name: "unknown kind env", env: map[string]string{"CICADA_DATAPLANE": "AF_PACKET"}, msg: "invalid choice"},
 		{name: "no interface", args: []string{"--dataplane", "afpacket", "--client-ips", "198.18.0.1"}, msg: "--dataplane requires --interface"},
 		{name: "no client ips", args: []string{"--dataplane", "afpacket", "--interface", "veth0"}, msg: "--dataplane requires --client-ips"},

@@ -27,13 +27,17 @@
 //	                         frames to cores by TCP port (classic BPF)
 //	dataplane/link/afxdp     Linux AF_XDP socket link in pure Go: UMEM, rings,
 //	                         XDP redirect program
+//	dataplane/link/dpdk      DPDK ethdev port link (build tag dpdk, cgo,
+//	                         libdpdk): NICs, mlx5, virtual devices
 //	dataplane/link           the batch link interface and its ownership
 //	                         contract
 //	dataplane/wire           zero-allocation frame views, builders, checksums
 //
 // wire imports only the standard library; link imports wire; the links
 // import link and wire (afpacket and afxdp also golang.org/x/sys/unix;
-// afxdp's tests also drive stack over it); stack imports link and wire;
+// afxdp's tests also drive stack over it; dpdk also cgo and libdpdk under
+// its build tag, and its tests engine, lab, afpacket and afxdp); stack
+// imports link and wire;
 // engine imports stack and wire (its tests also lab, pipe and afpacket).
 // ifcheck imports only the standard library and x/sys (its lab test also
 // lab); target and cmd/cicada use it.

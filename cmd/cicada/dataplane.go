@@ -6,6 +6,7 @@ import (
 
 	"github.com/cicada-load/cicada/config"
 	"github.com/cicada-load/cicada/dataplane/ifcheck"
+	"github.com/cicada-load/cicada/dataplane/link/dpdk"
 )
 
 // dataplaneOpts are --dataplane's values, parsed.
@@ -18,6 +19,8 @@ type dataplaneOpts struct {
 	gateway   netip.Addr // invalid: none
 	cores     int
 	dedicated bool
+	dpdkEAL   []string // --dpdk-eal, split
+	dpdkPort  string
 }
 
 // parseDataplane parses the data plane options config kept as written; nil
@@ -44,6 +47,19 @@ func parseDataplane(cfg *config.Config) (*dataplaneOpts, error) {
 	}
 	if o.cores == 0 {
 		o.cores = 1
+	}
+	if o.link == "dpdk" {
+		// Refused here, before anything runs, in a binary without DPDK.
+		if !dpdk.Available {
+			return nil, fmt.Errorf("argument --dataplane: %w", dpdk.ErrUnsupported)
+		}
+		if o.dpdkEAL, err = dpdk.SplitArgs(cfg.DPDKEAL); err != nil {
+			return nil, fmt.Errorf("argument --dpdk-eal: %w", err)
+		}
+		if err := dpdk.CheckCores(o.cores); err != nil {
+			return nil, fmt.Errorf("argument --dataplane-cores: %w", err)
+		}
+		o.dpdkPort = cfg.DPDKPort
 	}
 	return o, nil
 }

@@ -4,18 +4,33 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/cicada-load/cicada/dataplane/link/dpdk"
 )
 
 // TestDataplaneUsage checks that data plane options cicada cannot honour
 // end the process with exit 2 and a clear message, before anything starts.
 func TestDataplaneUsage(t *testing.T) {
 	dp := []string{"--dataplane", "afpacket", "--interface", "cicnosuch0"}
+	dpdkArgs := []string{"--worker", "--dataplane", "dpdk", "--dpdk-port", "0", "--client-ips", "198.18.0.1"}
+	// Without the dpdk build tag every dpdk run is refused with how to
+	// build one; with it, bad dpdk options are.
+	dpdkMsg := func(tagged string) string {
+		if dpdk.Available {
+			return tagged
+		}
+		return "build with `make build-dpdk` (cgo, libdpdk-dev)"
+	}
 	tests := []struct {
 		name string
 		args []string
 		msg  string
 	}{
-		{"unknown kind", []string{"--worker", "--dataplane", "dpdk", "--interface", "x", "--client-ips", "198.18.0.1"}, `invalid choice "dpdk"`},
+		{"unknown kind", []string{"--worker", "--dataplane", "netmap", "--interface", "x", "--client-ips", "198.18.0.1"}, `invalid choice "netmap"`},
+		{"dpdk bad eal", append(dpdkArgs, "--dpdk-eal", "-l '0"), dpdkMsg("--dpdk-eal: dpdk: bad EAL argument string")},
+		{"dpdk two cores", append(dpdkArgs, "--dataplane-cores", "2"), dpdkMsg("--dataplane-cores: dpdk: 2 cores asked")},
+		{"dpdk no port", []string{"--worker", "--dataplane", "dpdk", "--client-ips", "198.18.0.1"}, "requires --dpdk-port"},
+		{"dpdk eal alone", []string{"--worker", "--dpdk-eal", "-l 0"}, "--dpdk-eal requires --dataplane dpdk"},
 		{"master", append([]string{"--master", "--client-ips", "198.18.0.1"}, dp...), "cannot be combined with --master"},
 		{"source ips", append([]string{"--worker", "--client-ips", "198.18.0.1", "--source-ips", "127.0.0.2"}, dp...), "--source-ips"},
 		{"processes", append([]string{"--worker", "--client-ips", "198.18.0.1", "--processes", "2"}, dp...), "--processes"},

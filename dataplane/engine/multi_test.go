@@ -275,8 +275,10 @@ func TestEngineBusyShare(t *testing.T) {
 	})
 	_, busy := client.Counters()
 	_, still := quiet.Counters()
-	if b := busy[0].Busy; b < 0.3 || b > 1 {
-		t.Errorf("loaded core busy %v (2xx %d); want 0.3..1", b, busy[0].Counters.HTTP2xx)
+	// How busy the loaded core is depends on the machine's other load, so
+	// only its range is asserted: above 0 (it did work) and at most 1.
+	if b := busy[0].Busy; b <= 0 || b > 1 || busy[0].Counters.HTTP2xx == 0 {
+		t.Errorf("loaded core busy %v (2xx %d); want (0, 1] and responses", b, busy[0].Counters.HTTP2xx)
 	}
 	if b := still[0].Busy; b != 0 || still[0].Turns == 0 {
 		t.Errorf("idle core busy %v over %d turns; want 0 and turns", b, still[0].Turns)

@@ -54,8 +54,10 @@
 // Options.ConnectRate new users per second (a token bucket holding a
 // hundredth of a second's worth, so a spawn of 100,000 users does not send
 // 100,000 SYNs at once) and stops its surplus with StopClass (a user
-// awaiting a response finishes it first). Spawn returns once the users are
-// launched. Once a second (engine Every) each core's stats rows go to the
+// awaiting a response finishes it first). Spawn returns once every class
+// holds exactly its users (launched: open or opening), or with an error
+// after SpawnStall without progress (naming an unresolved next hop). Once
+// a second (engine Every) each core's stats rows go to the
 // worker's recorder with stats.Recorder.RecordBulk; Stop also flushes them
 // after waiting up to its grace for the connections to close, so the
 // worker's final report holds every finished request. The heartbeat's
@@ -63,8 +65,9 @@
 // old); dperf's detail counters are logged every Options.DetailInterval.
 // SecondRound runs each stack's SecondRound and waits for the answers.
 //
-// Locks: Runtime.mu guards the engine's life and the spawn targets; it is
-// never taken on an engine core (Tick and Every read only what is set
-// before the engine starts, the core's own state and atomics), because
-// Spawn, Stop and SecondRound hold it while engine.Do waits for the cores.
+// Locks (LOCKS.md): Runtime.mu guards the engine's life; it is never taken
+// on an engine core (Tick and Every read only what is set before the
+// engine starts, the core's own state and atomics), because Spawn's setup
+// and Stop hold it while engine.Do waits for the cores. Users and
+// Connections, which heartbeats call, take no lock that a spawn holds.
 package users

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 
@@ -141,4 +142,13 @@ func TestTransmitDropsForeignFrames(t *testing.T) {
 	if c := l.Counters(); c.TxDropped != 3 || c.TxFrames != 0 || st.TxForeign != 2 {
 		t.Errorf("counters %+v, stats %+v; want 3 dropped (2 foreign)", c, st)
 	}
+}
+
+func fmtStats(st any) string { return fmt.Sprintf("%+v", st) }
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
