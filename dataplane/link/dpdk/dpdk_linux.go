@@ -392,6 +392,7 @@ func (l *Link) Stats() (Stats, error) {
 	}
 	st.PortRxPackets, st.PortTxPackets, st.PortRxMissed, st.PortRxErrors = uint64(out[0]), uint64(out[1]), uint64(out[2]), uint64(out[3])
 	st.PortTxErrors, st.PortRxNoMbuf, st.PortRxBytes, st.PortTxBytes = uint64(out[4]), uint64(out[5]), uint64(out[6]), uint64(out[7])
+	st.PoolFree = uint64(C.rte_mempool_avail_count(l.pool))
 	return st, nil
 }
 

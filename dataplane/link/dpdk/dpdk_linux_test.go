@@ -8,7 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/cicada-load/cicada/dataplane/link"
 	"github.com/cicada-load/cicada/dataplane/link/dpdk"
@@ -65,6 +70,62 @@ func joinArgs(a []string) string {
 		b.WriteString(s)
 	}
 	return b.String()
+}
+
+// startAffinity is the process's CPU set before the EAL pinned anything.
+var startAffinity = threadAffinity(os.Getpid())
+
+// threadAffinity returns a thread's Cpus_allowed_list.
+func threadAffinity(tid int) string {
+	b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(tid) + "/status")
+	if err != nil {
+		return "?"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "?"
+}
+
+// TestInitLeavesGoThreadsUnpinned: rte_eal_init pins the thread it runs
+// on; every thread of the Go runtime (named as the process; DPDK names
+// its own) must keep the process's CPU set, also threads created later.
+func TestInitLeavesGoThreadsUnpinned(t *testing.T) {
+	initEAL(t)
+	// Start and lock a few goroutines so the runtime makes threads now.
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			time.Sleep(time.Millisecond)
+		}()
+	}
+	wg.Wait()
+	comm, _ := os.ReadFile("/proc/self/comm")
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	goThreads := 0
+	for _, task := range tasks {
+		tid, _ := strconv.Atoi(task.Name())
+		c, _ := os.ReadFile("/proc/self/task/" + task.Name() + "/comm")
+		if !bytes.Equal(c, comm) {
+			continue // a DPDK thread (eal-intr-thread...)
+		}
+		goThreads++
+		if got := threadAffinity(tid); got != startAffinity {
+			t.Errorf("thread %d allowed CPUs %s; the process started with %s", tid, got, startAffinity)
+		}
+	}
+	if goThreads < 2 {
+		t.Errorf("found %d Go threads; want several", goThreads)
+	}
 }
 
 func TestOpenRefusesUnknownPort(t *testing.T) {
@@ -151,4 +212,43 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// BenchmarkNullTransmit: Buffer and Transmit of 64-byte frames in bursts of
+// MaxBurst over a null device (the C calls and the link's own work, no
+// I/O); one frame per op.
+func BenchmarkNullTransmit(b *testing.B) {
+	initEAL(b)
+	l := open(b, dpdk.Config{Port: "net_null0"})
+	frames := make([][]byte, dpdk.MaxBurst)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for sent := 0; sent < b.N; {
+		k := min(len(frames), b.N-sent)
+		for i := range k {
+			frames[i] = l.Buffer()[:64]
+		}
+		if got := l.Transmit(frames[:k]); got != k {
+			b.Fatalf("Transmit(%d) = %d", k, got)
+		}
+		sent += k
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pps")
+}
+
+// BenchmarkNullReceive: Receive bursts of MaxBurst from a null device
+// (each C call frees the previous burst and receives the next); one frame
+// per op.
+func BenchmarkNullReceive(b *testing.B) {
+	initEAL(b)
+	l := open(b, dpdk.Config{Port: "net_null0"})
+	frames := make([][]byte, dpdk.MaxBurst)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for got := 0; got < b.N; {
+		got += l.Receive(frames)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pps")
 }
