@@ -413,8 +413,9 @@ func TestDataplaneStandalone(t *testing.T) {
 
 // TestDataplaneRefusesUnsafeInterface checks that a worker and a
 // standalone run refuse (exit 2, naming --dataplane-dedicated) an
-// interface holding a client address, and that the target refuses one
-// holding its server address; nothing is sent.
+// interface holding a client address, that the target refuses one holding
+// its server address, and that a scenario the runtime cannot run is
+// refused with exit 2 too; nothing is sent.
 func TestDataplaneRefusesUnsafeInterface(t *testing.T) {
 	l := newDataplaneLab(t)
 	p, err := l.HostPair()
@@ -425,21 +426,30 @@ func TestDataplaneRefusesUnsafeInterface(t *testing.T) {
 		t.Fatal(err)
 	}
 	dp := []string{"--dataplane", "afpacket", "--interface", p.Cicada.Name, "--client-ips", "198.18.0.1-198.18.0.20"}
+	seed, err := filepath.Abs("../../examples/seed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		name string
 		ns   *lab.Netns
 		args []string
+		msg  string
 	}{
-		{"worker", nil, append([]string{"--worker", "--master-port", strconv.Itoa(freePort(t))}, dp...)},
-		{"standalone", nil, append([]string{"--headless", "-u", "1", "-t", "5s", "-H", "http://" + lab.ServerIP}, dp...)},
-		{"target", p.Server, []string{"target", "--dataplane", "afpacket", "--interface", p.Peer.Name, "--listen", lab.ServerIP + ":80", "--client-ips", "198.18.0.1-198.18.0.20"}},
+		{"worker", nil, append([]string{"--worker", "--master-port", strconv.Itoa(freePort(t))}, dp...), "--dataplane-dedicated"},
+		{"standalone", nil, append([]string{"--headless", "-u", "1", "-t", "5s", "-H", "http://" + lab.ServerIP}, dp...), "--dataplane-dedicated"},
+		{"target", p.Server, []string{"target", "--dataplane", "afpacket", "--interface", p.Peer.Name, "--listen", lab.ServerIP + ":80", "--client-ips", "198.18.0.1-198.18.0.20"}, "--dataplane-dedicated"},
+		// A safe range on the same interface, and the seed scenario, which
+		// keeps cookies: the runtime refuses it, naming the fix.
+		{"scenario with cookies", nil, []string{"--worker", "--master-port", strconv.Itoa(freePort(t)), "-f", seed, "--dataplane", "afpacket",
+			"--interface", p.Cicada.Name, "--client-ips", "198.18.0.100-198.18.0.120"}, "set http.disable_cookies: true"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := startCicada(t, tt.ns, tt.name, tt.args...)
 			exited, err := c.Wait(20 * time.Second)
 			var ee *exec.ExitError
-			if !exited || !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(c.Log(), "--dataplane-dedicated") {
-				t.Errorf("cicada %q: exited %v, %v; want exit 2 naming --dataplane-dedicated\n%s", tt.args, exited, err, tail(c.Log(), 2000))
+			if !exited || !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(c.Log(), tt.msg) {
+				t.Errorf("cicada %q: exited %v, %v; want exit 2 naming %q\n%s", tt.args, exited, err, tt.msg, tail(c.Log(), 2000))
 			}
 		})
 	}
