@@ -101,11 +101,18 @@ func stopCicada(t *testing.T, p *testpeer.Process) {
 
 func ip4(s string) uint32 { return binary.BigEndian.Uint32(net.ParseIP(s).To4()) }
 
-// TestTargetDataplaneHoldsConnections runs `cicada target --dataplane
-// afpacket` in the lab's server namespace and holds connections on it from
-// a client stack over AF_PACKET in the client namespace: every page served,
-// the counters printed, SIGINT ends it with exit 0 and the totals.
+// TestTargetDataplaneHoldsConnections runs `cicada target --dataplane` in
+// the lab's server namespace (AF_PACKET with two cores, AF_XDP with one)
+// and holds connections on it from a client stack over AF_PACKET in the
+// client namespace: every page served, the counters printed, SIGINT ends
+// it with exit 0 and the totals.
 func TestTargetDataplaneHoldsConnections(t *testing.T) {
+	for _, tt := range []struct{ link, cores string }{{"afpacket", "2"}, {"afxdp", "1"}} {
+		t.Run(tt.link, func(t *testing.T) { targetHolds(t, tt.link, tt.cores) })
+	}
+}
+
+func targetHolds(t *testing.T, kind, cores string) {
 	const conns = 5000
 	l := newDataplaneLab(t)
 	p, err := l.StackPair()
@@ -113,8 +120,8 @@ func TestTargetDataplaneHoldsConnections(t *testing.T) {
 		t.Fatalf("StackPair = %v", err)
 	}
 	ports := "10000-" + strconv.Itoa(10000+conns-1)
-	tg := startCicada(t, p.Server, "target", "target", "--dataplane", "afpacket", "--interface", p.Peer.Name,
-		"--listen", lab.ServerIP+":80", "--client-ips", lab.ClientIP, "--client-ports", ports, "--dataplane-cores", "2", "--report-every", "200ms")
+	tg := startCicada(t, p.Server, "target", "target", "--dataplane", kind, "--interface", p.Peer.Name,
+		"--listen", lab.ServerIP+":80", "--client-ips", lab.ClientIP, "--client-ports", ports, "--dataplane-cores", cores, "--report-every", "200ms")
 	waitLog(t, tg, labTimeout, "cicada target serving http://"+lab.ServerIP+":80/")
 
 	var link *afpacket.Link
