@@ -23,7 +23,7 @@ import (
 // testEAL is the one EAL of the test binary (DPDK initialises once per
 // process): no hugepages, two null devices; the lab tests probe their
 // af_packet and af_xdp devices later.
-var testEAL = []string{"--no-huge", "-m", "768", "--vdev", "net_null0", "--vdev", "net_null1,copy=1,size=60",
+var testEAL = []string{"--no-huge", "-m", "512", "--vdev", "net_null0", "--vdev", "net_null1,copy=1,size=60",
 	"--log-level", "*:warning"}
 
 // initEAL initialises the EAL, skipping without root.
