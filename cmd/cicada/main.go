@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/cicada-load/cicada/config"
+	"github.com/cicada-load/cicada/master"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -53,6 +54,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if cfg.Version {
 		fmt.Fprintf(stdout, "cicada %s\n", version)
 		return 0
+	}
+	if err := master.CheckHost(cfg.Host); err != nil {
+		fmt.Fprintf(stderr, "cicada: error: -H/--host: %v\n", err)
+		return 2
 	}
 	dp, err := parseDataplane(cfg)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/cicada-load/cicada/diag"
 	"github.com/cicada-load/cicada/internal/locustlog"
 	"github.com/cicada-load/cicada/internal/shutdown"
+	"github.com/cicada-load/cicada/master"
 	"github.com/cicada-load/cicada/protocol/zmtp"
 	"github.com/cicada-load/cicada/scenario"
 	"github.com/cicada-load/cicada/stats"
@@ -142,6 +143,14 @@ func (a *app) loadScenario() error {
 	}
 	if a.cfg.Host != "" {
 		f.Scenario.Host = a.cfg.Host
+	}
+	if err := master.CheckHost(f.Scenario.Host); err != nil {
+		return fmt.Errorf("%s: host: %w", f.Path, err)
+	}
+	for _, c := range f.Scenario.Classes {
+		if err := master.CheckHost(c.Host); err != nil {
+			return fmt.Errorf("%s: user class %s: host: %w", f.Path, c.Name, err)
+		}
 	}
 	a.file = f
 	return nil
