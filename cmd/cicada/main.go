@@ -24,6 +24,12 @@ cicada is a Go load tester that speaks Locust's master/worker protocol: run it
 as a worker of a Python Locust master (--worker), as a master of Python and Go
 workers (--master), or standalone (both in one process).
 
+-f reads a YAML scenario (examples/*.yaml); Python locustfiles are not read
+yet: keep them on a Python Locust master, with cicada workers running a YAML
+scenario of the same user class names. Without -f cicada runs the built-in
+default scenario: user class HelloWorldUser, GET / on the host (-H), then
+idle 900 s, as examples/seed.yaml.
+
 Options:
 `
 
