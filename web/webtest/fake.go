@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -38,6 +39,11 @@ type Options struct {
 	RequestsPerUserSecond float64
 	// StartErr, if set, is returned by Start.
 	StartErr error
+	// Shape makes the runner report that a load shape drives the test
+	// (web.Status.Shape): Start then ramps to ShapeUsers whatever the
+	// request says. If ShapeUsers is zero, 6 is used.
+	Shape      bool
+	ShapeUsers int
 }
 
 // Runner is a fake web.Runner. It is safe for concurrent use.
@@ -62,6 +68,7 @@ type Runner struct {
 		logs      []string
 		workerIDs []string
 		carry     map[string]float64 // fractional requests per name
+		final     map[string]int64   // users per class when the last stop began
 	}
 }
 
@@ -111,9 +118,11 @@ func (r *Runner) Status() web.Status {
 			{Name: "index", Weight: 5}, {Name: "data", Weight: 2}, {Name: "missing", Weight: 1},
 			{Name: "Browse", Weight: 2, Tasks: []web.Task{{Name: "page", Weight: 3}, {Name: "stop", Weight: 1}}},
 		}}},
-		UserClassesCount:    map[string]int64{"WebsiteUser": int64(users)},
-		ConfiguredUsers:     10,
-		ConfiguredSpawnRate: 2,
+		UserClassesCount:      map[string]int64{"WebsiteUser": int64(users)},
+		FinalUserClassesCount: maps.Clone(r.mu.final),
+		Shape:                 r.opts.Shape,
+		ConfiguredUsers:       10,
+		ConfiguredSpawnRate:   2,
 	}
 	n := len(r.mu.workerIDs)
 	for i, id := range r.mu.workerIDs {
@@ -159,6 +168,12 @@ func (r *Runner) Start(ctx context.Context, req web.StartRequest) error {
 	}
 	r.mu.target = req.Users
 	r.mu.rate = req.SpawnRate
+	if r.opts.Shape {
+		r.mu.target, r.mu.rate = r.opts.ShapeUsers, 100
+		if r.mu.target == 0 {
+			r.mu.target = 6
+		}
+	}
 	r.mu.state = protocol.StateSpawning
 	r.mu.logs = append(r.mu.logs, fmt.Sprintf("[fake] INFO/cicada.webtest: Ramping to %d users at a rate of %.2f per second", req.Users, req.SpawnRate))
 	return nil
@@ -169,6 +184,9 @@ func (r *Runner) Stop(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.mu.stops++
+	if r.mu.state != protocol.StateReady && r.mu.state != protocol.StateStopped {
+		r.mu.final = map[string]int64{"WebsiteUser": int64(r.mu.users)}
+	}
 	if r.mu.state != protocol.StateReady {
 		r.mu.state = protocol.StateStopped
 	}
