@@ -866,3 +866,43 @@ func TestReportFinalRatio(t *testing.T) {
 		})
 	}
 }
+
+func TestHistoryConnections(t *testing.T) {
+	e := newEnv(t, web.Options{}, webtest.Options{})
+	h := e.srv.History()
+	e.do(t, "POST", "/swarm", url.Values{"user_count": {"2"}, "spawn_rate": {"2"}})
+	e.run(1)
+	gen := func(kind string) bool { return kind == "ephemeral_ports" }
+	worker := func(open, est int64, refused, ports, reset int64) web.WorkerInfo {
+		return web.WorkerInfo{ID: "w1", Conn: &web.ConnStats{Open: open, Established: est, ConnectsPerSec: 1.5,
+			ConnectErrors: map[string]int64{"refused": refused, "ephemeral_ports": ports}, Errors: map[string]int64{"reset": reset}, GeneratorSide: gen}}
+	}
+	samples := [][]web.WorkerInfo{
+		{worker(3, 2, 10, 0, 1), {ID: "py", Connections: -1}},
+		{worker(4, 4, 16, 4, 1), {ID: "py", Connections: -1}},
+		{{ID: "py", Connections: -1}}, // no worker reports connections
+	}
+	for _, ws := range samples {
+		st := e.runner.Status()
+		st.Workers = ws
+		h.Sample(st, e.runner, e.clock.Now())
+		e.clock.Add(2 * time.Second)
+	}
+	m := e.get(t, "/stats/history").json(t)
+	tests := []struct {
+		path string
+		want string
+	}{
+		{"conn_open", "[3 4 <nil>]"},
+		{"conn_established", "[2 4 <nil>]"},
+		{"conn_new_per_sec", "[1.5 1.5 <nil>]"},
+		{"conn_errors", "map[connect ephemeral_ports (generator):[0.0 2.0 <nil>] connect refused (target):[0.0 3.0 <nil>]]"},
+		{"conn_open_by_worker", "map[w1:[3 4 <nil>]]"},
+		{"conn_established_by_worker", "map[w1:[2 4 <nil>]]"},
+	}
+	for _, tt := range tests {
+		if got := fmt.Sprint(m[tt.path]); got != tt.want {
+			t.Errorf("%s = %s; want %s", tt.path, got, tt.want)
+		}
+	}
+}

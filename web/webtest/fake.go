@@ -69,6 +69,7 @@ type Runner struct {
 		workerIDs []string
 		carry     map[string]float64 // fractional requests per name
 		final     map[string]int64   // users per class when the last stop began
+		connSecs  float64            // user-seconds run, for the fake connection counters
 	}
 }
 
@@ -140,6 +141,7 @@ func (r *Runner) Status() web.Status {
 			CPUUsage:    math.Round(float64(wu)*3.3*10) / 10,
 			MemoryUsage: 50<<20 + int64(wu)<<16,
 			Connections: wu,
+			Conn:        fakeConn(wu, r.mu.connSecs/float64(n)),
 		})
 	}
 	return st
@@ -247,6 +249,9 @@ func (r *Runner) Step(d time.Duration) {
 	}
 	users := math.Floor(r.mu.users)
 	active := r.mu.state == protocol.StateSpawning || r.mu.state == protocol.StateRunning
+	if active {
+		r.mu.connSecs += users * d.Seconds()
+	}
 	type req struct {
 		name    string
 		rt      time.Duration
@@ -302,5 +307,22 @@ func (r *Runner) Run(ctx context.Context, tick time.Duration) error {
 		case <-t.C:
 			r.Step(tick)
 		}
+	}
+}
+
+// fakeConn returns connection counters of a fake worker with users users
+// that has run userSecs user-seconds: one connection per user (one in ten
+// still connecting), a connect per user-second, a refused connect per 20
+// user-seconds (target side) and an exhausted local port per 50
+// (generator side).
+func fakeConn(users int, userSecs float64) *web.ConnStats {
+	return &web.ConnStats{
+		Open:           int64(users),
+		Established:    int64(users - users/10),
+		Connects:       int64(userSecs),
+		ConnectsPerSec: float64(users),
+		ConnectErrors:  map[string]int64{"refused": int64(userSecs / 20), "ephemeral_ports": int64(userSecs / 50)},
+		Errors:         map[string]int64{"reset": int64(userSecs / 40)},
+		GeneratorSide:  func(kind string) bool { return kind == "ephemeral_ports" },
 	}
 }
