@@ -321,6 +321,7 @@ func (r *Runtime) Spawn(ctx context.Context, s worker.RuntimeSpawn) error {
 	// Wait (without r.mu) until each class has exactly its users:
 	// launched (open or opening), the surplus stopping.
 	cores := *r.coresPtr.Load()
+	eng := r.engPtr.Load()
 	t := time.NewTicker(DefaultPoll)
 	defer t.Stop()
 	var last int64 = -1
@@ -335,6 +336,12 @@ func (r *Runtime) Spawn(ctx context.Context, s worker.RuntimeSpawn) error {
 		}
 		if dist == 0 {
 			return nil
+		}
+		if cur := r.engPtr.Load(); cur == nil || cur != eng {
+			// Close (or another spawn's rebuild) stopped the engine
+			// these counts come from: they will not move again.
+			return fmt.Errorf("users: %d of %d users when the engine stopped (Close) during the spawn: %w",
+				have, total, ErrOption)
 		}
 		if dist != last {
 			last, progress = dist, time.Now()

@@ -1,0 +1,122 @@
+package users
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cicada-load/cicada/internal/testpeer"
+	"github.com/cicada-load/cicada/stats"
+	"github.com/cicada-load/cicada/worker"
+)
+
+// startedRuntime is a runtime over lab's pipes, started, closed at the
+// end of the test.
+func startedRuntime(t *testing.T, opts Options, src string) *Runtime {
+	t.Helper()
+	rt, err := New(opts, parseScenario(t, okHTTP+src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close() })
+	if err := rt.Start(worker.RuntimeEnv{Recorder: stats.NewRecorder(nil)}); err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}
+
+func spawnOf(host string, users int64) worker.RuntimeSpawn {
+	return worker.RuntimeSpawn{Host: host, Grace: time.Second, Classes: []worker.RuntimeClass{{Name: "U", Users: users}}}
+}
+
+// TestRuntimeCloseTwice: Close is idempotent; after it a spawn is refused
+// with an error, and Stop, Users, Connections and SecondRound neither
+// panic nor hang.
+func TestRuntimeCloseTwice(t *testing.T) {
+	lb := newLab(t, 1, 10000, 10999)
+	rt := startedRuntime(t, testOptions(lb.links), "users: [{name: U, wait: constant(0.01), tasks: [{path: /}]}]")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := rt.Spawn(ctx, spawnOf(serverHost, 20)); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Close(); err != nil {
+		t.Fatalf("first Close = %v", err)
+	}
+	if err := rt.Close(); err != nil {
+		t.Fatalf("second Close = %v", err)
+	}
+	if err := rt.Spawn(ctx, spawnOf(serverHost, 5)); err == nil || !errors.Is(err, ErrOption) {
+		t.Fatalf("Spawn after Close = %v; want an error wrapping ErrOption", err)
+	}
+	rt.Stop(time.Second)
+	_ = rt.Users()
+	_ = rt.Connections()
+	if _, err := rt.SecondRound(ctx); err != nil {
+		t.Fatalf("SecondRound after Close = %v", err)
+	}
+}
+
+// TestRuntimeHostChange: a spawn with another host stops the users,
+// rebuilds the stacks for the new server and spawns there; back on the
+// first host the users are served again.
+func TestRuntimeHostChange(t *testing.T) {
+	lb := newLab(t, 2, 10000, 10999)
+	opts := testOptions(lb.links)
+	opts.Cores = 2
+	rt := startedRuntime(t, opts, "users: [{name: U, wait: constant(0.01), tasks: [{path: /}]}]")
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	for k, host := range []string{serverHost, "http://198.18.1.1:8080", serverHost} {
+		if err := rt.Spawn(ctx, spawnOf(host, 10)); err != nil {
+			t.Fatalf("spawn %d (%s) = %v", k, host, err)
+		}
+		if got := rt.Server().String(); got != strings.TrimPrefix(host, "http://") {
+			t.Fatalf("spawn %d: server %s; want %s", k, got, host)
+		}
+		if got := rt.Users()["U"]; got != 10 {
+			t.Fatalf("spawn %d: Users = %d; want 10", k, got)
+		}
+		if k != 1 {
+			before := lb.served.Load()
+			testpeer.Eventually(t, 20*time.Second, "requests served", func() bool { return lb.served.Load() >= before+20 })
+		}
+	}
+	rt.Stop(2 * time.Second)
+	if got := rt.Users()["U"]; got != 0 {
+		t.Fatalf("Users after Stop = %d", got)
+	}
+}
+
+// TestRuntimeCloseDuringSpawn: Close while a slow spawn ramps up ends the
+// spawn at once with an error, not after SpawnStall.
+func TestRuntimeCloseDuringSpawn(t *testing.T) {
+	lb := newLab(t, 1, 10000, 11999)
+	opts := testOptions(lb.links)
+	opts.PortMax = 11999
+	opts.ConnectRate = 100
+	rt := startedRuntime(t, opts, "users: [{name: U, wait: constant(1), tasks: [{path: /}]}]")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- rt.Spawn(ctx, spawnOf(serverHost, 2000)) }()
+	testpeer.Eventually(t, 20*time.Second, "the first users", func() bool { return rt.Users()["U"] > 0 })
+	start := time.Now()
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("the spawn reported success after Close")
+		}
+		if took := time.Since(start); took > 2*time.Second {
+			t.Fatalf("the spawn ended %v after Close (%v); want at once", took, err)
+		}
+		t.Logf("spawn after Close: %v", err)
+	case <-ctx.Done():
+		t.Fatal("the spawn did not end after Close")
+	}
+}
