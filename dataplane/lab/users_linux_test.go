@@ -9,7 +9,7 @@ import (
 	"github.com/cicada-load/cicada/internal/testpeer"
 )
 
-// TestLabUsersToNginx: 500 Locust users (on_start GET, then tasks of one
+// TestLabStackUsersReconnect: 500 Locust users (on_start GET, then tasks of one
 // or two GETs by weight, waiting 2.5 s) against nginx closing idle
 // keep-alive connections after 1 s: every user's connection is closed by
 // nginx while it waits, and it reconnects for its next task. After 1,000
@@ -18,7 +18,7 @@ import (
 // nginx's TIME_WAIT of the port. The 1.5 s between nginx's close and the
 // user's next request keep the test clear of the race Locust users know
 // too (a request sent while the server's FIN is on its way is reset).
-func TestLabUsersToNginx(t *testing.T) {
+func TestLabStackUsersReconnect(t *testing.T) {
 	const users = 500
 	get := stack.BuildRequest("GET", "/", lab.ServerIP, nil)
 	prog := &stack.Program{

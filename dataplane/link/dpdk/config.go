@@ -263,6 +263,10 @@ type Stats struct {
 	// TxRetries counts rte_eth_tx_burst calls beyond the first of a
 	// Transmit (the TX ring was full; the link tries three times).
 	TxRetries uint64
+	// PoolFree is how many mbufs of the link's pool are free
+	// (rte_mempool_avail_count): the rest are in the rings, lent to the
+	// caller or in the link's transmit cache.
+	PoolFree uint64
 	// Port counters, as the driver reports them: frames received and
 	// sent, frames the NIC dropped for want of a descriptor (imissed),
 	// receive and transmit errors, and mbuf allocation failures on receive.

@@ -125,6 +125,11 @@ func TestRingPairFramesBothWays(t *testing.T) {
 		if c := l.Counters(); c.TxFrames != n || c.RxFrames != n || c.TxDropped != 0 || c.TxNoBuffer != 0 {
 			t.Errorf("port %d counters %+v; want %d each way, no drop", l.PortID(), c, n)
 		}
+		// Every mbuf is back but the transmit cache's and the last
+		// burst lent by Receive: at most two bursts.
+		if st, err := l.Stats(); err != nil || st.PoolFree < 8192-2*dpdk.MaxBurst {
+			t.Errorf("port %d: %d mbufs free of 8,192 (%v); want all but two bursts", l.PortID(), st.PoolFree, err)
+		}
 	}
 }
 
