@@ -3,10 +3,12 @@ package users
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/dataplane/ifcheck"
 	"github.com/cicada-load/cicada/internal/testpeer"
 	"github.com/cicada-load/cicada/stats"
 	"github.com/cicada-load/cicada/worker"
@@ -118,5 +120,19 @@ func TestRuntimeCloseDuringSpawn(t *testing.T) {
 		t.Logf("spawn after Close: %v", err)
 	case <-ctx.Done():
 		t.Fatal("the spawn did not end after Close")
+	}
+}
+
+// TestNewRefusesTableBeyondMemory: a tuple space whose tables cannot be
+// allocated is refused by New (exit 2 on the command line), where the
+// first spawn would end the process with the Go runtime's fatal out of
+// memory. 2^24 addresses × 65,535 ports is about 120 TiB of records.
+func TestNewRefusesTableBeyondMemory(t *testing.T) {
+	opts := testOptions(pipeLinks)
+	opts.ClientIP, opts.ClientIPs = netip.MustParseAddr("10.0.0.0"), 1<<24
+	opts.PortMin, opts.PortMax = 1, 65535
+	_, err := New(opts, parseScenario(t, okHTTP+"users: [{name: U, tasks: [{path: /}]}]"))
+	if !errors.Is(err, ErrOption) || !errors.Is(err, ifcheck.ErrMemory) || !strings.Contains(err.Error(), "client IPs or ports") {
+		t.Fatalf("New = %v; want a refusal wrapping ErrOption and ifcheck.ErrMemory", err)
 	}
 }
