@@ -136,3 +136,54 @@ func TestNewRefusesTableBeyondMemory(t *testing.T) {
 		t.Fatalf("New = %v; want a refusal wrapping ErrOption and ifcheck.ErrMemory", err)
 	}
 }
+
+// TestRuntimeSpawnBeyondTable: a spawn of more users than the tuple space
+// (a caller that skipped the worker's MaxUsers clamp) is refused at once,
+// naming the table, without launching anything.
+func TestRuntimeSpawnBeyondTable(t *testing.T) {
+	lb := newLab(t, 1, 10000, 10099)
+	opts := testOptions(lb.links)
+	opts.PortMax = 10099
+	rt := startedRuntime(t, opts, "users: [{name: U, wait: constant(1), tasks: [{path: /}]}]")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	err := rt.Spawn(ctx, spawnOf(serverHost, 101))
+	if !errors.Is(err, ErrRefused) || time.Since(start) > 2*time.Second || !strings.Contains(err.Error(), "at most 100") {
+		t.Fatalf("Spawn of 101 users over 100 records = %v after %v; want a refusal at once", err, time.Since(start))
+	}
+}
+
+// TestRuntimeSpawnStopSpawn: spawn, stop and spawn again in quick
+// succession, and a second round while a spawn ramps up: the counts end
+// exact, nothing hangs.
+func TestRuntimeSpawnStopSpawn(t *testing.T) {
+	lb := newLab(t, 2, 10000, 10999)
+	opts := testOptions(lb.links)
+	opts.Cores = 2
+	opts.ConnectRate = 2000
+	rt := startedRuntime(t, opts, "users: [{name: U, wait: constant(0.05), tasks: [{path: /}]}]")
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	for k := range 5 {
+		if err := rt.Spawn(ctx, spawnOf(serverHost, int64(50+k*10))); err != nil {
+			t.Fatalf("round %d: %v", k, err)
+		}
+		rt.Stop(2 * time.Second)
+		if got := rt.Users()["U"]; got != 0 {
+			t.Fatalf("round %d: %d users after Stop", k, got)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- rt.Spawn(ctx, spawnOf(serverHost, 600)) }()
+	res, err := rt.SecondRound(ctx)
+	if err != nil || res.Reused+res.Failed != res.Users {
+		t.Fatalf("second round during a spawn = %+v, %v", res, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := rt.Users()["U"]; got != 600 {
+		t.Fatalf("Users = %d; want 600", got)
+	}
+}

@@ -407,6 +407,15 @@ func (r *Runtime) startSpawn(ctx context.Context, s worker.RuntimeSpawn) ([]int6
 		}
 		host, any = h, true
 	}
+	var total int64
+	for _, n := range want {
+		total += n
+	}
+	if total > r.opts.MaxUsers {
+		// The worker clamps to MaxUsers; a caller that does not would
+		// wait SpawnStall for records that do not exist.
+		return nil, refused("spawn", "%d users; this runtime holds at most %d (MaxUsers, at most client IPs × ports)", total, r.opts.MaxUsers)
+	}
 	r.namesMu.Lock()
 	r.names = append(r.names[:0], s.Classes...)
 	r.namesMu.Unlock()
