@@ -181,3 +181,51 @@ func TestHostileServers(t *testing.T) {
 func malformed(r *StatsRow) uint64 { return r.FailMalformed }
 func reset(r *StatsRow) uint64     { return r.FailReset }
 func timeout(r *StatsRow) uint64   { return r.FailTimeout }
+
+// TestStoppedUserConnectFails: a user stopped while its SYN goes
+// unanswered ends when the connect fails without counting a request: it
+// would never have sent one.
+func TestStoppedUserConnectFails(t *testing.T) {
+	for _, how := range []string{"no answer", "reset"} {
+		t.Run(how, func(t *testing.T) {
+			prog := oneClass(ProgramClass{Tasks: []ProgramTask{{Weight: 1, Requests: []int{0}}}, Wait: Wait{Kind: WaitConstant, Min: time.Second}})
+			cc := Config{PortMin: 10000, PortMax: 10003, Program: prog, RetransmitTimeout: 10 * time.Millisecond,
+				MaxRetransmitTimeout: 20 * time.Millisecond, MaxRetries: 2}
+			p := usersPair(t, prog, 4, cc, Config{PortMin: 10000, PortMax: 10003}, pipe.Config{})
+			p.run(t, 100, func() bool { return p.c.Resolved() })
+			if n := p.c.LaunchClass(p.now, 0, 4); n != 4 {
+				t.Fatalf("launched %d", n)
+			}
+			syns := rawPeer{t, p.sb}.recv() // the server never sees them
+			if p.c.StopClass(p.now, 0, 4) != 4 || p.c.Users(0) != 0 {
+				t.Fatal("not stopped")
+			}
+			if how == "reset" {
+				for _, f := range syns {
+					ip, _ := wire.ParseIPv4(wire.Ethernet(f).Payload())
+					seg, _ := wire.ParseTCP(ip.Payload())
+					inject(p.c, tcpFrame(p.c.mac, serverIP, ip.Src(), wire.TCPFields{SrcPort: 80, DstPort: seg.SrcPort(),
+						Ack: seg.Seq() + 1, Flags: wire.TCPRst | wire.TCPAck}, nil), p.now)
+				}
+			}
+			for range 200 {
+				p.now += step
+				p.c.Poll(p.now)
+				rawPeer{t, p.sb}.recv()
+			}
+			var st Stats
+			p.c.TakeStats(&st)
+			if c := p.c.Counters(); c.SocketsCurrent != 0 || st.Rows[0].Requests != 0 || st.Rows[0].FailConnect != 0 {
+				t.Fatalf("open %d, requests %d, connect failures %d; want 0, 0, 0", c.SocketsCurrent, st.Rows[0].Requests, st.Rows[0].FailConnect)
+			}
+			if err := checkInvariants(p.c); err != nil {
+				t.Fatal(err)
+			}
+			for i := range p.c.conns {
+				if p.c.conns[i].uflags != 0 {
+					t.Fatalf("record %d still holds a user (flags %#x)", i, p.c.conns[i].uflags)
+				}
+			}
+		})
+	}
+}
