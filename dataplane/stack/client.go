@@ -122,7 +122,7 @@ func (s *Stack) sendRequest(i uint32, now int64) {
 	s.emit(&s.tData, i, c.sndNxt, c.rcvNxt, r.raw, r.sum)
 	c.sndNxt += uint32(len(r.raw))
 	c.sentAt = now
-	c.http = respParser{}
+	c.http = respParser{head: r.head}
 	c.flags |= fAwait
 	c.retries = 0
 	s.ctr.HTTPRequests++

@@ -229,3 +229,42 @@ func TestStoppedUserConnectFails(t *testing.T) {
 		})
 	}
 }
+
+// TestHeadResponseHasNoBody: a HEAD request's response carries the GET's
+// Content-Length and no body (RFC 9110 9.3.2); it completes at the blank
+// line, as a success, without waiting for the body until the idle timeout.
+func TestHeadResponseHasNoBody(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		prog *Program
+		cfg  Config
+	}{
+		{"program", &Program{Requests: []ProgramRequest{{Raw: BuildRequest("HEAD", "/", "10.0.1.1", nil)}},
+			Classes: []ProgramClass{{Tasks: []ProgramTask{{Weight: 1, Requests: []int{0}}}, Wait: Wait{Kind: WaitConstant, Min: 10 * time.Millisecond}}}}, Config{}},
+		{"request", nil, Config{Request: BuildRequest("HEAD", "/", "10.0.1.1", nil), RequestsPerConn: 3, Hold: true}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cc := tt.cfg
+			cc.PortMin, cc.PortMax, cc.Program, cc.IdleTimeout = 10000, 10000, tt.prog, time.Second
+			p := newPair(t, cc, Config{PortMin: 10000, PortMax: 10000}, pipe.Config{})
+			p.run(t, 100, func() bool { return p.c.Resolved() })
+			e := &evilServer{t: t, c: p.c, end: p.sb, synWin: 65535, answer: func(e *evilServer) [][]byte {
+				return e.data("HTTP/1.1 200 OK\r\nContent-Length: 612\r\nContent-Type: text/html\r\n\r\n")
+			}}
+			if p.c.LaunchClass(p.now, 0, 1) != 1 {
+				t.Fatal("nothing launched")
+			}
+			for range 200 { // 200 ms, a fifth of the idle timeout
+				p.now += step
+				p.c.Poll(p.now)
+				e.serve()
+				p.c.Poll(p.now)
+			}
+			var st Stats
+			p.c.TakeStats(&st)
+			if r := st.Rows[0]; r.Requests < 3 || r.Failures != 0 || r.ContentBytes != 0 {
+				t.Fatalf("requests %d, failures %d (timeouts %d), body bytes %d; want >= 3, 0, 0", r.Requests, r.Failures, r.FailTimeout, r.ContentBytes)
+			}
+		})
+	}
+}
