@@ -355,7 +355,7 @@ func (m *Master) handleMessage(in inbound) (stateChange bool) {
 		}
 		st.reg.stopped[id] = true
 		m.removeNode(nd)
-		m.logf(slog.LevelInfo, "worker stopped", "Worker %s (index %d) reported that it has stopped, removing from running workers", id, m.index(id))
+		m.logf(m.workerLogLevel(), "worker stopped", "Worker %s (index %d) reported that it has stopped, removing from running workers", id, m.index(id))
 	case protocol.TypeSpawning:
 		if nd := st.reg.nodes[id]; nd != nil {
 			st.setNodeState(nd, protocol.StateSpawning)
@@ -464,7 +464,7 @@ func (m *Master) clientReady(id string, cr *protocol.ClientReady) {
 	delete(st.reg.stopped, id)
 	delete(st.reg.quitted, id)
 	if old := st.reg.nodes[id]; old != nil {
-		m.logf(slog.LevelInfo, "registered again", "Worker %s (index %d) registered again; replacing it", id, idx)
+		m.logf(m.workerLogLevel(), "registered again", "Worker %s (index %d) registered again; replacing it", id, idx)
 	}
 	nd := &node{id: id, state: protocol.StateReady, liveness: m.opts.HeartbeatLiveness, classes: map[string]int64{},
 		version: version, echo: echoHeartbeats(cr), headMsgs: knowsMasterSpawningComplete(cr), memory: -1}
@@ -475,7 +475,7 @@ func (m *Master) clientReady(id string, cr *protocol.ClientReady) {
 		return
 	}
 	m.workerJoined(id)
-	m.logf(slog.LevelInfo, "worker ready", "Worker %s (index %d) reported as ready. %d workers connected.", id, idx, st.workerCount())
+	m.logf(m.workerLogLevel(), "worker ready", "Worker %s (index %d) reported as ready. %d workers connected.", id, idx, st.workerCount())
 	if m.opts.EnableRebalancing && st.run.state == protocol.StateRunning && st.ramp.spawnComplete {
 		m.requestRedispatch()
 	}
@@ -654,10 +654,13 @@ func (m *Master) workerQuit(id string) {
 	}
 	nd := st.reg.nodes[id]
 	if nd == nil {
+		if st.end.quitAfterStopped && st.reg.stopped[id] {
+			m.logf(m.workerLogLevel(), "worker quit", "Worker '%s' (index %d) quit. %d workers ready.", id, m.index(id), st.countState(protocol.StateReady))
+		}
 		return
 	}
 	m.removeNode(nd)
-	m.logf(slog.LevelInfo, "worker quit", "Worker '%s' (index %d) quit. %d workers ready.", id, m.index(id), st.countState(protocol.StateReady))
+	m.logf(m.workerLogLevel(), "worker quit", "Worker '%s' (index %d) quit. %d workers ready.", id, m.index(id), st.countState(protocol.StateReady))
 	if st.end.quitting {
 		return
 	}
@@ -751,4 +754,14 @@ func (m *Master) checkStopped() {
 	if (st.run.state == protocol.StateStopping && allReady) || st.workerCount() == 0 {
 		m.setState(protocol.StateStopped)
 	}
+}
+
+// workerLogLevel is the level of lines about workers joining: DEBUG when
+// they are the process's own (Options.Standalone), as Locust standalone has
+// no workers to speak of.
+func (m *Master) workerLogLevel() slog.Level {
+	if m.opts.Standalone {
+		return slog.LevelDebug
+	}
+	return slog.LevelInfo
 }
