@@ -145,7 +145,7 @@ type Options struct {
 	// (DEBUG), a start logs "Ramping to N users at a rate of R per second"
 	// instead of "Sending spawn jobs", and the connections table has one
 	// Total row, titled "Connections". The wait for the workers is polled
-	// every few milliseconds in every mode.
+	// every few milliseconds, not every WaitLogInterval.
 	Standalone bool
 	// StopQuitGrace is how long beyond StopTimeout a quit waits for the
 	// workers to report their users stopped. If zero,

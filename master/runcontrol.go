@@ -93,9 +93,15 @@ func (m *Master) automaticRun(ctx context.Context, atEnd func()) {
 func (m *Master) waitReady(ctx context.Context) bool {
 	o := &m.opts
 	begin := timeNow()
-	// Readiness is polled every waitPoll, so the test starts as soon as
-	// the workers are ready; the wait is logged every WaitLogInterval.
-	t := time.NewTicker(min(waitPoll, o.WaitLogInterval))
+	// A distributed master checks every WaitLogInterval, as Locust's
+	// checks every second (a restarted master lets reconnecting workers
+	// report what they run first); standalone's own workers are polled
+	// every waitPoll, so its test starts as soon as they are ready.
+	poll := o.WaitLogInterval
+	if o.Standalone {
+		poll = min(waitPoll, poll)
+	}
+	t := time.NewTicker(poll)
 	defer t.Stop()
 	var logged time.Time
 	for {
