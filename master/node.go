@@ -31,6 +31,9 @@ type node struct {
 	stopSent  bool      // stop sent because it ran users while no test ran (see stopOrphan); reset by a spawn
 	lastEcho  time.Time // when the last heartbeat echo was sent
 	conn      connState // connection counters (cicada workers)
+	// classesChecked: its class list was compared with the master's once
+	// (checkClasses).
+	classesChecked bool
 }
 
 func (n *node) users() int64 { return n.total }
@@ -643,6 +646,44 @@ func (m *Master) statsReport(id string, r *protocol.StatsReport) {
 		}
 		m.log.Info(fmt.Sprintf("User classes learned from worker %s: %s (weight 1 each)", id, strings.Join(names, ", ")))
 	}
+	if nd != nil && !nd.classesChecked && len(r.UserClassesCount) > 0 && len(st.run.classes) > 0 {
+		nd.classesChecked = true
+		m.checkClasses(nd, r.UserClassesCount)
+	}
+}
+
+// checkClasses logs an ERROR, in the master's own output, when a cicada
+// worker lacks classes the master dispatches: its users of them would not
+// start (the worker reports that only to its own log and as an
+// exception). A cicada worker's stats report lists all its classes, zeros
+// included; a Python worker's lists only the classes it runs, so only
+// cicada workers (client_ready's -1) are checked, and one with a single
+// class serves any class name. Precondition: loop.
+func (m *Master) checkClasses(nd *node, have map[string]int64) {
+	if nd.version != "-1" || len(have) < 2 {
+		return
+	}
+	var missing []string
+	for _, c := range m.st.run.classes {
+		if _, ok := have[c.Name]; !ok {
+			missing = append(missing, c.Name)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	names := make([]string, 0, len(have))
+	for c := range have {
+		names = append(names, c)
+	}
+	sort.Strings(names)
+	master := make([]string, len(m.st.run.classes))
+	for i, c := range m.st.run.classes {
+		master[i] = c.Name
+	}
+	m.logf(slog.LevelError, "class mismatch", "User class mismatch: the master dispatches %s; worker %s (index %d) has %s, so its users of %s do not start. "+
+		"Give the master -f with the workers' scenario, or no -f to use the classes the workers report",
+		strings.Join(master, ", "), nd.id, m.index(nd.id), strings.Join(names, ", "), strings.Join(missing, ", "))
 }
 
 func (m *Master) workerQuit(id string) {

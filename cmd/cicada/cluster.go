@@ -206,8 +206,15 @@ func (a *app) masterOptions(log *slog.Logger, distributed bool, localWorkers int
 		opts.StatsFormat.Standalone = true
 		opts.Standalone = true
 	}
-	for _, c := range a.file.Scenario.Classes {
-		opts.UserClasses = append(opts.UserClasses, master.UserClass{Name: c.Name, Weight: c.Weight, FixedCount: c.FixedCount})
+	switch {
+	case a.learnClasses: // the positional names, or none: the workers' classes
+		for _, name := range cfg.UserClasses {
+			opts.UserClasses = append(opts.UserClasses, master.UserClass{Name: name, Weight: 1})
+		}
+	default:
+		for _, c := range a.file.Scenario.Classes {
+			opts.UserClasses = append(opts.UserClasses, master.UserClass{Name: c.Name, Weight: c.Weight, FixedCount: c.FixedCount})
+		}
 	}
 	opts.Stages = slices.Clone(a.file.Stages) // the master may fill in defaults
 	return opts

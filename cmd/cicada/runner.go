@@ -25,6 +25,9 @@ type masterRunner struct {
 	// distributed master): Start waits for them, as Locust standalone
 	// has no worker to wait for.
 	localWorkers int
+	// learned: the classes are the master's (learned from the workers),
+	// by name only.
+	learned bool
 }
 
 var (
@@ -42,7 +45,11 @@ func newMasterRunner(m *master.Master, a *app, distributed bool, logs *web.LogBu
 		runTime:     time.Duration(a.cfg.RunTime),
 		logs:        logs,
 	}
-	r.classes = webClasses(a.file.Scenario.Classes)
+	if !a.learnClasses {
+		r.classes = webClasses(a.file.Scenario.Classes)
+	} else {
+		r.learned = true
+	}
 	return r
 }
 
@@ -76,6 +83,11 @@ func (r *masterRunner) Status() web.Status {
 		ConfiguredUsers:     r.users,
 		ConfiguredSpawnRate: r.spawnRate,
 		ConfiguredRunTime:   r.runTime,
+	}
+	if r.learned {
+		for _, c := range s.Classes {
+			st.UserClasses = append(st.UserClasses, web.UserClass{Name: c.Name})
+		}
 	}
 	if r.distributed {
 		for _, w := range s.Workers {
