@@ -103,13 +103,15 @@ async function flow(page) {
   check(sorted.every((v, i) => i === 0 || sorted[i - 1] >= v), "not sorted descending: " + sorted);
   check((await page.$$("#stats-total tr.total")).length === 1, "Aggregated row missing");
 
-  // Charts fill from the server history.
+  // Charts fill from the server history: three of requests and users,
+  // three of connections (the fake workers report connection counters).
   await page.click('#tabs a[data-tab="charts"]');
-  await page.waitForFunction(() => document.querySelectorAll("#tab-charts .uplot").length === 3, null, { timeout: T });
+  await page.waitForFunction(() => document.querySelectorAll("#tab-charts .uplot").length === 6, null, { timeout: T });
   await page.waitForFunction(() => (window.cicada.state.history?.time.length || 0) >= 3, null, { timeout: T });
   const pointsBefore = await page.evaluate(() => window.cicada.state.history.time.length);
   await page.waitForFunction((n) => window.cicada.state.history.time.length > n, pointsBefore, { timeout: T });
   result.chartPoints = await page.evaluate(() => window.cicada.state.history.time.length);
+  await checkCharts(page);
   await shot(page, "03-charts.png");
 
   // Edit the running test.
@@ -137,7 +139,7 @@ async function flow(page) {
   await page.goto(base + "/#charts", { waitUntil: "load", timeout: T });
   await page.reload({ waitUntil: "load", timeout: T });
   await page.waitForFunction((n) => (window.cicada.state.history?.time.length || 0) >= n, before, { timeout: T });
-  await page.waitForFunction(() => document.querySelectorAll("#tab-charts .uplot").length === 3, null, { timeout: T });
+  await page.waitForFunction(() => document.querySelectorAll("#tab-charts .uplot").length === 6, null, { timeout: T });
   result.pointsAfterReload = await page.evaluate(() => window.cicada.state.history.time.length);
   result.pointsBeforeReload = before;
   await shot(page, "04-after-reload.png");
@@ -170,18 +172,88 @@ async function flow(page) {
   const report = await browser.newPage({ viewport: { width: 1400, height: 900 } });
   await watch(report, "report");
   await report.goto(base + "/stats/report", { waitUntil: "load", timeout: T });
-  await report.waitForFunction(() => document.querySelectorAll(".uplot").length === 3, null, { timeout: T });
+  await report.waitForFunction(() => document.querySelectorAll(".uplot").length === 6, null, { timeout: T });
+  // Legends: laid out by uPlot, not by the report's table CSS, inside
+  // their card, and showing last values rather than "–".
+  const legends = await report.evaluate(() =>
+    [...document.querySelectorAll(".chart")].filter((c) => !c.hidden).map((c) => {
+      const lg = c.querySelector(".u-legend");
+      const cr = c.getBoundingClientRect();
+      const lr = lg.getBoundingClientRect();
+      const values = [...lg.querySelectorAll(".u-series:not(:first-child) .u-value")].map((v) => v.textContent);
+      return { id: c.id, inside: lr.left >= cr.left - 1 && lr.right <= cr.right + 1, width: getComputedStyle(lg).width, values };
+    }),
+  );
+  for (const l of legends) {
+    check(l.inside, "report legend overflows its card: " + JSON.stringify(l));
+    check(l.values.length > 0 && l.values.every((v) => v !== "–" && v !== ""), "report legend without values: " + JSON.stringify(l));
+  }
+  result.reportLegends = legends.length;
   await report.screenshot({ path: path.join(artifacts, "08-report.png"), fullPage: true });
   await report.close();
 
-  // Reset from the dashboard. It empties the chart history, so it comes
-  // after the report: the report leaves its charts out while the server's
-  // history is empty, as Locust's does.
+  // Reset from the dashboard keeps the chart history (Locust keeps its
+  // charts), and the time axis stays on the test's time span.
+  await page.click('#tabs a[data-tab="charts"]');
+  const pointsBeforeReset = await page.evaluate(() => window.cicada.state.history.time.length);
   const [reset] = await Promise.all([
     page.waitForResponse((r) => r.url().endsWith("/stats/reset"), { timeout: T }),
     page.click("#btn-reset"),
   ]);
   check(reset.status() === 200, "reset from the dashboard answered " + reset.status());
+  await page.waitForFunction(() => Number(document.querySelector("#stats-total tr.total td:nth-child(3)")?.textContent || 0) === 0, null, { timeout: T });
+  await page.reload({ waitUntil: "load", timeout: T });
+  await page.waitForFunction((n) => (window.cicada.state.history?.time.length || 0) >= n, pointsBeforeReset, { timeout: T });
+  await page.waitForFunction(() => document.querySelectorAll("#tab-charts .uplot").length === 6, null, { timeout: T });
+  result.pointsBeforeReset = pointsBeforeReset;
+  result.pointsAfterReset = await page.evaluate(() => window.cicada.state.history.time.length);
+  await checkCharts(page);
+  await shot(page, "09-after-reset.png");
+}
+
+// checkCharts checks the charts of the dashboard's Charts tab: time ticks
+// on whole seconds (no ":45.500"), within this year (no 2027-2029 axis of
+// an empty chart), a users axis from 0, legends with values, and the
+// per-worker hover of the connections chart.
+async function checkCharts(page) {
+  const info = await page.evaluate(() => {
+    // Axes are drawn on a canvas: read uPlot's computed tick labels.
+    const out = [];
+    for (const [id, p] of window.cicada.state.charts.plots) {
+      const c = document.getElementById("chart-" + id);
+      if (c.hidden) continue;
+      const ticks = (p.plot.axes[0]._values || []).map(String);
+      const yTicks = (p.plot.axes[1]._values || []).map(String);
+      const values = [...c.querySelectorAll(".u-legend .u-series:not(:first-child) .u-value")].map((v) => v.textContent);
+      out.push({ id: c.id, ticks, yTicks, values });
+    }
+    return out;
+  });
+  for (const c of info) {
+    check(c.ticks.length > 0, "no time ticks: " + JSON.stringify(c));
+    check(c.ticks.every((t) => /^\d\d:\d\d(:\d\d)?$/.test(t)), "time ticks not on whole seconds: " + JSON.stringify(c));
+    check(c.values.length > 0 && c.values.every((v) => v !== "–"), "legend without values: " + JSON.stringify(c));
+  }
+  const users = info.find((c) => c.id === "chart-users");
+  check(users && users.yTicks[0] === "0", "users axis does not start at 0: " + JSON.stringify(users));
+  const years = await page.evaluate(() => {
+    const p = window.cicada.state.charts.plots.get("users").plot;
+    return [new Date(p.scales.x.min * 1000).getFullYear(), new Date(p.scales.x.max * 1000).getFullYear()];
+  });
+  const now = new Date().getFullYear();
+  check(years[0] === now && years[1] === now, "time axis outside this year: " + years);
+  // Hover the middle of the connections chart: the per-worker tip shows.
+  const over = await page.$("#chart-conn .u-over");
+  await over.scrollIntoViewIfNeeded();
+  const box = await over.boundingBox();
+  await page.mouse.move(box.x + box.width * 0.9, box.y + box.height / 2);
+  await page.waitForFunction(() => {
+    const tip = document.querySelector("#chart-conn .worker-tip");
+    return tip && !tip.hidden && tip.textContent.includes("fakehost_");
+  }, null, { timeout: T });
+  await shot(page, "charts-hover.png");
+  await page.mouse.move(1, 1);
+  result.charts = info.length;
 }
 
 async function perf(page) {
