@@ -8,6 +8,11 @@
 //       edit the user count, download the stats CSV, reload and see the
 //       history again, stop. Screenshots go to <artifacts-dir>.
 // perf: measure the statistics table's render time per refresh.
+// layout: at 800 and 1280 px the Name column keeps a readable width (and
+//       stays in view when the table scrolls sideways); dark theme by
+//       prefers-color-scheme and by the toggle, kept across reloads.
+// shape: a load-shape run: inputs disabled with the reason, start without
+//       numbers, Edit disabled.
 // The last line printed is "E2E_RESULT <json>".
 import { chromium } from "playwright-core";
 import fs from "node:fs";
@@ -326,11 +331,91 @@ async function perf(page) {
   await shot(page, "perf-scrolled.png");
 }
 
+// luminance of a CSS rgb() colour, 0 (black) to 1 (white).
+function luminance(rgb) {
+  const [r, g, b] = rgb.match(/\d+/g).map(Number);
+  return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255;
+}
+
+const MIN_NAME_PX = 200;
+
+async function layout() {
+  result.nameWidths = {};
+  for (const width of [800, 1280]) {
+    const page = await browser.newPage({ viewport: { width, height: 800 } });
+    await watch(page, "layout-" + width);
+    await page.goto(base + "/", { waitUntil: "load", timeout: T });
+    await page.waitForFunction(() => document.querySelectorAll("#stats-rows tr").length >= 3, null, { timeout: T });
+    const m = await page.evaluate(() => {
+      const th = document.querySelector("#stats-table th:nth-child(2)");
+      const td = document.querySelector("#stats-rows td.name");
+      const box = document.getElementById("stats-box");
+      const before = td.getBoundingClientRect().width;
+      // Scroll sideways: the Name column stays in view (sticky).
+      box.scrollLeft = box.scrollWidth;
+      const boxLeft = box.getBoundingClientRect().left;
+      const nameLeft = td.getBoundingClientRect().left;
+      return { th: th.getBoundingClientRect().width, td: before, scrolls: box.scrollWidth > box.clientWidth, boxLeft, nameLeft, scrollLeft: box.scrollLeft };
+    });
+    await shot(page, `layout-${width}.png`);
+    check(m.th >= MIN_NAME_PX && m.td >= MIN_NAME_PX, `Name column at ${width} px is ${m.td} px wide: ` + JSON.stringify(m));
+    if (m.scrolls) check(m.scrollLeft > 0 && Math.abs(m.nameLeft - m.boxLeft) <= 2, `Name column scrolled out of view at ${width} px: ` + JSON.stringify(m));
+    result.nameWidths[width] = Math.round(m.td);
+    await page.close();
+  }
+
+  // Dark theme: the system's preference, then the toggle (kept across a
+  // reload), with the charts re-created in the theme's colours.
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: "dark" });
+  const page = await ctx.newPage();
+  await watch(page, "dark");
+  await page.goto(base + "/#charts", { waitUntil: "load", timeout: T });
+  await page.waitForFunction(() => document.querySelectorAll("#tab-charts .uplot").length >= 3, null, { timeout: T });
+  const bg = () => page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  const theme = () => page.evaluate(() => window.cicada.effectiveTheme());
+  check((await theme()) === "dark" && luminance(await bg()) < 0.3, "prefers-color-scheme dark not followed: " + (await bg()));
+  await shot(page, "dark-system.png");
+  await page.click("#btn-theme");
+  check((await theme()) === "light" && luminance(await bg()) > 0.7, "toggle to light failed: " + (await bg()));
+  await page.waitForFunction(() => document.querySelectorAll("#tab-charts .uplot").length >= 3, null, { timeout: T });
+  await page.reload({ waitUntil: "load", timeout: T });
+  check((await theme()) === "light", "toggled theme not kept across a reload");
+  await page.click("#btn-theme");
+  check((await theme()) === "dark" && luminance(await bg()) < 0.3, "toggle back to dark failed: " + (await bg()));
+  await page.waitForFunction(() => document.querySelectorAll("#tab-charts .uplot").length >= 3, null, { timeout: T });
+  await shot(page, "dark-toggle.png");
+  result.dark = true;
+  await ctx.close();
+}
+
+async function shape(page) {
+  await page.goto(base + "/", { waitUntil: "load", timeout: T });
+  await page.waitForSelector("#start-dialog[open]", { timeout: T });
+  const inputs = await page.$$eval("#start-form input[name=user_count], #start-form input[name=spawn_rate], #start-form input[name=run_time]", (xs) =>
+    xs.map((x) => ({ name: x.name, disabled: x.disabled, title: x.title, value: x.value })),
+  );
+  check(inputs.length === 3 && inputs.every((x) => x.disabled && /load shape/.test(x.title)), "start inputs not disabled with the reason: " + JSON.stringify(inputs));
+  check(await page.isVisible("#start-form .shape-note"), "start form does not say a shape drives the test");
+  await shot(page, "shape-start.png");
+  await page.click("#start-submit");
+  await page.waitForSelector("#start-dialog", { state: "hidden", timeout: T });
+  await page.waitForFunction(() => document.querySelector("#users").textContent === "6", null, { timeout: T });
+  await page.click("#btn-edit");
+  await page.waitForSelector("#edit-dialog[open]", { timeout: T });
+  check(await page.isDisabled("#edit-submit"), "Edit's submit enabled during a shape run");
+  check(await page.isDisabled('#edit-form input[name="user_count"]'), "Edit's user count enabled during a shape run");
+  check(await page.isVisible("#edit-form .shape-note"), "edit form does not say why");
+  await shot(page, "shape-edit.png");
+  result.shapeUsers = Number(await page.textContent("#users"));
+}
+
 let exitCode = 0;
 try {
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 }, acceptDownloads: true });
   await watch(page, "dashboard");
   if (mode === "perf") await perf(page);
+  else if (mode === "layout") await layout();
+  else if (mode === "shape") await shape(page);
   else await flow(page);
   if (problems.length) throw new Error(problems.join("\n"));
   result.ok = true;

@@ -33,6 +33,11 @@ export function fromZero(u, min, max) {
   return [0, max * 1.1];
 }
 
+// timeLabel formats unix seconds as local YYYY-MM-DD HH:MM:SS.
+const timeLabel = (v) => {
+  const d = new Date(v * 1000);
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+};
 const num2 = (v) => v.toFixed(2);
 const num0 = (v) => String(Math.round(v));
 
@@ -191,7 +196,7 @@ function makePlot(spec, el, h) {
       { ...ax, label: spec.y, size: 60 },
     ],
     series: [
-      {},
+      { value: legendValue(timeLabel) },
       ...series.map((s) => ({
         label: s.label,
         stroke: s.stroke,
