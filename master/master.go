@@ -301,13 +301,18 @@ func (m *Master) Quit() {
 // Locust's warning and returns nil. A user count or spawn rate beyond the
 // dispatcher's ceilings (dispatch.MaxUsers, dispatch.MinSpawnRate,
 // dispatch.MaxSpawnRate) is refused with ErrBadUserCount or
-// ErrBadSpawnRate.
+// ErrBadSpawnRate, a host without a scheme (CheckHost) with ErrHostScheme.
 func (m *Master) Start(users int, spawnRate float64, host *string) error {
 	if err := dispatch.CheckUsers(int64(users)); err != nil {
 		return err
 	}
 	if err := dispatch.CheckRate(spawnRate); err != nil {
 		return err
+	}
+	if host != nil {
+		if err := CheckHost(*host); err != nil {
+			return err
+		}
 	}
 	var err error
 	if !m.call(func() {

@@ -125,7 +125,8 @@ type Options struct {
 	// SpawnRate is the headless spawn rate, users per second. If zero, 1.
 	// From dispatch.MinSpawnRate to dispatch.MaxSpawnRate.
 	SpawnRate float64
-	// Host is the target host sent to workers; "" sends nil.
+	// Host is the target host sent to workers; "" sends nil. It must pass
+	// CheckHost.
 	Host string
 	// RunTime limits a headless or autostarted test, counted from its
 	// start (after the wait for workers). Zero means no limit.
@@ -273,6 +274,9 @@ func (o *Options) normalize() error {
 		if err := dispatch.CheckRate(o.Stages[i].SpawnRate); err != nil {
 			return fmt.Errorf("%w: stage %d: spawn rate: %w", ErrOptions, i, err)
 		}
+	}
+	if err := CheckHost(o.Host); err != nil {
+		return fmt.Errorf("%w: %w", ErrOptions, err)
 	}
 	if len(o.UserClasses) > 0 {
 		if _, err := dispatch.New(nil, o.UserClasses); err != nil {

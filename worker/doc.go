@@ -11,6 +11,13 @@
 // scenario (at the top of the module) builds a Scenario from a YAML file
 // instead.
 //
+// Failures are grouped as Locust's HttpSession groups them: a 4xx/5xx
+// response to a request with a Name fails with requests' HTTPError text
+// naming the Name instead of the URL ("404 Client Error: Not Found for
+// url: /item/[id]"), so a task with dynamic URLs and one name makes one
+// failure row. Unlike Locust, responses checked with an Expect (cicada's
+// catch_response) are named the same way.
+//
 //	w, err := worker.New(worker.Options{MasterHost: "10.0.0.1"}, sc)
 //	if err != nil { ... }
 //	err = w.Run(ctx) // until the master's quit, or Quit

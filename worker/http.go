@@ -74,10 +74,19 @@ type Expect struct {
 	MaxResponseTime time.Duration
 }
 
-// check returns the failure of resp under e, or nil.
-func (e *Expect) check(resp *httpc.Response) error {
+// check returns the failure of resp under e, or nil. name is the request's
+// Name: a 4xx/5xx failure names it instead of the URL, as Locust's
+// HttpSession does for a request with name= ("for url: /item/[id]"), so
+// failures of dynamic URLs group under their name. Locust keeps the URL
+// inside a catch_response block; cicada uses the name there too (checks
+// are how a scenario writes a plain request with expectations).
+func (e *Expect) check(resp *httpc.Response, name string) error {
 	if e == nil || len(e.Status) == 0 {
 		if err := resp.StatusError(); err != nil {
+			var he *httpc.Error
+			if name != "" && errors.As(err, &he) {
+				he.URL = name
+			}
 			return err
 		}
 	} else if !slices.Contains(e.Status, resp.StatusCode) {
@@ -156,7 +165,7 @@ func (u *User) do(ctx context.Context, req *httpc.Request, expect *Expect, resp 
 		u.p.env.rec.Record(method, req.StatsName(), resp.Duration, 0, err.Error())
 		return err
 	}
-	fail := expect.check(resp)
+	fail := expect.check(resp, req.Name)
 	failure := ""
 	if fail != nil {
 		failure = fail.Error()

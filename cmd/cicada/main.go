@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/cicada-load/cicada/config"
+	"github.com/cicada-load/cicada/master"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -22,6 +23,12 @@ const usageHead = `Usage: cicada [OPTIONS] [UserClass ...]
 cicada is a Go load tester that speaks Locust's master/worker protocol: run it
 as a worker of a Python Locust master (--worker), as a master of Python and Go
 workers (--master), or standalone (both in one process).
+
+-f reads a YAML scenario (examples/*.yaml); Python locustfiles are not read
+yet: keep them on a Python Locust master, with cicada workers running a YAML
+scenario of the same user class names. Without -f cicada runs the built-in
+default scenario: user class HelloWorldUser, GET / on the host (-H), then
+idle 900 s, as examples/seed.yaml.
 
 Options:
 `
@@ -53,6 +60,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if cfg.Version {
 		fmt.Fprintf(stdout, "cicada %s\n", version)
 		return 0
+	}
+	if err := master.CheckHost(cfg.Host); err != nil {
+		fmt.Fprintf(stderr, "cicada: error: -H/--host: %v\n", err)
+		return 2
 	}
 	dp, err := parseDataplane(cfg)
 	if err != nil {

@@ -9,12 +9,14 @@ import (
 	"net/netip"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/cicada-load/cicada/config"
 	"github.com/cicada-load/cicada/diag"
 	"github.com/cicada-load/cicada/internal/locustlog"
 	"github.com/cicada-load/cicada/internal/shutdown"
+	"github.com/cicada-load/cicada/master"
 	"github.com/cicada-load/cicada/protocol/zmtp"
 	"github.com/cicada-load/cicada/scenario"
 	"github.com/cicada-load/cicada/stats"
@@ -23,6 +25,7 @@ import (
 
 // defaultScenario is used when no -f is given: the seed scenario, one user
 // class sending GET / and then idling for 900 s on its keep-alive connection.
+// defaultScenarioName names it in --help and in the log.
 const defaultScenario = `# cicada's built-in default scenario
 users:
   - name: HelloWorldUser
@@ -30,6 +33,49 @@ users:
     tasks:
       - path: /
 `
+
+const defaultScenarioName = "the built-in default scenario (user class HelloWorldUser: GET / on the host of -H, then idle 900 s, as examples/seed.yaml)"
+
+// ErrPythonLocustfile means -f named a Python locustfile, or no -f was
+// given in a directory holding ./locustfile.py: cicada reads YAML
+// scenarios only until the locustfile reader lands (issue #18).
+var ErrPythonLocustfile = errors.New("cicada reads YAML scenario files; Python locustfiles are not read yet")
+
+// pythonLocustfileHelp is what to do instead, appended to ErrPythonLocustfile.
+const pythonLocustfileHelp = "write the user classes as a YAML scenario (examples/demo.yaml; README, First test) and pass it with -f, " +
+	"or keep this locustfile on a Python Locust master (locust -f locustfile.py --master) with cicada workers " +
+	"running a YAML scenario whose user class names are the locustfile's"
+
+// checkPythonLocustfile refuses a -f that is a Python locustfile: a .py
+// file, a directory (Locust's package of locustfiles), or a file whose
+// first statement is a Python import.
+func checkPythonLocustfile(path string) error {
+	if strings.HasSuffix(path, ".py") {
+		return fmt.Errorf("-f %s: %w: %s", path, ErrPythonLocustfile, pythonLocustfileHelp)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("-f %s: a directory: %w: %s", path, ErrPythonLocustfile, pythonLocustfileHelp)
+	}
+	return nil
+}
+
+// looksLikePython reports whether data's first statement is a Python import
+// or class, as a locustfile's is (YAML has no such lines).
+func looksLikePython(data []byte) bool {
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		for _, p := range []string{"import ", "from ", "class ", "def ", "@"} {
+			if strings.HasPrefix(line, p) {
+				return true
+			}
+		}
+		return false
+	}
+	return false
+}
 
 // app carries what every mode needs.
 type app struct {
@@ -112,9 +158,24 @@ func (a *app) loadScenario() error {
 		err error
 	)
 	if a.cfg.Locustfile == "" {
+		if fi, err := os.Stat("locustfile.py"); err == nil && !fi.IsDir() {
+			return fmt.Errorf("no -f given, and this directory holds locustfile.py: %w: %s; "+
+				"to run %s instead, run cicada from another directory", ErrPythonLocustfile, pythonLocustfileHelp, defaultScenarioName)
+		}
 		f, err = scenario.Parse("<built-in default scenario>", []byte(defaultScenario), os.LookupEnv)
+		if err == nil {
+			a.log.Info("No -f given: running " + defaultScenarioName)
+		}
 	} else {
+		if err := checkPythonLocustfile(a.cfg.Locustfile); err != nil {
+			return err
+		}
 		f, err = scenario.Load(a.cfg.Locustfile)
+		if err != nil {
+			if data, rerr := os.ReadFile(a.cfg.Locustfile); rerr == nil && looksLikePython(data) {
+				return fmt.Errorf("-f %s looks like Python: %w: %s", a.cfg.Locustfile, ErrPythonLocustfile, pythonLocustfileHelp)
+			}
+		}
 	}
 	if err != nil {
 		return err
@@ -142,6 +203,14 @@ func (a *app) loadScenario() error {
 	}
 	if a.cfg.Host != "" {
 		f.Scenario.Host = a.cfg.Host
+	}
+	if err := master.CheckHost(f.Scenario.Host); err != nil {
+		return fmt.Errorf("%s: host: %w", f.Path, err)
+	}
+	for _, c := range f.Scenario.Classes {
+		if err := master.CheckHost(c.Host); err != nil {
+			return fmt.Errorf("%s: user class %s: host: %w", f.Path, c.Name, err)
+		}
 	}
 	a.file = f
 	return nil
@@ -174,6 +243,14 @@ func (a *app) runWorker(sig *shutdown.Signals) int {
 	if err != nil {
 		a.log.Error(err.Error())
 		return 1
+	}
+	rt, err := a.dataplaneRuntime(log)
+	if err != nil {
+		a.log.Error(err.Error())
+		return dataplaneExit(err)
+	}
+	if rt != nil {
+		opts.Runtime, opts.MaxUsers = rt, rt.MaxUsers()
 	}
 	w, err := worker.New(opts, a.file.Scenario)
 	if err != nil {

@@ -9,6 +9,11 @@
 //		ClientIP: netip.MustParseAddr("198.18.0.2"), ClientIPs: 4}, f.Scenario)
 //	w, err := worker.New(worker.Options{Runtime: rt, MaxUsers: rt.MaxUsers()}, f.Scenario)
 //
+// The links: LinkAFPacket (a fanout group for several cores), LinkAFXDP
+// (one core), or LinkDPDK (one core; Options.DPDK holds the EAL
+// arguments and the port) in a binary built with the dpdk tag, refused
+// with dpdk.ErrUnsupported in others.
+//
 // # What runs, and what is refused
 //
 // Each scenario class becomes a Program class: its tasks' requests (given

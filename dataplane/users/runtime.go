@@ -77,7 +77,9 @@ func New(opts Options, sc worker.Scenario) (*Runtime, error) {
 	r.log.Store(opts.Logger)
 	open := opts.Links
 	if open == nil {
-		open = func(n int) ([]link.Link, []engine.Waiter, error) { return openLinks(opts.Link, opts.Interface, split) }
+		open = func(n int) ([]link.Link, []engine.Waiter, error) {
+			return openLinks(opts.Link, opts.Interface, opts.DPDK, split)
+		}
 		r.opts.LockThreads = true
 	}
 	r.links, r.wait, err = open(opts.Cores)

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestHostWithoutSchemeRefused: a host without a scheme is refused before
+// anything starts, in every mode, with what to do.
+func TestHostWithoutSchemeRefused(t *testing.T) {
+	classHost := writeScenario(t, "users:\n  - name: A\n    host: 127.0.0.1:8080\n    tasks:\n      - path: /\n")
+	fileHost := writeScenario(t, "host: localhost:8080\nusers:\n  - name: A\n    tasks:\n      - path: /\n")
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"flag standalone", []string{"-H", "127.0.0.1:8080", "--headless", "-t", "1s"}, 2, `-H/--host: master: host has no scheme: "127.0.0.1:8080": add http://`},
+		{"flag master", []string{"--master", "-H", "localhost:8089", "--headless"}, 2, "add http://"},
+		{"flag worker", []string{"--worker", "-H", "example.com"}, 2, "add http://"},
+		{"flag no host name", []string{"-H", "http://", "--headless"}, 2, "names no host"},
+		{"scenario host", []string{"-f", fileHost, "--headless", "-t", "1s"}, 1, fileHost + `: host: master: host has no scheme: "localhost:8080": add http://`},
+		{"class host", []string{"-f", classHost, "--headless", "-t", "1s"}, 1, "user class A: host: master: host has no scheme"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(tt.args, &out, &errb)
+			if code != tt.code || !strings.Contains(errb.String(), tt.want) {
+				t.Errorf("run(%q) = %d, stderr %q; want %d and %q", tt.args, code, errb.String(), tt.code, tt.want)
+			}
+		})
+	}
+}
+
+// TestPythonLocustfileRefused: cicada says what it reads and what to do
+// when given (or sitting next to) a Python locustfile, instead of a YAML
+// syntax error or a silent run of the built-in scenario.
+func TestPythonLocustfileRefused(t *testing.T) {
+	const py = "from locust import HttpUser, task\n\nclass A(HttpUser):\n    @task\n    def t(self):\n        self.client.get(\"/\")\n"
+	dir := t.TempDir()
+	for _, name := range []string{"locustfile.py", "locustfile"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(py), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "pkg"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"py suffix", []string{"-f", "locustfile.py", "--headless", "-t", "1s"}, "-f locustfile.py: cicada reads YAML scenario files; Python locustfiles are not read yet"},
+		{"python content", []string{"-f", "locustfile", "--headless", "-t", "1s"}, "-f locustfile looks like Python: cicada reads YAML"},
+		{"directory", []string{"-f", "pkg", "--headless", "-t", "1s"}, "-f pkg: a directory: cicada reads YAML"},
+		{"bare next to locustfile.py", []string{"--headless", "-t", "1s"}, "no -f given, and this directory holds locustfile.py"},
+		{"worker", []string{"--worker", "-f", "locustfile.py"}, "Python locustfiles are not read yet"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(tt.args, &out, &errb)
+			if code != 1 || !strings.Contains(errb.String(), tt.want) || !strings.Contains(errb.String(), "pass it with -f") {
+				t.Errorf("run(%q) = %d, stderr %q; want 1, %q and what to do", tt.args, code, errb.String(), tt.want)
+			}
+		})
+	}
+}
+
+func TestBuiltinDefaultScenarioNamed(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"--help"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "built-in\ndefault scenario: user class HelloWorldUser") ||
+		!strings.Contains(out.String(), "Python locustfiles are not read\nyet") {
+		t.Errorf("--help: code %d, out %q; want the built-in default scenario and Python locustfiles named", code, out.String())
+	}
+	t.Chdir(t.TempDir())
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"--list"}, &out, &errb); code != 0 || !strings.Contains(errb.String(), "No -f given: running "+defaultScenarioName) ||
+		!strings.Contains(out.String(), "HelloWorldUser") {
+		t.Errorf("--list without -f: code %d, out %q, log %q; want the built-in default named in the log", code, out.String(), errb.String())
+	}
+}
