@@ -123,6 +123,12 @@ func TestStandaloneHeadless(t *testing.T) {
 	if err != nil || !bytes.Contains(html, []byte("<html")) {
 		t.Errorf("HTML report: %v, %d bytes", err, len(html))
 	}
+	// The report is written after users stopped: its final ratio uses the
+	// users of the moment the stop began, as Locust's (issue 19 item 4).
+	if !bytes.Contains(html, []byte("<li>100.0% Web")) {
+		i := bytes.Index(html, []byte("Final ratio"))
+		t.Errorf("HTML report's final ratio is not 100.0%% Web: %.300s", html[max(i, 0):])
+	}
 }
 
 func csvAggregatedRequests(t *testing.T, path string) int {
