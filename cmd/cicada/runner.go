@@ -91,24 +91,25 @@ func (r *masterRunner) Status() web.Status {
 			st.UserClasses = append(st.UserClasses, web.UserClass{Name: c.Name})
 		}
 	}
-	if r.distributed {
-		for _, w := range s.Workers {
-			wi := web.WorkerInfo{
-				ID:          w.ID,
-				State:       w.State,
-				UserCount:   int(w.UserCount),
-				CPUUsage:    w.CPUUsage,
-				MemoryUsage: w.MemoryUsage,
-				Connections: -1,
-			}
-			if c := w.Connections; c != nil {
-				wi.Connections = int(c.Open)
-				wi.Conn = &web.ConnStats{Open: c.Open, Established: c.Established, Connects: c.Connects, Reconnects: c.Reconnects,
-					ConnectsPerSec: w.ConnectsPerSec, Closes: c.Closes, ConnectErrors: c.ConnectErrors, Errors: c.Errors,
-					GeneratorSide: protocol.GeneratorSideKind}
-			}
-			st.Workers = append(st.Workers, wi)
+	// Standalone lists its in-process worker too: the web package shows
+	// workers only when Distributed, and uses them standalone only for the
+	// connection charts of the history.
+	for _, w := range s.Workers {
+		wi := web.WorkerInfo{
+			ID:          w.ID,
+			State:       w.State,
+			UserCount:   int(w.UserCount),
+			CPUUsage:    w.CPUUsage,
+			MemoryUsage: w.MemoryUsage,
+			Connections: -1,
 		}
+		if c := w.Connections; c != nil {
+			wi.Connections = int(c.Open)
+			wi.Conn = &web.ConnStats{Open: c.Open, Established: c.Established, Connects: c.Connects, Reconnects: c.Reconnects,
+				ConnectsPerSec: w.ConnectsPerSec, Closes: c.Closes, ConnectErrors: c.ConnectErrors, Errors: c.Errors,
+				GeneratorSide: protocol.GeneratorSideKind}
+		}
+		st.Workers = append(st.Workers, wi)
 	}
 	return st
 }
