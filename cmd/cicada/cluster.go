@@ -307,6 +307,9 @@ func (a *app) startLocalWorkers(ctx context.Context, wg *sync.WaitGroup, port, n
 		}
 		w, err := worker.New(wopts, a.file.Scenario)
 		if err != nil {
+			if rt != nil {
+				_ = rt.Close() // Run, which would close it, never runs
+			}
 			return err
 		}
 		wg.Add(1)

@@ -254,6 +254,9 @@ func (a *app) runWorker(sig *shutdown.Signals) int {
 	}
 	w, err := worker.New(opts, a.file.Scenario)
 	if err != nil {
+		if rt != nil {
+			_ = rt.Close() // Run, which would close it, never runs
+		}
 		a.log.Error(err.Error())
 		return 1
 	}
