@@ -55,6 +55,8 @@ func TestDataplaneOptions(t *testing.T) {
 			want: func(c *Config) bool {
 				return c.DPDKEAL == "--vdev net_af_packet0,iface=eth1" && c.DPDKPort == "net_af_packet0" && c.Interface == "eth1"
 			}},
+		{name: "dpdk conf", conf: "dataplane = dpdk\ndpdk-eal = -l 2 --vdev net_null0\ndpdk-port = net_null0\nclient-ips = 198.18.0.1\n",
+			want: func(c *Config) bool { return c.DPDKEAL == "-l 2 --vdev net_null0" && c.DPDKPort == "net_null0" }},
 		{name: "dpdk no port", args: []string{"--dataplane", "dpdk", "--client-ips", "198.18.0.1"}, msg: "--dataplane dpdk requires --dpdk-port"},
 		{name: "dpdk eal without dpdk", args: append(base, "--dpdk-eal", "-l 0"), msg: "--dpdk-eal requires --dataplane dpdk"},
 		{name: "dpdk port alone", args: []string{"--dpdk-port", "0"}, msg: "--dpdk-port requires --dataplane dpdk"},

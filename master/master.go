@@ -372,7 +372,7 @@ func (m *Master) Status() Status {
 	if p := m.lastStatus.Load(); p != nil {
 		return p.clone()
 	}
-	return Status{State: protocol.StateReady, Host: m.opts.Host, Classes: append([]UserClass(nil), m.opts.UserClasses...)}
+	return Status{State: protocol.StateReady, Host: m.opts.Host, Shape: len(m.opts.Stages) > 0, Classes: append([]UserClass(nil), m.opts.UserClasses...)}
 }
 
 // ---- the loop ----

@@ -57,18 +57,25 @@ func TestOptionsErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		o    Options
+		want string // in the error text, if set
 	}{
-		{"negative users", Options{Users: -1}},
-		{"bad rate", Options{SpawnRate: -1}},
-		{"shape with run time", Options{Stages: []Stage{{Duration: time.Second, Users: 1}}, RunTime: time.Second}},
-		{"stages not increasing", Options{Stages: []Stage{{Duration: time.Second, Users: 1}, {Duration: time.Second, Users: 2}}}},
-		{"bad class", Options{UserClasses: []UserClass{{Name: "A"}, {Name: "A"}}}},
+		{"negative users", Options{Users: -1}, ""},
+		{"bad rate", Options{SpawnRate: -1}, ""},
+		// Locust bails out too ("It makes no sense to combine --run-time
+		// and LoadShapes"); cicada says what to do instead.
+		{"shape with run time", Options{Stages: []Stage{{Duration: time.Second, Users: 1}}, RunTime: time.Second}, "end the last stage at that time"},
+		{"stages not increasing", Options{Stages: []Stage{{Duration: time.Second, Users: 1}, {Duration: time.Second, Users: 2}}}, ""},
+		{"bad class", Options{UserClasses: []UserClass{{Name: "A"}, {Name: "A"}}}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.o.BindHost, tt.o.BindPort = "127.0.0.1", -1
-			if _, err := New(tt.o); !errors.Is(err, ErrOptions) {
+			_, err := New(tt.o)
+			if !errors.Is(err, ErrOptions) {
 				t.Errorf("New(%s) error = %v; want ErrOptions", tt.name, err)
+			}
+			if err != nil && !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("New(%s) error = %q; want it to contain %q", tt.name, err, tt.want)
 			}
 		})
 	}
@@ -360,6 +367,11 @@ func TestStopSequence(t *testing.T) {
 	if n := len(h.m.Status().Workers); n != 0 {
 		t.Errorf("%d workers after client_stopped; want 0", n)
 	}
+	// The users per class of the moment the stop began stay for the
+	// report's final ratios (Locust's final_user_classes_count).
+	if s := h.m.Status(); s.FinalUserClassesCount["A"] != 2 || s.UserClassesCount["A"] != 0 {
+		t.Errorf("after stop: final %v, current %v; want final A=2, current 0", s.FinalUserClassesCount, s.UserClassesCount)
+	}
 	w.ready(ready("2.12.1"))
 	eventually(t, waitShort, "stopped", func() bool {
 		s := h.m.Status()
@@ -580,6 +592,9 @@ func TestShapeStages(t *testing.T) {
 	o.UserClasses = []UserClass{{Name: "A"}}
 	o.Stages = []Stage{{Duration: 300 * time.Millisecond, Users: 2, SpawnRate: 100}, {Duration: 600 * time.Millisecond, Users: 1, SpawnRate: 100}}
 	h := startMaster(t, o, logs)
+	if !h.m.Status().Shape {
+		t.Error("Status().Shape = false with stages")
+	}
 	w := finalWorker(t, h, "w_1", report(1, 0, map[string]int64{"A": 1}), 0, true)
 	_ = w
 	code, err := h.wait()

@@ -274,7 +274,7 @@ func (o *Options) normalize() error {
 		return fmt.Errorf("%w: spawn rate: %w", ErrOptions, err)
 	}
 	if len(o.Stages) > 0 && o.RunTime > 0 {
-		return fmt.Errorf("%w: a run time cannot be combined with a load shape", ErrOptions)
+		return fmt.Errorf("%w: a run time cannot be combined with a load shape (stages:); to end the test earlier, end the last stage at that time instead of using -t/--run-time", ErrOptions)
 	}
 	var prev time.Duration
 	for i, s := range o.Stages {

@@ -261,6 +261,7 @@ func (m *Master) stopTest(sendStop bool) chan struct{} {
 		return nil
 	}
 	m.log.Debug("Stopping...")
+	st.run.finalClasses = st.reportedClasses() // Locust's final_user_classes_count
 	m.setState(protocol.StateStopping)
 	if st.run.shapeCancel != nil {
 		st.run.shapeCancel()

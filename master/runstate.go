@@ -11,11 +11,12 @@ import (
 // and host it dispatches, when it started, and the load shape if one runs.
 // Precondition: loop.
 type runState struct {
-	state       string             // Locust's runner state (protocol.StateReady, ...); set through setState
-	classes     []UserClass        // from Options, or learned from the first report that lists any
-	host        string             // the target host sent in spawn messages ("" sends nil)
-	startTime   time.Time          // when the current test started (stats cleared)
-	shapeCancel context.CancelFunc // ends the shape goroutine; nil when no shape runs
+	state        string             // Locust's runner state (protocol.StateReady, ...); set through setState
+	classes      []UserClass        // from Options, or learned from the first report that lists any
+	host         string             // the target host sent in spawn messages ("" sends nil)
+	startTime    time.Time          // when the current test started (stats cleared)
+	shapeCancel  context.CancelFunc // ends the shape goroutine; nil when no shape runs
+	finalClasses map[string]int64   // reported users per class when the last stop began
 }
 
 // rampState is the dispatch in progress (start, advanceRamp) and the wait

@@ -25,6 +25,13 @@ type Status struct {
 	Workers []WorkerInfo
 	// UserClassesCount is the users per class reported by active workers.
 	UserClassesCount map[string]int64
+	// FinalUserClassesCount is UserClassesCount at the moment the last
+	// test began stopping (Locust's final_user_classes_count), empty before
+	// any stop: the HTML report's final ratios use it once users are gone.
+	FinalUserClassesCount map[string]int64
+	// Shape reports that a load shape (Options.Stages) drives the test:
+	// Start ignores its users and spawn rate.
+	Shape bool
 	// Classes is the master's user class list.
 	Classes []UserClass
 	// StartTime is when the current (or last) test started; zero if never.
@@ -74,6 +81,7 @@ func (s Status) clone() Status {
 		out.Workers[i] = w
 	}
 	out.UserClassesCount = copyCounts(s.UserClassesCount)
+	out.FinalUserClassesCount = copyCounts(s.FinalUserClassesCount)
 	out.Classes = append([]UserClass(nil), s.Classes...)
 	out.Warnings = append([]WorkerWarning(nil), s.Warnings...)
 	out.SecondRound.Errors = copyCounts(s.SecondRound.Errors)
@@ -83,17 +91,19 @@ func (s Status) clone() Status {
 // status builds a Status. Precondition: loop (or the loop has exited).
 func (s *loopState) status(o *Options) Status {
 	out := Status{
-		State:            s.run.state,
-		UserCount:        s.userCount(),
-		TargetUsers:      s.ramp.target,
-		SpawnRate:        s.ramp.rate,
-		Host:             s.run.host,
-		WorkerCount:      s.workerCount(),
-		UserClassesCount: s.reportedClasses(),
-		Classes:          append([]UserClass(nil), s.run.classes...),
-		StartTime:        s.run.startTime,
-		Warnings:         append([]WorkerWarning(nil), s.conn.warnings...),
-		SecondRound:      s.conn.round,
+		State:                 s.run.state,
+		UserCount:             s.userCount(),
+		TargetUsers:           s.ramp.target,
+		SpawnRate:             s.ramp.rate,
+		Host:                  s.run.host,
+		WorkerCount:           s.workerCount(),
+		UserClassesCount:      s.reportedClasses(),
+		FinalUserClassesCount: copyCounts(s.run.finalClasses),
+		Shape:                 len(o.Stages) > 0,
+		Classes:               append([]UserClass(nil), s.run.classes...),
+		StartTime:             s.run.startTime,
+		Warnings:              append([]WorkerWarning(nil), s.conn.warnings...),
+		SecondRound:           s.conn.round,
 	}
 	out.SecondRound.Errors = copyCounts(s.conn.round.Errors)
 	for _, id := range sortedIDs(s.reg.nodes) {

@@ -23,11 +23,19 @@ import (
 // Messages of POST /swarm, as Locust words them (locust/web.py).
 const (
 	msgSwarmStarted   = "Swarming started"
+	msgShapeStarted   = "Swarming started using shape class"
 	msgMissingUsers   = "Missing user_count or spawn_rate from /swarm request" // Locust HEAD
 	msgTestStopped    = "Test stopped"
 	msgNoFullHistory  = "Error: Server was not started with option to generate full history."
 	indexArgsMarker   = "window.cicadaArgs = {};/*CICADA_ARGS*/"
 	maxSwarmFormBytes = 1 << 20
+)
+
+// Messages of POST /swarm with a load shape, where Locust ignores the
+// request silently (a run_time, or an edit while the shape runs).
+const (
+	msgShapeRunTime = "A load shape (stages:) drives this test: it cannot be combined with a run time; end the last stage at that time instead"
+	msgShapeEdit    = "A load shape (stages:) drives this test: its stages set users and spawn rate, so a running test cannot be edited; stop it first"
 )
 
 // msgBadRunTime is 2.12.1's message for a run_time outside the grammar.
@@ -48,6 +56,7 @@ func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
 		"host":           st.Host,
 		"state":          st.State,
 		"is_distributed": st.Distributed,
+		"is_shape":       st.Shape,
 	}
 	if st.ConfiguredUsers > 0 {
 		args["num_users"] = st.ConfiguredUsers
@@ -160,6 +169,10 @@ func (s *Server) handleSwarm(w http.ResponseWriter, r *http.Request) {
 		}
 		req.RunTime = d
 	}
+	if st := s.runner.Status(); st.Shape {
+		s.swarmShape(w, r, st, req, host)
+		return
+	}
 	uv, uok := form["user_count"]
 	rv, rok := form["spawn_rate"]
 	if !uok || !rok || first(uv) == "" || first(rv) == "" {
@@ -215,6 +228,28 @@ func (s *Server) handleSwarm(w http.ResponseWriter, r *http.Request) {
 	swarmReply(w, true, msgSwarmStarted, host, req.RunTime, classes)
 }
 
+// swarmShape answers POST /swarm when a load shape drives the test, as
+// Locust 2.12.1 does (start the shape, ignore user_count and spawn_rate),
+// except that it refuses what Locust ignores silently: a run_time, and an
+// edit of a running shape test.
+func (s *Server) swarmShape(w http.ResponseWriter, r *http.Request, st Status, req StartRequest, host string) {
+	if req.RunTime > 0 {
+		swarmReply(w, false, msgShapeRunTime, host, 0, nil)
+		return
+	}
+	switch st.State {
+	case protocol.StateSpawning, protocol.StateRunning:
+		swarmReply(w, false, msgShapeEdit, host, 0, nil)
+		return
+	}
+	if err := s.runner.Start(r.Context(), req); err != nil {
+		swarmReply(w, false, err.Error(), host, 0, nil)
+		return
+	}
+	s.cache.invalidate()
+	swarmReply(w, true, msgShapeStarted, host, 0, nil)
+}
+
 func first(v []string) string {
 	if len(v) == 0 {
 		return ""
@@ -249,10 +284,10 @@ func (s *Server) handleStop(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, jw.bytes())
 }
 
-// handleReset resets statistics, errors, exceptions and the chart history.
+// handleReset resets statistics, errors and exceptions. The chart
+// history is kept, as Locust's dashboard keeps its charts on reset.
 func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 	s.runner.ResetStats()
-	s.history.Clear()
 	s.cache.invalidate()
 	writeText(w, http.StatusOK, "ok")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,6 +27,93 @@ type HistoryPoint struct {
 	AvgResponseTime float64
 	// Workers is the number of connected workers (master only).
 	Workers int
+	// Conn sums the connection counters of the workers that report them
+	// (cicada workers); nil when none does.
+	Conn *HistoryConn
+}
+
+// HistoryConn is the connection part of a HistoryPoint.
+type HistoryConn struct {
+	// Open and Established are summed over workers.
+	Open, Established int64
+	// NewPerSec is the summed connect rate (ConnStats.ConnectsPerSec).
+	NewPerSec float64
+	// ErrorsPerSec is the rate of connection errors since the previous
+	// sample, keyed "<kind> (<side>)" for failed requests on open
+	// connections and "connect <kind> (<side>)" for failed connects, side
+	// being "generator" (the load generator's own fault) or "target".
+	// Kinds without new errors are left out.
+	ErrorsPerSec map[string]float64
+	// ByWorker holds each worker's open and established connections, for
+	// the charts' per-worker hover; at most MaxHistoryWorkers workers (the
+	// first by id).
+	ByWorker map[string][2]int64
+}
+
+// MaxHistoryWorkers bounds HistoryConn.ByWorker, so that the history of a
+// test with hundreds of workers stays small.
+const MaxHistoryWorkers = 32
+
+// connErrorTotals returns the workers' cumulative connection errors keyed
+// as HistoryConn.ErrorsPerSec.
+func connErrorTotals(workers []WorkerInfo) map[string]int64 {
+	out := make(map[string]int64)
+	for i := range workers {
+		c := workers[i].Conn
+		if c == nil {
+			continue
+		}
+		side := func(kind string) string {
+			if c.GeneratorSide != nil && c.GeneratorSide(kind) {
+				return "generator"
+			}
+			return "target"
+		}
+		for k, n := range c.ConnectErrors {
+			out["connect "+k+" ("+side(k)+")"] += n
+		}
+		for k, n := range c.Errors {
+			out[k+" ("+side(k)+")"] += n
+		}
+	}
+	return out
+}
+
+// historyConn builds the connection part of a point from the workers'
+// counters; prev and prevTime are the error totals of the previous
+// sample. It returns nil when no worker reports connections.
+func historyConn(workers []WorkerInfo, prev map[string]int64, prevTime, now time.Time) (*HistoryConn, map[string]int64) {
+	var hc *HistoryConn
+	for i := range workers {
+		w := &workers[i]
+		if w.Conn == nil {
+			continue
+		}
+		if hc == nil {
+			hc = &HistoryConn{ByWorker: make(map[string][2]int64)}
+		}
+		hc.Open += w.Conn.Open
+		hc.Established += w.Conn.Established
+		hc.NewPerSec += w.Conn.ConnectsPerSec
+		if len(hc.ByWorker) < MaxHistoryWorkers {
+			hc.ByWorker[w.ID] = [2]int64{w.Conn.Open, w.Conn.Established}
+		}
+	}
+	if hc == nil {
+		return nil, nil
+	}
+	totals := connErrorTotals(workers)
+	if dt := now.Sub(prevTime).Seconds(); prev != nil && dt > 0 {
+		for k, n := range totals {
+			if d := n - prev[k]; d > 0 {
+				if hc.ErrorsPerSec == nil {
+					hc.ErrorsPerSec = make(map[string]float64)
+				}
+				hc.ErrorsPerSec[k] = float64(d) / dt
+			}
+		}
+	}
+	return hc, totals
 }
 
 // History is a bounded series of HistoryPoints. When it holds max points it
@@ -41,6 +129,8 @@ type History struct {
 		startTime time.Time        // Status.StartTime of the test being sampled
 		version   uint64           // incremented on Clear
 		classes   map[string]int64 // last non-empty Status.UserClassesCount
+		errTotals map[string]int64 // connection errors at the last sample (connErrorTotals)
+		errTime   time.Time        // when errTotals was taken
 	}
 	max int
 }
@@ -140,8 +230,11 @@ func (h *History) Sample(st Status, src StatsSource, now time.Time) {
 		h.mu.classes = maps.Clone(st.UserClassesCount)
 	}
 	if !active {
+		h.mu.errTotals = nil
 		return
 	}
+	p.Conn, h.mu.errTotals = historyConn(st.Workers, h.mu.errTotals, h.mu.errTime, now)
+	h.mu.errTime = now
 	h.mu.tick++
 	if (h.mu.tick-1)%h.mu.stride != 0 {
 		return
@@ -194,6 +287,7 @@ func appendHistoryJSON(w *jsonWriter, points []HistoryPoint, version uint64, ful
 	}
 	w.beginObject()
 	col("avg_response_time", func(p *HistoryPoint) { w.float(p.AvgResponseTime) })
+	appendConnHistoryJSON(w, points)
 	col("current_fail_per_sec", func(p *HistoryPoint) { w.float(p.CurrentFailPerSec) })
 	col("current_rps", func(p *HistoryPoint) { w.float(p.CurrentRPS) })
 	w.kBool("full", full)
@@ -204,4 +298,65 @@ func appendHistoryJSON(w *jsonWriter, points []HistoryPoint, version uint64, ful
 	w.kInt("version", int64(version))
 	col("workers", func(p *HistoryPoint) { w.int(int64(p.Workers)) })
 	w.endObject()
+}
+
+// appendConnHistoryJSON writes the connection columns of points (null
+// where a point has no connection data); keyed columns are objects of
+// columns, one per key seen in points:
+//
+//	"conn_open": [...], "conn_established": [...], "conn_new_per_sec": [...],
+//	"conn_errors": {"<kind> (<side>)": [per second...]},
+//	"conn_open_by_worker": {"<worker id>": [...]},
+//	"conn_established_by_worker": {"<worker id>": [...]}
+//
+// A keyed column holds 0 where a point has connection data but no errors
+// of that kind, and null where it has none at all (or lacks that worker).
+func appendConnHistoryJSON(w *jsonWriter, points []HistoryPoint) {
+	col := func(key string, f func(c *HistoryConn)) {
+		w.key(key)
+		w.beginArray()
+		for i := range points {
+			w.elem()
+			if c := points[i].Conn; c != nil {
+				f(c)
+			} else {
+				w.null()
+			}
+		}
+		w.endArray()
+	}
+	keyed := func(key string, keys func(c *HistoryConn) []string, f func(c *HistoryConn, k string)) {
+		set := make(map[string]bool)
+		for i := range points {
+			if c := points[i].Conn; c != nil {
+				for _, k := range keys(c) {
+					set[k] = true
+				}
+			}
+		}
+		w.key(key)
+		w.beginObject()
+		for _, k := range slices.Sorted(maps.Keys(set)) {
+			col(k, func(c *HistoryConn) { f(c, k) })
+		}
+		w.endObject()
+	}
+	keyed("conn_errors", func(c *HistoryConn) []string { return slices.Collect(maps.Keys(c.ErrorsPerSec)) }, func(c *HistoryConn, k string) { w.float(c.ErrorsPerSec[k]) })
+	col("conn_established", func(c *HistoryConn) { w.int(c.Established) })
+	keyed("conn_established_by_worker", func(c *HistoryConn) []string { return slices.Collect(maps.Keys(c.ByWorker)) }, func(c *HistoryConn, k string) {
+		if v, ok := c.ByWorker[k]; ok {
+			w.int(v[1])
+		} else {
+			w.null()
+		}
+	})
+	col("conn_new_per_sec", func(c *HistoryConn) { w.float(c.NewPerSec) })
+	col("conn_open", func(c *HistoryConn) { w.int(c.Open) })
+	keyed("conn_open_by_worker", func(c *HistoryConn) []string { return slices.Collect(maps.Keys(c.ByWorker)) }, func(c *HistoryConn, k string) {
+		if v, ok := c.ByWorker[k]; ok {
+			w.int(v[0])
+		} else {
+			w.null()
+		}
+	})
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/stats"
 )
 
@@ -164,13 +165,34 @@ func buildReportView(d ReportData) (*reportView, error) {
 	return v, nil
 }
 
-// ratioHTML renders the task-ratio tree of /tasks as nested lists.
-func ratioHTML(st Status, total bool) template.HTML {
-	var b strings.Builder
+// reportClassCounts returns the users per class the report's final ratios
+// use: FinalUserClassesCount once the test is stopping or stopped (and
+// that is known), else UserClassesCount (Locust 2.12.1 html.py,
+// get_html_report).
+func reportClassCounts(st Status) map[string]int64 {
+	switch st.State {
+	case protocol.StateStopping, protocol.StateStopped:
+		if sumCounts(st.FinalUserClassesCount) > 0 {
+			return st.FinalUserClassesCount
+		}
+	}
+	return st.UserClassesCount
+}
+
+func sumCounts(m map[string]int64) int64 {
 	var sum int64
-	for _, n := range st.UserClassesCount {
+	for _, n := range m {
 		sum += n
 	}
+	return sum
+}
+
+// ratioHTML renders the task-ratio tree of /tasks as nested lists, with
+// the user counts of reportClassCounts.
+func ratioHTML(st Status, total bool) template.HTML {
+	var b strings.Builder
+	counts := reportClassCounts(st)
+	sum := sumCounts(counts)
 	if sum == 0 {
 		sum = 1
 	}
@@ -198,7 +220,7 @@ func ratioHTML(st Status, total bool) template.HTML {
 	}
 	b.WriteString("<ul>")
 	for _, c := range st.UserClasses {
-		ratio := float64(st.UserClassesCount[c.Name]) / float64(sum)
+		ratio := float64(counts[c.Name]) / float64(sum)
 		fmt.Fprintf(&b, "<li>%.1f%% %s", ratio*100, template.HTMLEscapeString(c.Name))
 		parent := 1.0
 		if total {
@@ -213,15 +235,13 @@ func ratioHTML(st Status, total bool) template.HTML {
 
 // WriteReport writes the report for the server's runner and history.
 //
-// The final task ratios use the user counts of the moment the test stopped
-// (the last non-empty counts the history sampler saw), as Locust's do.
+// The final task ratios use the user counts of the moment the test began
+// stopping, as Locust's do (see reportClassCounts); a runner that does not
+// report them falls back to the last non-empty counts the history sampler
+// saw.
 func (s *Server) WriteReport(w io.Writer, showDownloadLink bool) error {
 	st := s.runner.Status()
-	var sum int64
-	for _, n := range st.UserClassesCount {
-		sum += n
-	}
-	if sum == 0 {
+	if sumCounts(reportClassCounts(st)) == 0 {
 		if last := s.history.LastUserClassesCount(); last != nil {
 			st.UserClassesCount = last
 		}

@@ -86,6 +86,16 @@ type Status struct {
 	Workers []WorkerInfo
 	// UserClassesCount is the number of running users per class.
 	UserClassesCount map[string]int64
+	// FinalUserClassesCount is UserClassesCount at the moment the last
+	// test began stopping (Locust's final_user_classes_count); empty before
+	// any stop. The HTML report's final ratios use it once the state is
+	// stopping or stopped, as Locust 2.12.1's html.py does.
+	FinalUserClassesCount map[string]int64
+	// Shape reports that a load shape drives the test: the dashboard
+	// disables its user and spawn rate inputs with the reason, POST /swarm
+	// needs neither field, refuses a run_time, and refuses to edit a
+	// running test instead of ignoring the new numbers.
+	Shape bool
 	// UserClasses describes the User classes and their tasks, for /tasks.
 	UserClasses []UserClass
 	// Locustfile is the scenario file name shown in the UI and report.

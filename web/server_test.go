@@ -719,9 +719,12 @@ func TestHistoryRoute(t *testing.T) {
 	if m["full"] != true {
 		t.Errorf("history after compaction not full: %v", m)
 	}
+	// Reset keeps the chart history, as Locust's dashboard keeps its
+	// charts (issue 19: clearing it left an empty chart with a 2027-2029
+	// time axis).
 	e.get(t, "/stats/reset")
-	if n := len(h.Points()); n != 0 {
-		t.Errorf("after /stats/reset %d points; want 0", n)
+	if n := len(h.Points()); n != 3 {
+		t.Errorf("after /stats/reset %d points; want the 3 kept", n)
 	}
 }
 
@@ -786,5 +789,120 @@ func TestReport(t *testing.T) {
 	}
 	if strings.Contains(buf.String(), `id="report-history"`) || !strings.Contains(buf.String(), "Request Statistics") {
 		t.Errorf("report without history should omit the charts")
+	}
+}
+
+func TestSwarmShape(t *testing.T) {
+	e := newEnv(t, web.Options{}, webtest.Options{Shape: true, ShapeUsers: 4})
+	if page := string(e.get(t, "/").body); !strings.Contains(page, `"is_shape":true`) {
+		t.Errorf("dashboard args lack is_shape: %s", page)
+	}
+	steps := []struct {
+		name    string
+		form    url.Values
+		ok      bool
+		msg     string
+		starts  int
+		advance int // seconds of fake run after the request
+	}{
+		{"run_time refused", url.Values{"run_time": {"10s"}}, false, "cannot be combined with a run time", 0, 0},
+		{"start without users", url.Values{"host": {"http://127.0.0.1:26080"}}, true, "Swarming started using shape class", 1, 2},
+		{"edit refused", url.Values{"user_count": {"50"}, "spawn_rate": {"5"}}, false, "a running test cannot be edited", 1, 0},
+	}
+	for _, st := range steps {
+		m := e.do(t, "POST", "/swarm", st.form).json(t)
+		if m["success"] != st.ok || !strings.Contains(fmt.Sprint(m["message"]), st.msg) {
+			t.Errorf("%s: POST /swarm = %v; want success %v, message containing %q", st.name, m, st.ok, st.msg)
+		}
+		if n := len(e.runner.Starts()); n != st.starts {
+			t.Errorf("%s: %d starts; want %d", st.name, n, st.starts)
+		}
+		e.run(st.advance)
+	}
+	if u := e.runner.Status().UserCount; u != 4 {
+		t.Errorf("users = %d; want the shape's 4", u)
+	}
+}
+
+func TestReportFinalRatio(t *testing.T) {
+	classes := []web.UserClass{
+		{Name: "Api", Tasks: []web.Task{{Name: "get", Weight: 1}}},
+		{Name: "Web", Tasks: []web.Task{{Name: "index", Weight: 3}, {Name: "about", Weight: 1}}},
+	}
+	final := map[string]int64{"Api": 1, "Web": 3}
+	zero := map[string]int64{"Api": 0, "Web": 0}
+	tests := []struct {
+		name          string
+		state         string
+		current       map[string]int64
+		final         map[string]int64
+		want, notWant []string
+	}{
+		// Headless --html: written after users stopped, so only the final
+		// counts are non-zero (issue 19 saw 0.0% everywhere).
+		{"stopped uses final", protocol.StateStopped, zero, final, []string{"25.0% Api", "75.0% Web", "56.2% index", "18.8% about"}, []string{"0.0% Api"}},
+		{"stopping uses final", protocol.StateStopping, map[string]int64{"Api": 1}, final, []string{"25.0% Api", "75.0% Web"}, nil},
+		{"running uses current", protocol.StateRunning, map[string]int64{"Api": 1, "Web": 1}, final, []string{"50.0% Api", "50.0% Web"}, nil},
+		{"stopped without final", protocol.StateStopped, map[string]int64{"Api": 2, "Web": 2}, nil, []string{"50.0% Api"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			st := web.Status{State: tt.state, UserClasses: classes, UserClassesCount: tt.current, FinalUserClassesCount: tt.final}
+			if err := web.WriteReport(&buf, web.ReportData{Status: st}); err != nil {
+				t.Fatal(err)
+			}
+			body := buf.String()
+			for _, w := range tt.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("report lacks %q", w)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(body, w) {
+					t.Errorf("report has %q", w)
+				}
+			}
+		})
+	}
+}
+
+func TestHistoryConnections(t *testing.T) {
+	e := newEnv(t, web.Options{}, webtest.Options{})
+	h := e.srv.History()
+	e.do(t, "POST", "/swarm", url.Values{"user_count": {"2"}, "spawn_rate": {"2"}})
+	e.run(1)
+	gen := func(kind string) bool { return kind == "ephemeral_ports" }
+	worker := func(open, est int64, refused, ports, reset int64) web.WorkerInfo {
+		return web.WorkerInfo{ID: "w1", Conn: &web.ConnStats{Open: open, Established: est, ConnectsPerSec: 1.5,
+			ConnectErrors: map[string]int64{"refused": refused, "ephemeral_ports": ports}, Errors: map[string]int64{"reset": reset}, GeneratorSide: gen}}
+	}
+	samples := [][]web.WorkerInfo{
+		{worker(3, 2, 10, 0, 1), {ID: "py", Connections: -1}},
+		{worker(4, 4, 16, 4, 1), {ID: "py", Connections: -1}},
+		{{ID: "py", Connections: -1}}, // no worker reports connections
+	}
+	for _, ws := range samples {
+		st := e.runner.Status()
+		st.Workers = ws
+		h.Sample(st, e.runner, e.clock.Now())
+		e.clock.Add(2 * time.Second)
+	}
+	m := e.get(t, "/stats/history").json(t)
+	tests := []struct {
+		path string
+		want string
+	}{
+		{"conn_open", "[3 4 <nil>]"},
+		{"conn_established", "[2 4 <nil>]"},
+		{"conn_new_per_sec", "[1.5 1.5 <nil>]"},
+		{"conn_errors", "map[connect ephemeral_ports (generator):[0.0 2.0 <nil>] connect refused (target):[0.0 3.0 <nil>]]"},
+		{"conn_open_by_worker", "map[w1:[3 4 <nil>]]"},
+		{"conn_established_by_worker", "map[w1:[2 4 <nil>]]"},
+	}
+	for _, tt := range tests {
+		if got := fmt.Sprint(m[tt.path]); got != tt.want {
+			t.Errorf("%s = %s; want %s", tt.path, got, tt.want)
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cicada-load/cicada/dataplane/users"
 	"github.com/cicada-load/cicada/internal/locustlog"
 	"github.com/cicada-load/cicada/master"
 	"github.com/cicada-load/cicada/protocol/zmtp"
@@ -61,6 +62,16 @@ func (a *app) runCluster(ctx context.Context, distributed bool) int {
 			}
 		}
 	}
+	// The data plane's runtime first: an interface it refuses ends the run
+	// before the master binds.
+	var rt *users.Runtime
+	if localWorkers > 0 {
+		var err error
+		if rt, err = a.dataplaneRuntime(log.With("logger", "cicada.worker")); err != nil {
+			log.Error(err.Error())
+			return dataplaneExit(err)
+		}
+	}
 	opts := a.masterOptions(log, distributed, localWorkers)
 	a.statsFormat = opts.StatsFormat
 	m, err := master.New(opts)
@@ -69,6 +80,9 @@ func (a *app) runCluster(ctx context.Context, distributed bool) int {
 			log.Error(fmt.Sprintf("The Locust master port (%d) was busy. Close any applications using that port - perhaps an old instance of Locust master is still running? (%v)", cfg.MasterBindPort, err))
 		} else {
 			log.Error(err.Error())
+		}
+		if rt != nil {
+			_ = rt.Close()
 		}
 		return 1
 	}
@@ -82,7 +96,7 @@ func (a *app) runCluster(ctx context.Context, distributed bool) int {
 
 	if localWorkers > 0 {
 		port := m.Addr().(*net.TCPAddr).Port
-		if err := a.startLocalWorkers(auxCtx, &wg, port, localWorkers, cfg.Processes != 0); err != nil {
+		if err := a.startLocalWorkers(auxCtx, &wg, port, localWorkers, cfg.Processes != 0, rt); err != nil {
 			log.Error(err.Error())
 			m.Close()
 			return 1
@@ -257,7 +271,10 @@ func (a *app) parsedOptions() map[string]any {
 // startLocalWorkers runs n workers against the local master: in-process
 // goroutines, or with --processes child processes of this binary (each has
 // its own open-files limit).
-func (a *app) startLocalWorkers(ctx context.Context, wg *sync.WaitGroup, port, n int, processes bool) error {
+//
+// rt, if set, is the data plane's runtime of the one in-process worker
+// (config refuses --dataplane with --processes).
+func (a *app) startLocalWorkers(ctx context.Context, wg *sync.WaitGroup, port, n int, processes bool, rt *users.Runtime) error {
 	if processes {
 		self, err := os.Executable()
 		if err != nil {
@@ -300,9 +317,16 @@ func (a *app) startLocalWorkers(ctx context.Context, wg *sync.WaitGroup, port, n
 		return err
 	}
 	for i := 0; i < n; i++ {
-		w, err := worker.New(worker.Options{MasterHost: "127.0.0.1", MasterPort: port, Logger: wlog, SourceIPs: ips,
-			StatsInterval: localStatsInterval, Transport: zmtp.Options{Plain: a.clusterAuth()}}, a.file.Scenario)
+		wopts := worker.Options{MasterHost: "127.0.0.1", MasterPort: port, Logger: wlog, SourceIPs: ips,
+			StatsInterval: localStatsInterval, Transport: zmtp.Options{Plain: a.clusterAuth()}}
+		if rt != nil {
+			wopts.Runtime, wopts.MaxUsers = rt, rt.MaxUsers()
+		}
+		w, err := worker.New(wopts, a.file.Scenario)
 		if err != nil {
+			if rt != nil {
+				_ = rt.Close() // Run, which would close it, never runs
+			}
 			return err
 		}
 		wg.Add(1)

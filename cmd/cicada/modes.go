@@ -257,8 +257,19 @@ func (a *app) runWorker(sig *shutdown.Signals) int {
 		a.log.Error(err.Error())
 		return 1
 	}
+	rt, err := a.dataplaneRuntime(log)
+	if err != nil {
+		a.log.Error(err.Error())
+		return dataplaneExit(err)
+	}
+	if rt != nil {
+		opts.Runtime, opts.MaxUsers = rt, rt.MaxUsers()
+	}
 	w, err := worker.New(opts, a.file.Scenario)
 	if err != nil {
+		if rt != nil {
+			_ = rt.Close() // Run, which would close it, never runs
+		}
 		a.log.Error(err.Error())
 		return 1
 	}

@@ -72,17 +72,19 @@ func webClasses(classes []worker.UserClass) []web.UserClass {
 func (r *masterRunner) Status() web.Status {
 	s := r.m.Status()
 	st := web.Status{
-		State:               s.State,
-		UserCount:           int(s.UserCount),
-		Host:                s.Host,
-		Distributed:         r.distributed,
-		UserClassesCount:    s.UserClassesCount,
-		UserClasses:         r.classes,
-		Locustfile:          r.locustfile,
-		StartTime:           s.StartTime,
-		ConfiguredUsers:     r.users,
-		ConfiguredSpawnRate: r.spawnRate,
-		ConfiguredRunTime:   r.runTime,
+		State:                 s.State,
+		UserCount:             int(s.UserCount),
+		Host:                  s.Host,
+		Distributed:           r.distributed,
+		UserClassesCount:      s.UserClassesCount,
+		FinalUserClassesCount: s.FinalUserClassesCount,
+		Shape:                 s.Shape,
+		UserClasses:           r.classes,
+		Locustfile:            r.locustfile,
+		StartTime:             s.StartTime,
+		ConfiguredUsers:       r.users,
+		ConfiguredSpawnRate:   r.spawnRate,
+		ConfiguredRunTime:     r.runTime,
 	}
 	if r.learned {
 		for _, c := range s.Classes {

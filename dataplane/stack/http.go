@@ -64,7 +64,8 @@ const (
 	pfChunked
 	pfDigit
 	pfCandConn
-	pfClose // Connection: close
+	pfClose  // Connection: close
+	pfCLSeen // a complete Content-Length line was read (its value in body)
 )
 
 const (
@@ -81,6 +82,7 @@ const (
 // the headers, then the body. It lives inside the connection record.
 type respParser struct {
 	state, pos, flags uint8
+	head              bool // the request was HEAD: no body (RFC 9110 9.3.2)
 	status            uint16
 	remaining         uint32
 	body              uint32 // body bytes announced so far (Content-Length, chunk sizes)
@@ -141,7 +143,7 @@ func (p *respParser) feed(b []byte) (int, bool, error) {
 			if c == ':' {
 				switch {
 				case p.flags&pfCandCL != 0 && p.pos == uint8(len(nameCL)):
-					p.state, p.remaining, p.flags = psCL, 0, (p.flags|pfHasCL)&^pfDigit
+					p.state, p.remaining, p.pos, p.flags = psCL, 0, 0, (p.flags|pfHasCL)&^pfDigit
 				case p.flags&pfCandTE != 0 && p.pos == uint8(len(nameTE)):
 					p.state, p.pos = psTE, 0
 				case p.flags&pfCandConn != 0 && p.pos == uint8(len(nameConn)):
@@ -169,18 +171,30 @@ func (p *respParser) feed(b []byte) (int, bool, error) {
 			}
 			p.pos++
 		case psCL:
+			// pos is 1 once whitespace follows the digits: a digit after
+			// it ("1 2") is refused, not read as 12.
 			switch {
 			case c >= '0' && c <= '9':
+				if p.pos != 0 {
+					return i, false, errHTTP
+				}
 				v := uint64(p.remaining)*10 + uint64(c-'0')
 				if v >= maxLength {
 					return i, false, errHTTPUnsupported
 				}
 				p.remaining, p.flags = uint32(v), p.flags|pfDigit
 			case c == ' ' || c == '\t' || c == '\r':
+				if p.flags&pfDigit != 0 {
+					p.pos = 1
+				}
 			case c == '\n':
-				if p.flags&pfDigit == 0 {
+				// Several Content-Length lines must agree (RFC 9112
+				// 6.3); the one read before is in body until the
+				// headers end.
+				if p.flags&pfDigit == 0 || (p.flags&pfCLSeen != 0 && p.remaining != p.body) {
 					return i, false, errHTTP
 				}
+				p.body, p.flags = p.remaining, p.flags|pfCLSeen
 				p.state = psHdrStart
 			default:
 				return i, false, errHTTP
@@ -312,11 +326,13 @@ func (p *respParser) endHeaders(b []byte, i int) (int, bool, error) {
 	switch {
 	case p.status < 200:
 		return i, false, errHTTPUnsupported
-	case p.status == 204 || p.status == 304:
-		p.state = psDone
+	case p.status == 204 || p.status == 304 || p.head:
+		// No body, whatever a Content-Length says.
+		p.state, p.body = psDone, 0
 		return i + 1, true, nil
 	case p.flags&pfChunked != 0:
-		p.state, p.remaining, p.flags = psChunkSize, 0, p.flags&^pfDigit
+		// body counts the chunk sizes, not a Content-Length also sent.
+		p.state, p.remaining, p.body, p.flags = psChunkSize, 0, 0, p.flags&^pfDigit
 	case p.flags&pfHasCL != 0:
 		p.body = p.remaining
 		if p.remaining == 0 {

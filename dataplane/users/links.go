@@ -10,13 +10,23 @@ import (
 	"github.com/cicada-load/cicada/dataplane/link"
 	"github.com/cicada-load/cicada/dataplane/link/afpacket"
 	"github.com/cicada-load/cicada/dataplane/link/afxdp"
+	"github.com/cicada-load/cicada/dataplane/link/dpdk"
 )
 
 // openLinks opens one link per port slice on iface: AF_PACKET sockets
 // joined in a fanout group that steers each frame to the core owning its
 // client port (one plain socket for one core), or one AF_XDP socket on
-// queue 0 (one core only: nothing steers ports to queues).
-func openLinks(kind, iface string, split [][2]uint16) ([]link.Link, []engine.Waiter, error) {
+// queue 0 (one core only: nothing steers ports to queues), or one DPDK
+// port (one core only, likewise; the EAL is initialised with its
+// arguments on first use).
+func openLinks(kind, iface string, dcfg dpdk.Config, split [][2]uint16) ([]link.Link, []engine.Waiter, error) {
+	if kind == LinkDPDK {
+		l, err := dpdk.Open(dcfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		return []link.Link{l}, []engine.Waiter{l}, nil
+	}
 	ifi, err := net.InterfaceByName(iface)
 	if err != nil {
 		return nil, nil, fmt.Errorf("interface %q: %w", iface, err)

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/cicada-load/cicada/dataplane/engine"
+	"github.com/cicada-load/cicada/dataplane/ifcheck"
 	"github.com/cicada-load/cicada/dataplane/link"
+	"github.com/cicada-load/cicada/dataplane/link/dpdk"
 	"github.com/cicada-load/cicada/dataplane/stack"
 )
 
@@ -18,6 +20,10 @@ import (
 const (
 	LinkAFPacket = "afpacket"
 	LinkAFXDP    = "afxdp"
+	// LinkDPDK is a DPDK port (Options.DPDK), in a binary built with the
+	// dpdk tag (make build-dpdk); refused with dpdk.ErrUnsupported in
+	// others.
+	LinkDPDK = "dpdk"
 )
 
 // Defaults for zero Options fields.
@@ -53,8 +59,11 @@ type Options struct {
 	// Link is LinkAFPacket or LinkAFXDP: the links New opens on Interface.
 	// Empty when Links is set.
 	Link string
-	// Interface is the network interface the links open (Link).
+	// Interface is the network interface the links open (Link); not
+	// used by LinkDPDK, whose port is DPDK.Port.
 	Interface string
+	// DPDK configures the LinkDPDK link: EAL arguments, port, rings.
+	DPDK dpdk.Config
 	// Links, if set, replaces Link and Interface: it returns one link per
 	// core and, for links that can block, their Waiters (nil entries or a
 	// nil slice for none). Tests pass pipe links. Links implementing
@@ -119,9 +128,15 @@ func (o *Options) normalize() error {
 		o.workerLogger = true
 	}
 	switch {
-	case o.Links == nil && o.Link != LinkAFPacket && o.Link != LinkAFXDP:
-		return bad("link %q is neither %q nor %q", o.Link, LinkAFPacket, LinkAFXDP)
-	case o.Links == nil && o.Interface == "":
+	case o.Links == nil && o.Link != LinkAFPacket && o.Link != LinkAFXDP && o.Link != LinkDPDK:
+		return bad("link %q is neither %q nor %q nor %q", o.Link, LinkAFPacket, LinkAFXDP, LinkDPDK)
+	case o.Link == LinkDPDK && !dpdk.Available:
+		return fmt.Errorf("users: %w: %w", ErrOption, dpdk.ErrUnsupported)
+	case o.Link == LinkDPDK && o.DPDK.Port == "" && o.DPDK.Device == "":
+		return bad("no DPDK port for the %s link", o.Link)
+	case o.Link == LinkDPDK && o.Cores > 1:
+		return fmt.Errorf("users: %w: %w", ErrOption, dpdk.CheckCores(o.Cores))
+	case o.Links == nil && o.Interface == "" && o.Link != LinkDPDK:
 		return bad("no interface for the %s link", o.Link)
 	case o.Links != nil && (o.Link != "" || o.Interface != ""):
 		return bad("Links set together with Link %q / Interface %q", o.Link, o.Interface)
@@ -151,6 +166,11 @@ func (o *Options) normalize() error {
 	if o.MaxUsers > space {
 		return fmt.Errorf("users: %d users need more connections than the %d client IPs × %d ports (%d) hold: add client IPs or ports, or lower --max-users: %w",
 			o.MaxUsers, o.ClientIPs, int(o.PortMax-o.PortMin)+1, space, ErrRefused)
+	}
+	// The tables are allocated at the first spawn: one that cannot fit
+	// would end the process there (the Go runtime's fatal out of memory).
+	if err := ifcheck.CheckTable(uint64(space), stack.RecordBytes, "the client IPs or ports"); err != nil {
+		return fmt.Errorf("users: %w: %w", err, ErrOption)
 	}
 	return nil
 }

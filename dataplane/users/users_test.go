@@ -14,6 +14,7 @@ import (
 
 	"github.com/cicada-load/cicada/dataplane/engine"
 	"github.com/cicada-load/cicada/dataplane/link"
+	"github.com/cicada-load/cicada/dataplane/link/dpdk"
 	"github.com/cicada-load/cicada/dataplane/link/pipe"
 	"github.com/cicada-load/cicada/dataplane/stack"
 	"github.com/cicada-load/cicada/internal/testpeer"
@@ -118,6 +119,15 @@ func pipeLinks(n int) ([]link.Link, []engine.Waiter, error) {
 	return ls, nil, nil
 }
 
+// dpdkWant is the refusal a dpdk option gets: its own in a binary with
+// the dpdk tag, how to build one in any other.
+func dpdkWant(tagged string) string {
+	if dpdk.Available {
+		return tagged
+	}
+	return "build with `make build-dpdk`"
+}
+
 // TestNewRefuses table-tests every refusal: the error wraps ErrRefused or
 // ErrOption and names what is refused.
 func TestNewRefuses(t *testing.T) {
@@ -201,6 +211,10 @@ func TestNewRefuses(t *testing.T) {
 			func(o *Options) { o.ClientIPs = 4; o.Gateway = netip.MustParseAddr("198.18.0.3") }, ErrOption, "inside the client range"},
 		{"afxdp multi-core", func() worker.Scenario { return parseScenario(t, task("")) },
 			func(o *Options) { o.Links = nil; o.Link = LinkAFXDP; o.Interface = "x"; o.Cores = 2 }, ErrOption, "AF_XDP with 2 cores"},
+		{"dpdk multi-core", func() worker.Scenario { return parseScenario(t, task("")) },
+			func(o *Options) { o.Links = nil; o.Link = LinkDPDK; o.DPDK.Port = "0"; o.Cores = 2 }, ErrOption, dpdkWant("dpdk: 2 cores asked")},
+		{"dpdk no port", func() worker.Scenario { return parseScenario(t, task("")) },
+			func(o *Options) { o.Links = nil; o.Link = LinkDPDK }, ErrOption, dpdkWant("no DPDK port")},
 		{"negative rate", func() worker.Scenario { return parseScenario(t, task("")) },
 			func(o *Options) { o.ConnectRate = -1 }, ErrOption, "connect rate"},
 	}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -38,6 +39,11 @@ type Options struct {
 	RequestsPerUserSecond float64
 	// StartErr, if set, is returned by Start.
 	StartErr error
+	// Shape makes the runner report that a load shape drives the test
+	// (web.Status.Shape): Start then ramps to ShapeUsers whatever the
+	// request says. If ShapeUsers is zero, 6 is used.
+	Shape      bool
+	ShapeUsers int
 }
 
 // Runner is a fake web.Runner. It is safe for concurrent use.
@@ -62,6 +68,8 @@ type Runner struct {
 		logs      []string
 		workerIDs []string
 		carry     map[string]float64 // fractional requests per name
+		final     map[string]int64   // users per class when the last stop began
+		connSecs  float64            // user-seconds run, for the fake connection counters
 	}
 }
 
@@ -111,9 +119,11 @@ func (r *Runner) Status() web.Status {
 			{Name: "index", Weight: 5}, {Name: "data", Weight: 2}, {Name: "missing", Weight: 1},
 			{Name: "Browse", Weight: 2, Tasks: []web.Task{{Name: "page", Weight: 3}, {Name: "stop", Weight: 1}}},
 		}}},
-		UserClassesCount:    map[string]int64{"WebsiteUser": int64(users)},
-		ConfiguredUsers:     10,
-		ConfiguredSpawnRate: 2,
+		UserClassesCount:      map[string]int64{"WebsiteUser": int64(users)},
+		FinalUserClassesCount: maps.Clone(r.mu.final),
+		Shape:                 r.opts.Shape,
+		ConfiguredUsers:       10,
+		ConfiguredSpawnRate:   2,
 	}
 	n := len(r.mu.workerIDs)
 	for i, id := range r.mu.workerIDs {
@@ -131,6 +141,7 @@ func (r *Runner) Status() web.Status {
 			CPUUsage:    math.Round(float64(wu)*3.3*10) / 10,
 			MemoryUsage: 50<<20 + int64(wu)<<16,
 			Connections: wu,
+			Conn:        fakeConn(wu, r.mu.connSecs/float64(n)),
 		})
 	}
 	return st
@@ -159,6 +170,12 @@ func (r *Runner) Start(ctx context.Context, req web.StartRequest) error {
 	}
 	r.mu.target = req.Users
 	r.mu.rate = req.SpawnRate
+	if r.opts.Shape {
+		r.mu.target, r.mu.rate = r.opts.ShapeUsers, 100
+		if r.mu.target == 0 {
+			r.mu.target = 6
+		}
+	}
 	r.mu.state = protocol.StateSpawning
 	r.mu.logs = append(r.mu.logs, fmt.Sprintf("[fake] INFO/cicada.webtest: Ramping to %d users at a rate of %.2f per second", req.Users, req.SpawnRate))
 	return nil
@@ -169,6 +186,9 @@ func (r *Runner) Stop(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.mu.stops++
+	if r.mu.state != protocol.StateReady && r.mu.state != protocol.StateStopped {
+		r.mu.final = map[string]int64{"WebsiteUser": int64(r.mu.users)}
+	}
 	if r.mu.state != protocol.StateReady {
 		r.mu.state = protocol.StateStopped
 	}
@@ -229,6 +249,9 @@ func (r *Runner) Step(d time.Duration) {
 	}
 	users := math.Floor(r.mu.users)
 	active := r.mu.state == protocol.StateSpawning || r.mu.state == protocol.StateRunning
+	if active {
+		r.mu.connSecs += users * d.Seconds()
+	}
 	type req struct {
 		name    string
 		rt      time.Duration
@@ -284,5 +307,22 @@ func (r *Runner) Run(ctx context.Context, tick time.Duration) error {
 		case <-t.C:
 			r.Step(tick)
 		}
+	}
+}
+
+// fakeConn returns connection counters of a fake worker with users users
+// that has run userSecs user-seconds: one connection per user (one in ten
+// still connecting), a connect per user-second, a refused connect per 20
+// user-seconds (target side) and an exhausted local port per 50
+// (generator side).
+func fakeConn(users int, userSecs float64) *web.ConnStats {
+	return &web.ConnStats{
+		Open:           int64(users),
+		Established:    int64(users - users/10),
+		Connects:       int64(userSecs),
+		ConnectsPerSec: float64(users),
+		ConnectErrors:  map[string]int64{"refused": int64(userSecs / 20), "ephemeral_ports": int64(userSecs / 50)},
+		Errors:         map[string]int64{"reset": int64(userSecs / 40)},
+		GeneratorSide:  func(kind string) bool { return kind == "ephemeral_ports" },
 	}
 }

@@ -129,3 +129,34 @@ func TestCheckCores(t *testing.T) {
 		t.Errorf("CheckCores(0) = %v; want link.ErrConfig", err)
 	}
 }
+
+// FuzzEALArgs: for any argument string, ealArgs either refuses (a
+// secondary process, wrapping link.ErrConfig) or returns the program name,
+// the caller's arguments unchanged and in order, then only defaults.
+func FuzzEALArgs(f *testing.F) {
+	for _, s := range []string{"", "-l 0-1 --in-memory", "--no-huge -a 0000:03:00.0", "--proc-type secondary", "-c0x3 --lcores=1@2 -b x"} {
+		f.Add(s)
+	}
+	defaults := map[string]bool{"-l": true, "--in-memory": true, "--file-prefix": true, "--no-shconf": true, "--no-pci": true, "--no-telemetry": true}
+	f.Fuzz(func(t *testing.T, s string) {
+		user, err := SplitArgs(s)
+		if err != nil {
+			return
+		}
+		got, err := ealArgs(user, 1, 42)
+		if err != nil {
+			if !errors.Is(err, link.ErrConfig) || !strings.Contains(err.Error(), "--proc-type") {
+				t.Fatalf("ealArgs(%q) = %v", user, err)
+			}
+			return
+		}
+		if len(got) < 1+len(user) || got[0] != "cicada" || !slices.Equal(got[1:1+len(user)], user) {
+			t.Fatalf("ealArgs(%q) = %q; want cicada, the arguments, defaults", user, got)
+		}
+		for i := 1 + len(user); i < len(got); i++ {
+			if a := got[i]; !defaults[a] && a != "1" && a != "cicada42" {
+				t.Fatalf("ealArgs(%q) added %q", user, a)
+			}
+		}
+	})
+}

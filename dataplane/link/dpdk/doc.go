@@ -33,7 +33,11 @@
 // lcore id. Extra lcores in -l are started by DPDK and stay idle.
 //
 // One Link is one port with one RX and one TX queue, driven by one engine
-// core: CheckCores refuses more (ErrOneCore). Several queues per port would
+// core: CheckCores refuses more (ErrOneCore). A port is open in one Link
+// at a time. Its mbuf pool is made by its first Open and kept while the
+// port lives (a stopped port's driver may still hold mbufs of it, released
+// by the next configuration), so a port reopened after Close keeps its pool
+// size; a device Open probed is closed at Close, and its pool freed. Several queues per port would
 // need the NIC to steer each core's port slice to its queue (flow rules),
 // which virtual devices do not do; that is left open, as for AF_XDP.
 //

@@ -31,10 +31,22 @@ const Available = true
 
 var eal struct {
 	once sync.Once
-	mu   sync.Mutex
 	args []string // the caller's arguments of the first Init
-	argv []string // what rte_eal_init got
 	err  error
+
+	mu    sync.Mutex
+	argv  []string                 // what rte_eal_init got
+	ports map[C.uint16_t]*portPool // the pool of each port a Link opened
+}
+
+// portPool is a port's mbuf pool, created by the port's first Open and
+// kept while the port lives: a stopped port's driver may still hold mbufs
+// of it in its queues, which the next configuration releases, so it is
+// freed only when the port is closed (a device Open probed).
+type portPool struct {
+	pool  *C.struct_rte_mempool
+	mbufs int
+	inUse bool // a Link has the port open
 }
 
 // Init initialises DPDK's EAL with args (without the program name; see
@@ -115,13 +127,14 @@ func cerr(e C.int) string {
 
 var poolSeq atomic.Uint64
 
-// Link is one DPDK ethdev port with one RX and one TX queue and its own
-// mbuf pool. It implements link.Link and engine.Waiter.
+// Link is one DPDK ethdev port with one RX and one TX queue and the
+// port's mbuf pool. It implements link.Link and engine.Waiter.
 type Link struct {
 	cfg     Config
 	port    C.uint16_t
 	vdev    string // probed by Open, removed by Close
 	pool    *C.struct_rte_mempool
+	pp      *portPool // the port's pool record, held while the link is open
 	mac     wire.MAC
 	mtu     int
 	dataOff uintptr
@@ -154,9 +167,10 @@ type Link struct {
 var _ link.Link = (*Link)(nil)
 
 // Open initialises the EAL with cfg.EAL (unless cfg.EAL is nil), probes
-// cfg.Device if set, and starts the port with one RX and one TX queue on a
-// new mbuf pool. It refuses a port whose MTU-sized frames do not fit one
-// mbuf.
+// cfg.Device if set, and starts the port with one RX and one TX queue on
+// the port's mbuf pool (made by its first Open). It refuses a port open
+// already, a pool size other than the port's, and a port whose MTU-sized
+// frames do not fit one mbuf.
 func Open(cfg Config) (*Link, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
@@ -196,12 +210,8 @@ func (l *Link) open() error {
 		return err
 	}
 	l.port = port
-	name := C.CString("cic" + strconv.Itoa(unix.Getpid()) + "_" + strconv.FormatUint(poolSeq.Add(1), 10))
-	defer C.free(unsafe.Pointer(name))
-	var perr C.int
-	l.pool = C.cic_pool(name, C.uint(c.Mbufs), &perr)
-	if l.pool == nil {
-		return fmt.Errorf("%w: mbuf pool of %d: %s", ErrEAL, c.Mbufs, cerr(perr))
+	if err := l.takePool(); err != nil {
+		return err
 	}
 	var ch C.struct_cic_chunks
 	C.cic_pool_chunks(l.pool, &ch)
@@ -244,6 +254,38 @@ func (l *Link) open() error {
 		return fmt.Errorf("%w: start port %s: %s", ErrEAL, c.Port, cerr(-r))
 	}
 	l.cfg.RxRing, l.cfg.TxRing = int(nrx), int(ntx)
+	return nil
+}
+
+// takePool marks the port in use and gives the link its pool, created on
+// the port's first Open. A port open elsewhere, or whose pool has another
+// size, is refused.
+func (l *Link) takePool() error {
+	eal.mu.Lock()
+	defer eal.mu.Unlock()
+	if eal.ports == nil {
+		eal.ports = map[C.uint16_t]*portPool{}
+	}
+	pp := eal.ports[l.port]
+	switch {
+	case pp != nil && pp.inUse:
+		return fmt.Errorf("%w: dpdk: port %s is open already", link.ErrConfig, l.cfg.Port)
+	case pp != nil && pp.mbufs != l.cfg.Mbufs:
+		return fmt.Errorf("%w: dpdk: port %s keeps its pool of %d mbufs until it is closed; %d asked",
+			link.ErrConfig, l.cfg.Port, pp.mbufs, l.cfg.Mbufs)
+	case pp == nil:
+		name := C.CString("cic" + strconv.Itoa(unix.Getpid()) + "_" + strconv.FormatUint(poolSeq.Add(1), 10))
+		defer C.free(unsafe.Pointer(name))
+		var perr C.int
+		pool := C.cic_pool(name, C.uint(l.cfg.Mbufs), &perr)
+		if pool == nil {
+			return fmt.Errorf("%w: mbuf pool of %d: %s", ErrEAL, l.cfg.Mbufs, cerr(perr))
+		}
+		pp = &portPool{pool: pool, mbufs: l.cfg.Mbufs}
+		eal.ports[l.port] = pp
+	}
+	pp.inUse = true
+	l.pp, l.pool = pp, pp.pool
 	return nil
 }
 
@@ -325,6 +367,10 @@ func (l *Link) mbufOf(f []byte) *C.struct_rte_mbuf {
 // Transmit implements link.Link: one C call sets the lengths and sends
 // the burst; frames over MaxBurst go in further calls.
 func (l *Link) Transmit(frames [][]byte) int {
+	if l.closed {
+		l.counters.TxDropped += uint64(len(frames))
+		return 0
+	}
 	sent := 0
 	for len(frames) > 0 {
 		chunk := frames[:min(len(frames), MaxBurst)]
@@ -332,7 +378,7 @@ func (l *Link) Transmit(frames [][]byte) int {
 		n := 0
 		for _, f := range chunk {
 			m := l.mbufOf(f)
-			if m == nil || len(f) == 0 || len(f) > DefaultFrameSize || l.closed {
+			if m == nil || len(f) == 0 || len(f) > DefaultFrameSize {
 				if m == nil {
 					l.stats.TxForeign++
 				} else {
@@ -405,9 +451,10 @@ func (l *Link) Wait(d time.Duration) {
 	}
 }
 
-// Close stops and closes the port, removes a device Open probed, and
-// frees the mbufs the link holds and its pool. Buffers lent by Buffer and
-// never transmitted, and frames lent by Receive, must not be used after.
+// Close stops the port and returns the mbufs the link holds to the pool;
+// a device Open probed is closed and removed, and its pool freed (other
+// ports keep theirs for the next Open). Buffers lent by Buffer and never
+// transmitted, and frames lent by Receive, must not be used after.
 func (l *Link) Close() error {
 	if l.closed {
 		return ErrClosed
@@ -428,18 +475,26 @@ func (l *Link) release() {
 		C.cic_free(l.cache, C.uint(l.ncach))
 		l.lent, l.ncach = 0, 0
 	}
+	eal.mu.Lock()
+	if l.pp != nil {
+		l.pp.inUse = false
+	}
 	if l.vdev != "" {
+		// Closing the port releases its queues and the mbufs they hold:
+		// only then can the pool go.
 		cn, cb := C.CString(l.vdev), C.CString("vdev")
 		C.rte_eth_dev_close(l.port)
 		C.rte_eal_hotplug_remove(cb, cn)
 		C.free(unsafe.Pointer(cn))
 		C.free(unsafe.Pointer(cb))
+		if l.pp != nil {
+			C.rte_mempool_free(l.pp.pool)
+			delete(eal.ports, l.port)
+		}
 		l.vdev = ""
 	}
-	if l.pool != nil {
-		C.rte_mempool_free(l.pool)
-		l.pool = nil
-	}
+	eal.mu.Unlock()
+	l.pp, l.pool = nil, nil
 	for _, p := range []unsafe.Pointer{unsafe.Pointer(l.rxBufs), unsafe.Pointer(l.rxData), unsafe.Pointer(l.rxLens),
 		unsafe.Pointer(l.txBufs), unsafe.Pointer(l.txLens), unsafe.Pointer(l.cache), unsafe.Pointer(l.cdata)} {
 		C.free(p)

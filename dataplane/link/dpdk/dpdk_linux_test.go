@@ -23,7 +23,7 @@ import (
 // testEAL is the one EAL of the test binary (DPDK initialises once per
 // process): no hugepages, two null devices; the lab tests probe their
 // af_packet and af_xdp devices later.
-var testEAL = []string{"--no-huge", "-m", "768", "--vdev", "net_null0", "--vdev", "net_null1,copy=1,size=60",
+var testEAL = []string{"--no-huge", "-m", "512", "--vdev", "net_null0", "--vdev", "net_null1,copy=1,size=60",
 	"--log-level", "*:warning"}
 
 // initEAL initialises the EAL, skipping without root.
@@ -186,9 +186,35 @@ func TestNullTransmitAndReceive(t *testing.T) {
 	}
 }
 
+func TestPortOpenOnceAndItsPoolKept(t *testing.T) {
+	initEAL(t)
+	l := open(t, dpdk.Config{Port: "net_null0"})
+	if _, err := dpdk.Open(dpdk.Config{Port: "net_null0"}); !errors.Is(err, link.ErrConfig) || !strings.Contains(err.Error(), "open already") {
+		t.Errorf("second Open of an open port = %v; want link.ErrConfig, open already", err)
+	}
+	f := l.Buffer()
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+	if err := l.Close(); !errors.Is(err, dpdk.ErrClosed) {
+		t.Errorf("second Close = %v; want ErrClosed", err)
+	}
+	// After Close nothing is sent, received or lent, and nothing crashes.
+	if n := l.Transmit([][]byte{f[:60]}); n != 0 || l.Buffer() != nil || l.Receive(make([][]byte, 4)) != 0 {
+		t.Errorf("closed link: Transmit %d, Buffer, Receive; want nothing", n)
+	}
+	if _, err := dpdk.Open(dpdk.Config{Port: "net_null0", Mbufs: 4096}); !errors.Is(err, link.ErrConfig) || !strings.Contains(err.Error(), "keeps its pool") {
+		t.Errorf("reopen with another pool size = %v; want link.ErrConfig, keeps its pool", err)
+	}
+	again := open(t, dpdk.Config{Port: "net_null0"})
+	if b := again.Buffer(); b == nil {
+		t.Errorf("reopened port lends no buffer")
+	}
+}
+
 func TestTransmitDropsForeignFrames(t *testing.T) {
 	initEAL(t)
-	l := open(t, dpdk.Config{Port: "net_null0", Mbufs: 4096})
+	l := open(t, dpdk.Config{Port: "net_null0"})
 	own := l.Buffer()
 	for _, f := range [][][]byte{
 		{make([]byte, 60)},            // Go memory
