@@ -263,6 +263,9 @@ func (a *app) runWorker(sig *shutdown.Signals) int {
 		a.log.Error(err.Error())
 		return 1
 	}
+	if os.Getenv(localWorkerEnv) == "1" { // a --processes child of standalone
+		opts.StatsInterval = localStatsInterval
+	}
 	rt, err := a.dataplaneRuntime(log)
 	if err != nil {
 		a.log.Error(err.Error())
