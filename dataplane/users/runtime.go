@@ -323,6 +323,7 @@ func (r *Runtime) Spawn(ctx context.Context, s worker.RuntimeSpawn) error {
 	// Wait (without r.mu) until each class has exactly its users:
 	// launched (open or opening), the surplus stopping.
 	cores := *r.coresPtr.Load()
+	eng := r.engPtr.Load()
 	t := time.NewTicker(DefaultPoll)
 	defer t.Stop()
 	var last int64 = -1
@@ -337,6 +338,12 @@ func (r *Runtime) Spawn(ctx context.Context, s worker.RuntimeSpawn) error {
 		}
 		if dist == 0 {
 			return nil
+		}
+		if cur := r.engPtr.Load(); cur == nil || cur != eng {
+			// Close (or another spawn's rebuild) stopped the engine
+			// these counts come from: they will not move again.
+			return fmt.Errorf("users: %d of %d users when the engine stopped (Close) during the spawn: %w",
+				have, total, ErrOption)
 		}
 		if dist != last {
 			last, progress = dist, time.Now()
@@ -399,6 +406,15 @@ func (r *Runtime) startSpawn(ctx context.Context, s worker.RuntimeSpawn) ([]int6
 			return nil, refused("spawn", "classes with different hosts (%q, %q): the data plane serves one server address", host, h)
 		}
 		host, any = h, true
+	}
+	var total int64
+	for _, n := range want {
+		total += n
+	}
+	if total > r.opts.MaxUsers {
+		// The worker clamps to MaxUsers; a caller that does not would
+		// wait SpawnStall for records that do not exist.
+		return nil, refused("spawn", "%d users; this runtime holds at most %d (MaxUsers, at most client IPs × ports)", total, r.opts.MaxUsers)
 	}
 	r.namesMu.Lock()
 	r.names = append(r.names[:0], s.Classes...)
