@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,6 +41,30 @@ func TestStandaloneStatsAreLive(t *testing.T) {
 	cmd := testpeer.SelfCommand(ctx, "TestHelperProcess", []string{"CICADA_TEST_HELPER=1", "HOME=" + t.TempDir()},
 		"--", "-f", writeScenario(t, liveScenario), "-H", "http://"+srv.Addr().String(),
 		"--web-host", "127.0.0.1", "--web-port", strconv.Itoa(webPort))
+	checkLive(t, cmd, webPort)
+}
+
+// TestStandaloneProcessesStatsAreLive: the same with --processes 1, whose
+// worker is a child process of the cicada binary.
+func TestStandaloneProcessesStatsAreLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds cicada and runs a 4 s test")
+	}
+	bin := buildCicada(t)
+	srv := startTarget(t)
+	webPort := freePort(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--processes", "1", "-f", writeScenario(t, liveScenario), "-H", "http://"+srv.Addr().String(),
+		"--web-host", "127.0.0.1", "--web-port", strconv.Itoa(webPort))
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	checkLive(t, cmd, webPort)
+}
+
+// checkLive starts cmd (cicada standalone with its web UI on webPort), starts
+// 20 users and checks that stats are live and the log has no worker chatter.
+func checkLive(t *testing.T, cmd *exec.Cmd, webPort int) {
+	t.Helper()
 	cmd.Dir = t.TempDir()
 	var stderr testpeer.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr

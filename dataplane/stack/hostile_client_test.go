@@ -247,3 +247,25 @@ func TestHostileClientSegments(t *testing.T) {
 		}
 	})
 }
+
+// TestMalformedSYNKeepsConnection: a SYN with a malformed option list is
+// dropped (DropMalformed) before it touches the record: the established
+// connection of that tuple stays and serves.
+func TestMalformedSYNKeepsConnection(t *testing.T) {
+	e := newEvilClient(t, 4)
+	srv, seq := e.handshake(clientIP, 10000, 1000)
+	f := e.frame(clientIP, 10000, wire.TCPFields{Seq: 9000, Flags: wire.TCPSyn, HasMSS: true, MSS: 1460}, nil)
+	// The MSS option's length byte says 1: malformed.
+	tcp := f[wire.EthernetLen+wire.IPv4MinLen:]
+	tcp[wire.TCPMinLen+1] = 1
+	ip, _ := wire.ParseIPv4(f[wire.EthernetLen:])
+	wire.SetTCPChecksum(tcp, ip.Src(), ip.Dst())
+	e.sendFrame(f)
+	if c := e.s.Counters(); c.DropMalformed != 1 || c.SocketsCurrent != 1 || c.SocketsClosed != 0 {
+		t.Fatalf("malformed SYN: dropped %d, current %d, closed %d; want 1, 1, 0", c.DropMalformed, c.SocketsCurrent, c.SocketsClosed)
+	}
+	e.send(clientIP, 10000, wire.TCPFields{Seq: seq, Ack: srv, Flags: wire.TCPAck}, []byte("GET / HTTP/1.1\r\n\r\n"))
+	if c := e.s.Counters(); c.Served200 != 1 {
+		t.Fatalf("the connection does not serve after the malformed SYN: %+v", c)
+	}
+}

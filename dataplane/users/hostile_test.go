@@ -187,3 +187,31 @@ func TestRuntimeSpawnStopSpawn(t *testing.T) {
 		t.Fatalf("Users = %d; want 600", got)
 	}
 }
+
+// TestRuntimeStopDuringSpawn: a Stop while a slow spawn ramps up (a
+// caller that does not cancel the spawn first, as the worker does) ends
+// the spawn at once with an error instead of after SpawnStall; the users
+// are stopped.
+func TestRuntimeStopDuringSpawn(t *testing.T) {
+	lb := newLab(t, 1, 10000, 11999)
+	opts := testOptions(lb.links)
+	opts.PortMax = 11999
+	opts.ConnectRate = 100
+	rt := startedRuntime(t, opts, "users: [{name: U, wait: constant(1), tasks: [{path: /}]}]")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- rt.Spawn(ctx, spawnOf(serverHost, 2000)) }()
+	testpeer.Eventually(t, 20*time.Second, "the first users", func() bool { return rt.Users()["U"] > 0 })
+	start := time.Now()
+	rt.Stop(2 * time.Second)
+	select {
+	case err := <-done:
+		if err == nil || time.Since(start) > 4*time.Second {
+			t.Fatalf("Spawn = %v, %v after Stop; want an error at once", err, time.Since(start))
+		}
+	case <-ctx.Done():
+		t.Fatal("the spawn did not end after Stop")
+	}
+	testpeer.Eventually(t, 10*time.Second, "no users", func() bool { return rt.Users()["U"] == 0 })
+}
