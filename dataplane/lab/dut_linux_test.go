@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -236,7 +238,7 @@ func TestLabDUTHoldsConnectionsThroughConntrack(t *testing.T) {
 		got, want uint64
 	}{
 		{"client SocketsCurrent", c.SocketsCurrent, conns},
-		{"client SynOut", c.SynOut, conns},
+		{"client SocketsOpened", c.SocketsOpened, conns},
 		{"client HTTP2xx", c.HTTP2xx, conns},
 		{"client SocketsFailed", c.SocketsFailed, 0},
 		{"client RstIn", c.RstIn, 0},
@@ -244,13 +246,14 @@ func TestLabDUTHoldsConnectionsThroughConntrack(t *testing.T) {
 		{"second round sent", uint64(sent), conns},
 		{"second round SecondRoundOK", c2.SecondRoundOK, conns},
 		{"second round SecondRoundFailed", c2.SecondRoundFailed, 0},
-		{"second round SynOut (unchanged)", c2.SynOut, conns},
+		{"second round SynOut (unchanged)", c2.SynOut, c.SynOut},
+		{"second round SocketsOpened (unchanged)", c2.SocketsOpened, conns},
 		{"second round HTTP2xx", c2.HTTP2xx, 2 * conns},
 		{"second round SocketsCurrent", c2.SocketsCurrent, conns},
 		{"second round Reconnects", c2.Reconnects, 0},
 		{"client RstIn at the end", c2.RstIn, 0},
 		{"server SocketsCurrent", s.SocketsCurrent, conns},
-		{"server SynIn", s.SynIn, conns},
+		{"server SocketsOpened", s.SocketsOpened, conns},
 		{"server Served200", s.Served200, 2 * conns},
 		{"server RstIn", s.RstIn, 0},
 		{"server RstOut", s.RstOut, 0},
@@ -269,9 +272,10 @@ func TestLabDUTHoldsConnectionsThroughConntrack(t *testing.T) {
 func TestLabDUTConnectionLimitCountsFailed(t *testing.T) {
 	const conns, limit = 300, 200
 	cc := labRTO
-	// A dropped SYN is retried MaxRetries times, RetransmitTimeout apart:
-	// short here so that the refused connections fail within the test.
-	cc.RetransmitTimeout, cc.MaxRetries = 100*time.Millisecond, 2
+	// A dropped SYN is retried MaxRetries times, the timeout doubling
+	// from RetransmitTimeout: short here so that the refused connections
+	// fail within a second.
+	cc.RetransmitTimeout, cc.MaxRetries = 250*time.Millisecond, 2
 	cc.PortMin, cc.PortMax, cc.Hold = 10000, 10000+conns-1, true
 	r := newDUTRun(t, lab.DUTConfig{ClientIPs: 1, Conns: conns, MaxNew: limit}, cc)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
@@ -283,11 +287,20 @@ func TestLabDUTConnectionLimitCountsFailed(t *testing.T) {
 	if c.HTTP2xx != limit || c.SocketsFailed != conns-limit || c.SocketsCurrent != limit {
 		t.Errorf("2xx %d, failed %d, held %d; want %d, %d, %d\n%+v", c.HTTP2xx, c.SocketsFailed, c.SocketsCurrent, limit, conns-limit, limit, c)
 	}
-	if c.RetransSyn != 2*(conns-limit) {
-		t.Errorf("SYN retransmissions %d; want %d (2 per refused connection)", c.RetransSyn, 2*(conns-limit))
+	// At least 2 retransmissions per refused connection (an admitted
+	// one may retransmit its SYN too on a loaded machine), and the limit
+	// rule dropped at least every refused SYN.
+	if c.RetransSyn < 2*(conns-limit) {
+		t.Errorf("SYN retransmissions %d; want at least %d (2 per refused connection)", c.RetransSyn, 2*(conns-limit))
 	}
 	rules, err := r.d.Device.Output("nft", "list", "table", "inet", lab.DUTTable)
-	if err != nil || !strings.Contains(rules, "counter packets "+itoa(3*(conns-limit))+" ") {
-		t.Errorf("the limit rule did not drop %d SYNs (%v):\n%s", 3*(conns-limit), err, rules)
+	m := limitDrops.FindStringSubmatch(rules)
+	if err != nil || m == nil {
+		t.Fatalf("no limit rule with a counter (%v):\n%s", err, rules)
+	}
+	if n, _ := strconv.Atoi(m[1]); n < 3*(conns-limit) {
+		t.Errorf("the limit rule dropped %d SYNs; want at least %d:\n%s", n, 3*(conns-limit), rules)
 	}
 }
+
+var limitDrops = regexp.MustCompile(`ct count over [0-9]+ counter packets ([0-9]+) `)
