@@ -244,9 +244,10 @@ func (m *Master) checkSecondRound() {
 // connView is what the printer and the CSV writer show: one row per worker
 // that reports counters, and the warnings and second round so far.
 type connView struct {
-	rows     []connRow
-	warnings []WorkerWarning
-	round    SecondRound
+	standalone bool // Options.Standalone: the total only
+	rows       []connRow
+	warnings   []WorkerWarning
+	round      SecondRound
 }
 
 type connRow struct {
@@ -260,7 +261,7 @@ type connRow struct {
 // Precondition: loop.
 func (m *Master) publishConns() {
 	st := &m.st
-	v := &connView{warnings: append([]WorkerWarning(nil), st.conn.warnings...), round: st.conn.round}
+	v := &connView{standalone: m.opts.Standalone, warnings: append([]WorkerWarning(nil), st.conn.warnings...), round: st.conn.round}
 	v.round.Errors = copyCounts(st.conn.round.Errors)
 	ids := st.conn.order
 	if st.conn.unsorted { // only when workers were added or forgotten: not every tick
@@ -386,16 +387,22 @@ func writeConnTable(w io.Writer, v *connView) {
 		return
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-30s %9s %12s %9s %11s %10s %11s %9s %15s %9s\n", "Connections (worker)", "Open", "Established", "Peak", "Connects/s", "Connects", "Reconnects", "Closes", "Connect errors", "Errors")
+	title := "Connections (worker)"
+	if v.standalone {
+		title = "Connections"
+	}
+	fmt.Fprintf(&b, "%-30s %9s %12s %9s %11s %10s %11s %9s %15s %9s\n", title, "Open", "Established", "Peak", "Connects/s", "Connects", "Reconnects", "Closes", "Connect errors", "Errors")
 	b.WriteString(strings.Repeat("-", 136) + "\n")
 	row := func(r connRow) {
 		fmt.Fprintf(&b, "%-30s %9d %12d %9d %11.1f %10d %11d %9d %15d %9d\n", r.name, r.c.Open, r.c.Established, r.peak, r.rate, r.c.Connects, r.c.Reconnects,
 			sum(r.c.Closes), sum(r.c.ConnectErrors), sum(r.c.Errors))
 	}
-	for _, r := range v.rows {
-		row(r)
+	if !v.standalone { // the process's own workers are not news
+		for _, r := range v.rows {
+			row(r)
+		}
+		b.WriteString(strings.Repeat("-", 136) + "\n")
 	}
-	b.WriteString(strings.Repeat("-", 136) + "\n")
 	t := v.total()
 	row(t)
 	if len(t.c.Closes) > 0 {

@@ -31,6 +31,9 @@ type node struct {
 	stopSent  bool      // stop sent because it ran users while no test ran (see stopOrphan); reset by a spawn
 	lastEcho  time.Time // when the last heartbeat echo was sent
 	conn      connState // connection counters (cicada workers)
+	// classesChecked: its class list was compared with the master's once
+	// (checkClasses).
+	classesChecked bool
 }
 
 func (n *node) users() int64 { return n.total }
@@ -355,7 +358,7 @@ func (m *Master) handleMessage(in inbound) (stateChange bool) {
 		}
 		st.reg.stopped[id] = true
 		m.removeNode(nd)
-		m.logf(slog.LevelInfo, "worker stopped", "Worker %s (index %d) reported that it has stopped, removing from running workers", id, m.index(id))
+		m.logf(m.workerLogLevel(), "worker stopped", "Worker %s (index %d) reported that it has stopped, removing from running workers", id, m.index(id))
 	case protocol.TypeSpawning:
 		if nd := st.reg.nodes[id]; nd != nil {
 			st.setNodeState(nd, protocol.StateSpawning)
@@ -464,7 +467,7 @@ func (m *Master) clientReady(id string, cr *protocol.ClientReady) {
 	delete(st.reg.stopped, id)
 	delete(st.reg.quitted, id)
 	if old := st.reg.nodes[id]; old != nil {
-		m.logf(slog.LevelInfo, "registered again", "Worker %s (index %d) registered again; replacing it", id, idx)
+		m.logf(m.workerLogLevel(), "registered again", "Worker %s (index %d) registered again; replacing it", id, idx)
 	}
 	nd := &node{id: id, state: protocol.StateReady, liveness: m.opts.HeartbeatLiveness, classes: map[string]int64{},
 		version: version, echo: echoHeartbeats(cr), headMsgs: knowsMasterSpawningComplete(cr), memory: -1}
@@ -475,7 +478,7 @@ func (m *Master) clientReady(id string, cr *protocol.ClientReady) {
 		return
 	}
 	m.workerJoined(id)
-	m.logf(slog.LevelInfo, "worker ready", "Worker %s (index %d) reported as ready. %d workers connected.", id, idx, st.workerCount())
+	m.logf(m.workerLogLevel(), "worker ready", "Worker %s (index %d) reported as ready. %d workers connected.", id, idx, st.workerCount())
 	if m.opts.EnableRebalancing && st.run.state == protocol.StateRunning && st.ramp.spawnComplete {
 		m.requestRedispatch()
 	}
@@ -643,6 +646,44 @@ func (m *Master) statsReport(id string, r *protocol.StatsReport) {
 		}
 		m.log.Info(fmt.Sprintf("User classes learned from worker %s: %s (weight 1 each)", id, strings.Join(names, ", ")))
 	}
+	if nd != nil && !nd.classesChecked && len(r.UserClassesCount) > 0 && len(st.run.classes) > 0 {
+		nd.classesChecked = true
+		m.checkClasses(nd, r.UserClassesCount)
+	}
+}
+
+// checkClasses logs an ERROR, in the master's own output, when a cicada
+// worker lacks classes the master dispatches: its users of them would not
+// start (the worker reports that only to its own log and as an
+// exception). A cicada worker's stats report lists all its classes, zeros
+// included; a Python worker's lists only the classes it runs, so only
+// cicada workers (client_ready's -1) are checked, and one with a single
+// class serves any class name. Precondition: loop.
+func (m *Master) checkClasses(nd *node, have map[string]int64) {
+	if nd.version != "-1" || len(have) < 2 {
+		return
+	}
+	var missing []string
+	for _, c := range m.st.run.classes {
+		if _, ok := have[c.Name]; !ok {
+			missing = append(missing, c.Name)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	names := make([]string, 0, len(have))
+	for c := range have {
+		names = append(names, c)
+	}
+	sort.Strings(names)
+	master := make([]string, len(m.st.run.classes))
+	for i, c := range m.st.run.classes {
+		master[i] = c.Name
+	}
+	m.logf(slog.LevelError, "class mismatch", "User class mismatch: the master dispatches %s; worker %s (index %d) has %s, so its users of %s do not start. "+
+		"Give the master -f with the workers' scenario, or no -f to use the classes the workers report",
+		strings.Join(master, ", "), nd.id, m.index(nd.id), strings.Join(names, ", "), strings.Join(missing, ", "))
 }
 
 func (m *Master) workerQuit(id string) {
@@ -654,10 +695,13 @@ func (m *Master) workerQuit(id string) {
 	}
 	nd := st.reg.nodes[id]
 	if nd == nil {
+		if st.end.quitAfterStopped && st.reg.stopped[id] {
+			m.logf(m.workerLogLevel(), "worker quit", "Worker '%s' (index %d) quit. %d workers ready.", id, m.index(id), st.countState(protocol.StateReady))
+		}
 		return
 	}
 	m.removeNode(nd)
-	m.logf(slog.LevelInfo, "worker quit", "Worker '%s' (index %d) quit. %d workers ready.", id, m.index(id), st.countState(protocol.StateReady))
+	m.logf(m.workerLogLevel(), "worker quit", "Worker '%s' (index %d) quit. %d workers ready.", id, m.index(id), st.countState(protocol.StateReady))
 	if st.end.quitting {
 		return
 	}
@@ -751,4 +795,14 @@ func (m *Master) checkStopped() {
 	if (st.run.state == protocol.StateStopping && allReady) || st.workerCount() == 0 {
 		m.setState(protocol.StateStopped)
 	}
+}
+
+// workerLogLevel is the level of lines about workers joining: DEBUG when
+// they are the process's own (Options.Standalone), as Locust standalone has
+// no workers to speak of.
+func (m *Master) workerLogLevel() slog.Level {
+	if m.opts.Standalone {
+		return slog.LevelDebug
+	}
+	return slog.LevelInfo
 }

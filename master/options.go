@@ -1,6 +1,7 @@
 package master
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -41,6 +42,7 @@ const (
 	DefaultWaitLogInterval = time.Second
 	DefaultShapeTick       = time.Second
 	DefaultStopWait        = 60 * time.Second
+	DefaultStopQuitGrace   = 3 * time.Second
 	// DefaultFinalReportGrace is how long after a stats report received
 	// after quit the master still waits for the worker's quit message
 	// (which follows the final report) before taking that report as final.
@@ -132,8 +134,23 @@ type Options struct {
 	// start (after the wait for workers). Zero means no limit.
 	RunTime time.Duration
 	// StopTimeout is the graceful stop time sent to workers in every spawn
-	// message (--stop-timeout).
+	// message (--stop-timeout). When it is positive, a quit (the run time's
+	// end, a signal, Quit) first stops the test, so that in-flight tasks
+	// get it as in Locust standalone, and quits once the workers report no
+	// users, or StopTimeout+StopQuitGrace later.
 	StopTimeout time.Duration
+	// Standalone means the workers are this process's own (cicada without
+	// --master or --worker): the master logs as Locust standalone does.
+	// The wait for the workers and their registrations are not logged
+	// (DEBUG), a start logs "Ramping to N users at a rate of R per second"
+	// instead of "Sending spawn jobs", and the connections table has one
+	// Total row, titled "Connections". The wait for the workers is polled
+	// every few milliseconds, not every WaitLogInterval.
+	Standalone bool
+	// StopQuitGrace is how long beyond StopTimeout a quit waits for the
+	// workers to report their users stopped. If zero,
+	// DefaultStopQuitGrace.
+	StopQuitGrace time.Duration
 	// ResetStats resets the statistics once spawning is complete.
 	ResetStats bool
 	// EnableRebalancing re-dispatches users as soon as a worker joins or
@@ -297,6 +314,7 @@ func (o *Options) normalize() error {
 		o.Now = time.Now
 	}
 	setDefault(&o.HeartbeatInterval, DefaultHeartbeatInterval)
+	setDefault(&o.StopQuitGrace, DefaultStopQuitGrace)
 	if o.HeartbeatLiveness <= 0 {
 		o.HeartbeatLiveness = DefaultHeartbeatLiveness
 	}
@@ -315,8 +333,29 @@ func (o *Options) normalize() error {
 	setDefault(&o.ShapeTick, DefaultShapeTick)
 	if o.Transport.Logger == nil {
 		o.Transport.Logger = o.Logger.With("logger", "cicada.zmtp")
+		if o.Standalone { // the process's own connections: their problems only
+			o.Transport.Logger = slog.New(minLevel{o.Transport.Logger.Handler(), slog.LevelWarn})
+		}
 	}
 	return nil
+}
+
+// minLevel is h without the records below min.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(as), h.min}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.min}
 }
 
 func setDefault(d *time.Duration, def time.Duration) {

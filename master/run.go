@@ -50,7 +50,11 @@ func (m *Master) start(users int64, rate float64) error {
 		}
 		st.ramp.disp = d
 	}
-	m.log.Info(fmt.Sprintf("Sending spawn jobs of %d users at %.2f spawn rate to %d ready workers", users, rate, n))
+	if m.opts.Standalone {
+		m.log.Info(fmt.Sprintf("Ramping to %d users at a rate of %.2f per second", users, rate))
+	} else {
+		m.log.Info(fmt.Sprintf("Sending spawn jobs of %d users at %.2f spawn rate to %d ready workers", users, rate, n))
+	}
 	if rate/float64(n) > 100 {
 		m.log.Warn("Your selected spawn rate is very high (>100/worker), and this is known to sometimes cause issues. Do you really need to ramp up that fast?")
 	}
@@ -297,6 +301,10 @@ func (m *Master) checkStopWaiters() {
 		close(c)
 	}
 	st.end.stopWaiters = nil
+	if st.end.quitAfterStop {
+		st.end.quitAfterStop = false
+		m.beginQuit()
+	}
 }
 
 // finalReport tracks one worker's final stats at exit. Its fields change
@@ -389,6 +397,21 @@ func (m *Master) beginQuit() {
 	if st.end.quitting {
 		return
 	}
+	if m.opts.StopTimeout > 0 && !st.end.stopThenQuit {
+		// In-flight tasks get the stop timeout whatever ends the run (run
+		// time, signal, Quit), as in Locust standalone, whose quit stops
+		// the users first: stop, then quit when the workers report no
+		// users or StopTimeout+StopQuitGrace later. A second quit request
+		// quits at once.
+		st.end.stopThenQuit = true
+		if done := m.stopTest(true); done != nil {
+			st.end.quitAfterStopped = true
+			st.end.stopDue = timeNow().Add(m.opts.StopTimeout + m.opts.StopQuitGrace)
+			st.end.quitAfterStop = true
+			m.checkStopWaiters()
+			return
+		}
+	}
 	st.end.quitting = true
 	m.stopTest(false)
 	st.end.final = make(map[string]*finalReport)
@@ -404,6 +427,12 @@ func (m *Master) beginQuit() {
 	}
 	for id := range st.reg.stopped {
 		m.send(id, protocol.TypeQuit, nil) // stopping workers have no users left
+		if st.end.quitAfterStopped {
+			// Stopped by this quit's stop: their last requests may come
+			// with the final report (a Python worker sends none at stop).
+			st.end.final[id] = &finalReport{}
+			st.ix().final.open++
+		}
 	}
 	st.end.finalDue = timeNow().Add(m.opts.FinalReportTimeout)
 	if len(st.end.final) > 0 {

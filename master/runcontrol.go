@@ -93,8 +93,17 @@ func (m *Master) automaticRun(ctx context.Context, atEnd func()) {
 func (m *Master) waitReady(ctx context.Context) bool {
 	o := &m.opts
 	begin := timeNow()
-	t := time.NewTicker(o.WaitLogInterval)
+	// A distributed master checks every WaitLogInterval, as Locust's
+	// checks every second (a restarted master lets reconnecting workers
+	// report what they run first); standalone's own workers are polled
+	// every waitPoll, so its test starts as soon as they are ready.
+	poll := o.WaitLogInterval
+	if o.Standalone {
+		poll = min(waitPoll, poll)
+	}
+	t := time.NewTicker(poll)
 	defer t.Stop()
+	var logged time.Time
 	for {
 		var ready int
 		var classes bool
@@ -116,10 +125,15 @@ func (m *Master) waitReady(ctx context.Context) bool {
 			})
 			return false
 		}
-		if ready >= o.ExpectWorkers {
-			m.rootLog.Info("Waiting for workers to report their user classes")
-		} else {
-			m.rootLog.Info(fmt.Sprintf("Waiting for workers to be ready, %d of %d connected", ready, o.ExpectWorkers))
+		if now := timeNow(); now.Sub(logged) >= o.WaitLogInterval {
+			logged = now
+			switch {
+			case o.Standalone:
+			case ready >= o.ExpectWorkers:
+				m.rootLog.Info("Waiting for workers to report their user classes")
+			default:
+				m.rootLog.Info(fmt.Sprintf("Waiting for workers to be ready, %d of %d connected", ready, o.ExpectWorkers))
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -130,6 +144,9 @@ func (m *Master) waitReady(ctx context.Context) bool {
 		}
 	}
 }
+
+// waitPoll is the period of the readiness checks of waitReady.
+const waitPoll = 10 * time.Millisecond
 
 func formatSeconds(d time.Duration) string {
 	if d%time.Second == 0 {

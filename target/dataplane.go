@@ -165,6 +165,10 @@ func NewDataplane(o DataplaneOptions) (*Dataplane, error) {
 	if err != nil {
 		return nil, bad("%d cores over ports %d-%d: %v", o.Cores, o.PortMin, o.PortMax, err)
 	}
+	records := uint64(o.Clients.Count) * (uint64(o.PortMax-o.PortMin) + 1)
+	if err := ifcheck.CheckTable(records, stack.RecordBytes, "--client-ips or --client-ports"); err != nil {
+		return nil, fmt.Errorf("target: %w: %w", err, ErrDataplane)
+	}
 	server := o.Listen.Addr().Unmap()
 	// A DPDK port bound to vfio-pci has no kernel interface to check.
 	if o.Interface != "" {

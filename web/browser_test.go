@@ -103,6 +103,39 @@ func TestBrowser(t *testing.T) {
 	}
 }
 
+// TestBrowserLayout checks the dashboard at 800 and 1280 px (the Name
+// column stays readable) and the dark theme (system preference, toggle).
+func TestBrowserLayout(t *testing.T) {
+	node := browserTools(t)
+	names := []string{"/", "/api/v1/customers/{id}/orders/{order}/items?expand=true", "/data.json", "/missing"}
+	r := webtest.New(webtest.Options{Names: names, Workers: 2, Host: "http://127.0.0.1:26080"})
+	r.Start(context.Background(), web.StartRequest{Users: 10, SpawnRate: 10})
+	runFake(t, r)
+	srv := web.New(web.Options{HistoryInterval: 300 * time.Millisecond, StatsCacheTTL: 200 * time.Millisecond, Version: "e2e"}, r)
+	base := serve(t, srv, "http")
+	dir := artifactsDir(t, "layout")
+	res := runE2E(t, node, base, dir, "layout")
+	t.Logf("e2e layout: %v (screenshots in %s)", res, dir)
+	if res["dark"] != true {
+		t.Errorf("dark theme not checked: %v", res)
+	}
+}
+
+// TestBrowserShape runs a load-shape test from the dashboard.
+func TestBrowserShape(t *testing.T) {
+	node := browserTools(t)
+	r := webtest.New(webtest.Options{Shape: true, ShapeUsers: 6, Host: "http://127.0.0.1:26080"})
+	runFake(t, r)
+	srv := web.New(web.Options{HistoryInterval: 300 * time.Millisecond, StatsCacheTTL: 200 * time.Millisecond, Version: "e2e"}, r)
+	base := serve(t, srv, "http")
+	dir := artifactsDir(t, "shape")
+	res := runE2E(t, node, base, dir, "shape")
+	t.Logf("e2e shape: %v (screenshots in %s)", res, dir)
+	if starts := r.Starts(); len(starts) != 1 {
+		t.Errorf("runner starts = %+v; want one, from the start form", starts)
+	}
+}
+
 // TestBrowserRenderPerf measures the dashboard with 1,000 request names
 // and 200 workers: the /stats/requests size and the table render time per
 // refresh in Chromium.

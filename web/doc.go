@@ -68,7 +68,11 @@
 // after the span ("1h 20m") is refused with that message, and a span above
 // timespan.Max, where Locust answers a 500, with one naming the maximum. A
 // run_time
-// schedules a Stop that is never cancelled, as in Locust. The CSV downloads
+// schedules a Stop that is never cancelled, as in Locust. When a load shape
+// drives the test (Status.Shape), POST /swarm needs neither user_count nor
+// spawn_rate and answers Locust's "Swarming started using shape class";
+// unlike Locust, which ignores them silently, it refuses a run_time and an
+// edit of a running shape test, naming the reason. The CSV downloads
 // use 2.12.1's file names (requests_<time()>.csv) and Options.Format, so they
 // match the master's --csv files. The "Starting web interface at ..." log
 // line is cmd's (Locust prints it from main.py).
@@ -126,4 +130,20 @@
 // serve web/ui/dist from disk) polls the JSON routes. Its charts come from a
 // History the server samples every Options.HistoryInterval while a test
 // runs, so they survive a page reload; the same history feeds the report.
+// GET /stats/reset keeps the history, as Locust's dashboard keeps its
+// charts; a new test (a new Status.StartTime) clears it.
+//
+// Beyond Locust's three charts, the history carries the workers'
+// connection counters (HistoryConn): open and established connections
+// with a per-worker breakdown for the hover (at most MaxHistoryWorkers
+// workers), new connections per second, and connection errors per second
+// by kind and side (generator or target). The connection charts are shown
+// only when some worker reports connections (cicada workers; Python
+// workers do not). Time ticks fall on whole seconds or minutes and the
+// y axes start at 0.
+//
+// The dashboard follows prefers-color-scheme, and a header toggle chooses
+// a theme kept in localStorage; the report follows prefers-color-scheme.
+// The final ratios of the report use the users per class of the moment
+// the test began stopping (Status.FinalUserClassesCount), as Locust's do.
 package web

@@ -277,19 +277,27 @@ func (s *Server) handleReport(w http.ResponseWriter, r *http.Request) {
 	w.Write(buf.Bytes())
 }
 
+// reportCSS styles the report. Table rules apply to table.grid only, so
+// that uPlot's legend (a table too) keeps its own layout inside the chart
+// card. The dark variant follows prefers-color-scheme.
 const reportCSS = `
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;font-size:14px;color:#1d2330;margin:0;background:#f6f7f9}
+:root{--bg:#f6f7f9;--fg:#1d2330;--muted:#667085;--line:#d9dde5;--card:#fff;--head:#eef0f4;--accent:#0a7d5a;--grid:rgba(0,0,0,.08);color-scheme:light}
+@media (prefers-color-scheme:dark){:root{--bg:#14171f;--fg:#e4e7ee;--muted:#98a2b3;--line:#2e3442;--card:#1c2029;--head:#252a36;--accent:#2fb386;--grid:rgba(255,255,255,.1);color-scheme:dark}}
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;font-size:14px;color:var(--fg);margin:0;background:var(--bg)}
+a{color:var(--accent)}
 .container{max-width:1200px;margin:0 auto;padding:20px}
-h1{margin:0 0 6px}h2{margin-top:32px;border-bottom:2px solid #0a7d5a;padding-bottom:4px}
-.info p{margin:2px 0}.info span{color:#667085}
-table{width:100%;border-collapse:collapse;background:#fff}
-th,td{padding:5px 8px;border-bottom:1px solid #d9dde5;text-align:left;vertical-align:top}
-th{background:#eef0f4}td.num,th.num{text-align:right}
-tr.total td{font-weight:700;border-top:2px solid #1d2330}
-td.pre{white-space:pre-wrap;font-family:ui-monospace,monospace;font-size:12px}
-.chart{background:#fff;margin-bottom:14px;padding:6px;border:1px solid #d9dde5}
+h1{margin:0 0 6px}h2{margin-top:32px;border-bottom:2px solid var(--accent);padding-bottom:4px}
+.info p{margin:2px 0}.info span{color:var(--muted)}
+table.grid{width:100%;border-collapse:collapse;background:var(--card)}
+.grid th,.grid td{padding:5px 8px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
+.grid th{background:var(--head)}.grid td.num,.grid th.num{text-align:right}
+.grid tr.total td{font-weight:700;border-top:2px solid var(--fg)}
+.grid td.pre{white-space:pre-wrap;font-family:ui-monospace,monospace;font-size:12px}
+.chart{background:var(--card);margin-bottom:14px;padding:6px;border:1px solid var(--line);overflow-x:auto}
+.chart[hidden]{display:none}
+.chart .u-legend{max-width:100%}
 .ratio{display:flex;gap:40px}.ratio ul{list-style:none;padding-left:16px}
-footer{color:#667085;font-size:12px;margin-top:30px}
+footer{color:var(--muted);font-size:12px;margin-top:30px}
 `
 
 var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
@@ -313,7 +321,7 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 </div>
 
 <h2>Request Statistics</h2>
-<table id="request-statistics">
+<table class="grid" id="request-statistics">
 <thead><tr><th>Method</th><th>Name</th><th class="num"># Requests</th><th class="num"># Fails</th><th class="num">Average (ms)</th><th class="num">Min (ms)</th><th class="num">Max (ms)</th><th class="num">Average size (bytes)</th><th class="num">RPS</th><th class="num">Failures/s</th></tr></thead>
 <tbody>
 {{- $n := len .Requests}}{{range $i, $r := .Requests}}
@@ -323,7 +331,7 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 </table>
 
 <h2>Response Time Statistics</h2>
-<table id="response-time-statistics">
+<table class="grid" id="response-time-statistics">
 <thead><tr><th>Method</th><th>Name</th>{{range .PercentileHeaders}}<th class="num">{{.}}</th>{{end}}</tr></thead>
 <tbody>
 {{- range $i, $r := .Requests}}
@@ -334,7 +342,7 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 
 {{if .Failures}}
 <h2>Failures Statistics</h2>
-<table id="failures-statistics">
+<table class="grid" id="failures-statistics">
 <thead><tr><th>Method</th><th>Name</th><th>Error</th><th class="num">Occurrences</th></tr></thead>
 <tbody>
 {{- range .Failures}}
@@ -346,7 +354,7 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 
 {{if .Exceptions}}
 <h2>Exceptions Statistics</h2>
-<table id="exceptions-statistics">
+<table class="grid" id="exceptions-statistics">
 <thead><tr><th class="num">Count</th><th>Message</th><th>Traceback</th><th>Nodes</th></tr></thead>
 <tbody>
 {{- range .Exceptions}}
@@ -361,6 +369,9 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 <div class="chart" id="chart-rps"></div>
 <div class="chart" id="chart-rt"></div>
 <div class="chart" id="chart-users"></div>
+<div class="chart" id="chart-conn" hidden></div>
+<div class="chart" id="chart-connrate" hidden></div>
+<div class="chart" id="chart-connerr" hidden></div>
 <script type="application/json" id="report-history">{{.HistoryJSON}}</script>
 {{end}}
 

@@ -82,7 +82,10 @@ type Status struct {
 	// Distributed reports whether this is a master: /stats/requests then
 	// carries "workers" and "worker_count".
 	Distributed bool
-	// Workers lists connected workers (master only).
+	// Workers lists connected workers. A standalone runner may list its
+	// in-process worker: routes and metrics show workers only when
+	// Distributed, and the history then uses them only for its connection
+	// charts.
 	Workers []WorkerInfo
 	// UserClassesCount is the number of running users per class.
 	UserClassesCount map[string]int64

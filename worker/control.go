@@ -268,8 +268,8 @@ func (w *Worker) reportUnknown(unknown []string) {
 }
 
 // doStop runs Locust's stop sequence (Locust 2.12.1 locust/runners.py, the
-// "stop" case of WorkerRunner.worker): stop users, client_stopped, wait
-// stop_timeout, client_ready, state ready.
+// "stop" case of WorkerRunner.worker): stop users, a stats report (cicada's
+// addition), client_stopped, wait stop_timeout, client_ready, state ready.
 func (w *Worker) doStop(ctx context.Context) {
 	w.mu.Lock()
 	grace := w.mu.stopTimeout
@@ -283,6 +283,11 @@ func (w *Worker) doStop(ctx context.Context) {
 			w.log.Warn("some users did not stop in time", "users", len(b.users))
 		}
 	}
+	// The requests that ended within the stop timeout reach the master
+	// before client_stopped: a Python worker leaves them to its next
+	// periodic report, which a master that quits after the stop (the
+	// run time's end with --stop-timeout) never sees.
+	w.sendStats()
 	w.sendGated(protocol.TypeClientStopped, nil)
 	w.mu.Lock()
 	w.mu.registered = false // the master deleted this worker

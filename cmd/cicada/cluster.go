@@ -87,6 +87,7 @@ func (a *app) runCluster(ctx context.Context, distributed bool) int {
 		return 1
 	}
 	runner := newMasterRunner(m, a, distributed, logs)
+	runner.localWorkers = localWorkers
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -113,6 +114,14 @@ func (a *app) runCluster(ctx context.Context, distributed bool) int {
 			Logger:  log.With("logger", "cicada.web"),
 			Version: version,
 			Format:  opts.StatsFormat,
+			// Standalone's stats are live (localStatsInterval): share one
+			// /stats/requests body for half a second, not Locust's 2 s.
+			StatsCacheTTL: func() time.Duration {
+				if distributed {
+					return 0
+				}
+				return standaloneStatsCacheTTL
+			}(),
 			FullHistoryCSV: func() string {
 				if cfg.CSVPrefix != "" && cfg.CSVFullHistory {
 					return cfg.CSVPrefix + "_stats_history.csv"
@@ -209,9 +218,17 @@ func (a *app) masterOptions(log *slog.Logger, distributed bool, localWorkers int
 		opts.BindPort = -1
 		opts.ExpectWorkers = localWorkers
 		opts.StatsFormat.Standalone = true
+		opts.Standalone = true
 	}
-	for _, c := range a.file.Scenario.Classes {
-		opts.UserClasses = append(opts.UserClasses, master.UserClass{Name: c.Name, Weight: c.Weight, FixedCount: c.FixedCount})
+	switch {
+	case a.learnClasses: // the positional names, or none: the workers' classes
+		for _, name := range cfg.UserClasses {
+			opts.UserClasses = append(opts.UserClasses, master.UserClass{Name: name, Weight: 1})
+		}
+	default:
+		for _, c := range a.file.Scenario.Classes {
+			opts.UserClasses = append(opts.UserClasses, master.UserClass{Name: c.Name, Weight: c.Weight, FixedCount: c.FixedCount})
+		}
 	}
 	opts.Stages = slices.Clone(a.file.Stages) // the master may fill in defaults
 	return opts
@@ -277,6 +294,7 @@ func (a *app) startLocalWorkers(ctx context.Context, wg *sync.WaitGroup, port, n
 			args = append(args, a.cfg.UserClasses...)
 			cmd := exec.CommandContext(ctx, self, args...)
 			cmd.Stdout, cmd.Stderr = a.stderr, a.stderr
+			cmd.Env = append(os.Environ(), localWorkerEnv+"=1")
 			cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 			cmd.WaitDelay = 15 * time.Second
 			if err := cmd.Start(); err != nil {
@@ -301,12 +319,15 @@ func (a *app) startLocalWorkers(ctx context.Context, wg *sync.WaitGroup, port, n
 	}
 	for i := 0; i < n; i++ {
 		wopts := worker.Options{MasterHost: "127.0.0.1", MasterPort: port, Logger: wlog, SourceIPs: ips,
-			Transport: zmtp.Options{Plain: a.clusterAuth()}}
+			StatsInterval: localStatsInterval, Transport: zmtp.Options{Plain: a.clusterAuth()}}
 		if rt != nil {
 			wopts.Runtime, wopts.MaxUsers = rt, rt.MaxUsers()
 		}
 		w, err := worker.New(wopts, a.file.Scenario)
 		if err != nil {
+			if rt != nil {
+				_ = rt.Close() // Run, which would close it, never runs
+			}
 			return err
 		}
 		wg.Add(1)
@@ -319,6 +340,22 @@ func (a *app) startLocalWorkers(ctx context.Context, wg *sync.WaitGroup, port, n
 	}
 	return nil
 }
+
+// localStatsInterval is the stats report period of standalone's
+// in-process workers: Locust standalone counts each request at once, so
+// its charts, tables and CSV history move every second; a report every
+// quarter second (in process, a few hundred bytes) gives the same.
+const localStatsInterval = 250 * time.Millisecond
+
+// localWorkerEnv, set to 1 in the environment of --processes' child
+// workers (this binary), gives them localStatsInterval. It is a contract
+// between the parent and its children, not an option.
+const localWorkerEnv = "CICADA_INTERNAL_LOCAL_WORKER"
+
+// standaloneStatsCacheTTL is how long standalone's web UI shares one
+// /stats/requests body (the web package doubles it when building one takes
+// longer).
+const standaloneStatsCacheTTL = 500 * time.Millisecond
 
 // teeLog returns a logger that also keeps its lines for GET /logs.
 func (a *app) teeLog(buf *web.LogBuffer) *slog.Logger {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -123,6 +124,12 @@ func TestStandaloneHeadless(t *testing.T) {
 	if err != nil || !bytes.Contains(html, []byte("<html")) {
 		t.Errorf("HTML report: %v, %d bytes", err, len(html))
 	}
+	// The report is written after users stopped: its final ratio uses the
+	// users of the moment the stop began, as Locust's (issue 19 item 4).
+	if !bytes.Contains(html, []byte("<li>100.0% Web")) {
+		i := bytes.Index(html, []byte("Final ratio"))
+		t.Errorf("HTML report's final ratio is not 100.0%% Web: %.300s", html[max(i, 0):])
+	}
 }
 
 func csvAggregatedRequests(t *testing.T, path string) int {
@@ -173,7 +180,7 @@ func TestAutostartWebUI(t *testing.T) {
 	var stdout bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run([]string{"-f", path, "--autostart", "--autoquit", "1", "-u", "5", "-r", "5", "-t", "3s",
+		done <- run([]string{"-f", path, "--autostart", "--autoquit", "1", "-u", "5", "-r", "5", "-t", "5s",
 			"-H", srv.URL(), "--web-host", "127.0.0.1", "--web-port", strconv.Itoa(port), "--web-auth", "u:p"}, &stdout, &out)
 	}()
 	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/stats/requests"
@@ -194,6 +201,25 @@ func TestAutostartWebUI(t *testing.T) {
 	}
 	if err := testpeer.Poll(20*time.Second, 100*time.Millisecond, running); err != nil {
 		t.Errorf("never saw state running with 5 users; stderr:\n%s", out.String())
+	}
+	// Standalone charts its in-process worker's connections (issue 19
+	// item 3): 5 users hold 5 connections.
+	connCharted := func() bool {
+		req, _ := http.NewRequest("GET", "http://127.0.0.1:"+strconv.Itoa(port)+"/stats/history", nil)
+		req.SetBasicAuth("u", "p")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var body struct {
+			ConnOpen []*int `json:"conn_open"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		return slices.ContainsFunc(body.ConnOpen, func(n *int) bool { return n != nil && *n == 5 })
+	}
+	if err := testpeer.Poll(20*time.Second, 200*time.Millisecond, connCharted); err != nil {
+		t.Errorf("/stats/history never charted 5 open connections; stderr:\n%s", out.String())
 	}
 	select {
 	case code := <-done:

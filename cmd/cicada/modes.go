@@ -89,6 +89,10 @@ type app struct {
 	// statsFormat is the master's table and CSV layout, shared with the
 	// web UI's downloads and the HTML report.
 	statsFormat stats.Format
+	// learnClasses: a master without -f dispatches the classes its cicada
+	// workers report (or the positional UserClass names), not the
+	// built-in default scenario's.
+	learnClasses bool
 }
 
 func runMode(cfg *config.Config, dp *dataplaneOpts, stdout, stderr io.Writer) int {
@@ -105,6 +109,12 @@ func runMode(cfg *config.Config, dp *dataplaneOpts, stdout, stderr io.Writer) in
 	}
 	if cfg.List {
 		fmt.Fprintln(stdout, "Available Users:")
+		if a.learnClasses { // a master without -f: the names given, if any
+			for _, name := range cfg.UserClasses {
+				fmt.Fprintf(stdout, "    %s\n", name)
+			}
+			return 0
+		}
 		for _, c := range a.file.Scenario.Classes {
 			fmt.Fprintf(stdout, "    %s\n", c.Name)
 		}
@@ -163,7 +173,16 @@ func (a *app) loadScenario() error {
 				"to run %s instead, run cicada from another directory", ErrPythonLocustfile, pythonLocustfileHelp, defaultScenarioName)
 		}
 		f, err = scenario.Parse("<built-in default scenario>", []byte(defaultScenario), os.LookupEnv)
-		if err == nil {
+		switch {
+		case err != nil:
+		case a.cfg.Master && len(a.cfg.UserClasses) > 0:
+			a.learnClasses = true
+			a.log.Info("No -f given: the master dispatches the user classes named on the command line (weight 1 each)")
+		case a.cfg.Master:
+			a.learnClasses = true
+			a.log.Info("No -f given: the master dispatches the user classes its cicada workers report (weight 1 each; " +
+				"Python workers report none before they run users: give -f for them, and for weights and fixed counts)")
+		default:
 			a.log.Info("No -f given: running " + defaultScenarioName)
 		}
 	} else {
@@ -180,7 +199,7 @@ func (a *app) loadScenario() error {
 	if err != nil {
 		return err
 	}
-	if len(a.cfg.UserClasses) > 0 {
+	if len(a.cfg.UserClasses) > 0 && !a.learnClasses {
 		byName := map[string]worker.UserClass{}
 		for _, c := range f.Scenario.Classes {
 			byName[c.Name] = c
@@ -244,6 +263,9 @@ func (a *app) runWorker(sig *shutdown.Signals) int {
 		a.log.Error(err.Error())
 		return 1
 	}
+	if os.Getenv(localWorkerEnv) == "1" { // a --processes child of standalone
+		opts.StatsInterval = localStatsInterval
+	}
 	rt, err := a.dataplaneRuntime(log)
 	if err != nil {
 		a.log.Error(err.Error())
@@ -254,6 +276,9 @@ func (a *app) runWorker(sig *shutdown.Signals) int {
 	}
 	w, err := worker.New(opts, a.file.Scenario)
 	if err != nil {
+		if rt != nil {
+			_ = rt.Close() // Run, which would close it, never runs
+		}
 		a.log.Error(err.Error())
 		return 1
 	}

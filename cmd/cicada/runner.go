@@ -21,6 +21,13 @@ type masterRunner struct {
 	spawnRate   float64
 	runTime     time.Duration
 	logs        *web.LogBuffer
+	// localWorkers is the number of standalone's own workers (0 for a
+	// distributed master): Start waits for them, as Locust standalone
+	// has no worker to wait for.
+	localWorkers int
+	// learned: the classes are the master's (learned from the workers),
+	// by name only.
+	learned bool
 }
 
 var (
@@ -38,7 +45,11 @@ func newMasterRunner(m *master.Master, a *app, distributed bool, logs *web.LogBu
 		runTime:     time.Duration(a.cfg.RunTime),
 		logs:        logs,
 	}
-	r.classes = webClasses(a.file.Scenario.Classes)
+	if !a.learnClasses {
+		r.classes = webClasses(a.file.Scenario.Classes)
+	} else {
+		r.learned = true
+	}
 	return r
 }
 
@@ -75,32 +86,63 @@ func (r *masterRunner) Status() web.Status {
 		ConfiguredSpawnRate:   r.spawnRate,
 		ConfiguredRunTime:     r.runTime,
 	}
-	if r.distributed {
-		for _, w := range s.Workers {
-			wi := web.WorkerInfo{
-				ID:          w.ID,
-				State:       w.State,
-				UserCount:   int(w.UserCount),
-				CPUUsage:    w.CPUUsage,
-				MemoryUsage: w.MemoryUsage,
-				Connections: -1,
-			}
-			if c := w.Connections; c != nil {
-				wi.Connections = int(c.Open)
-				wi.Conn = &web.ConnStats{Open: c.Open, Established: c.Established, Connects: c.Connects, Reconnects: c.Reconnects,
-					ConnectsPerSec: w.ConnectsPerSec, Closes: c.Closes, ConnectErrors: c.ConnectErrors, Errors: c.Errors,
-					GeneratorSide: protocol.GeneratorSideKind}
-			}
-			st.Workers = append(st.Workers, wi)
+	if r.learned {
+		for _, c := range s.Classes {
+			st.UserClasses = append(st.UserClasses, web.UserClass{Name: c.Name})
 		}
+	}
+	// Standalone lists its in-process worker too: the web package shows
+	// workers only when Distributed, and uses them standalone only for the
+	// connection charts of the history.
+	for _, w := range s.Workers {
+		wi := web.WorkerInfo{
+			ID:          w.ID,
+			State:       w.State,
+			UserCount:   int(w.UserCount),
+			CPUUsage:    w.CPUUsage,
+			MemoryUsage: w.MemoryUsage,
+			Connections: -1,
+		}
+		if c := w.Connections; c != nil {
+			wi.Connections = int(c.Open)
+			wi.Conn = &web.ConnStats{Open: c.Open, Established: c.Established, Connects: c.Connects, Reconnects: c.Reconnects,
+				ConnectsPerSec: w.ConnectsPerSec, Closes: c.Closes, ConnectErrors: c.ConnectErrors, Errors: c.Errors,
+				GeneratorSide: protocol.GeneratorSideKind}
+		}
+		st.Workers = append(st.Workers, wi)
 	}
 	return st
 }
 
 func (r *masterRunner) Snapshot() *stats.Snapshot { return r.m.Snapshot() }
 
-func (r *masterRunner) Start(_ context.Context, req web.StartRequest) error {
+func (r *masterRunner) Start(ctx context.Context, req web.StartRequest) error {
+	r.waitLocalWorkers(ctx)
 	return r.m.Start(req.Users, req.SpawnRate, req.Host)
+}
+
+// localWorkersWait bounds Start's wait for standalone's own workers, which
+// register within milliseconds of the start of the process.
+const localWorkersWait = 5 * time.Second
+
+// waitLocalWorkers waits until standalone's own workers are registered
+// (at most localWorkersWait), so that a POST /swarm right after the
+// process starts runs the test instead of warning that no worker is
+// there. A distributed master does not wait, as Locust's.
+func (r *masterRunner) waitLocalWorkers(ctx context.Context) {
+	if r.localWorkers <= 0 {
+		return
+	}
+	deadline := time.Now().Add(localWorkersWait)
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for r.m.Status().WorkerCount < r.localWorkers && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 func (r *masterRunner) Stop(ctx context.Context) error { return r.m.Stop(ctx) }

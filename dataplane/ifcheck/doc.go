@@ -32,6 +32,11 @@
 // --client-ports: the data plane's ranges are contiguous IPv4 ranges, unlike
 // --source-ips (diag.ParseSourceIPs), which lists addresses of any family.
 //
+// CheckTable refuses (ErrMemory) a connection table larger than the memory
+// the system reports available (MemAvailable), before it is allocated: the
+// Go runtime cannot recover from an allocation that fails, so a worker's
+// first spawn or a target's start would otherwise end the process.
+//
 // It imports only the standard library and golang.org/x/sys/unix; on other
 // systems than Linux Check returns ErrUnsupported.
 package ifcheck

@@ -64,6 +64,14 @@ func TestCheckInLab(t *testing.T) {
 			o: ifcheck.Options{Interface: dev, Owned: clients}, err: ifcheck.ErrInterface, want: "is down"},
 		{name: "default route", setup: ip("route", "add", "default", "dev", dev), undo: ip("route", "del", "default", "dev", dev),
 			o: ifcheck.Options{Interface: dev, Owned: clients}, err: ifcheck.ErrUnsafe, want: "IPv4 default route", dedicated: true},
+		{name: "IPv6 default route", setup: func() error {
+			if err := ns.Exec("sysctl", "-q", "-w", "net.ipv6.conf."+dev+".disable_ipv6=0"); err != nil {
+				return err
+			}
+			return ns.Exec("ip", "-6", "route", "add", "default", "dev", dev)
+		}, undo: func() error {
+			return ns.Exec("sysctl", "-q", "-w", "net.ipv6.conf."+dev+".disable_ipv6=1") // drops the route too
+		}, o: ifcheck.Options{Interface: dev, Owned: clients}, err: ifcheck.ErrUnsafe, want: "IPv6 default route"},
 		{name: "multipath default route", setup: ip("route", "add", "default", "nexthop", "dev", "lo", "nexthop", "dev", dev),
 			undo: ip("route", "del", "default"),
 			o:    ifcheck.Options{Interface: dev, Owned: clients}, err: ifcheck.ErrUnsafe, want: "IPv4 default route"},

@@ -122,7 +122,7 @@ func (s *Stack) sendRequest(i uint32, now int64) {
 	s.emit(&s.tData, i, c.sndNxt, c.rcvNxt, r.raw, r.sum)
 	c.sndNxt += uint32(len(r.raw))
 	c.sentAt = now
-	c.http = respParser{}
+	c.http = respParser{head: r.head}
 	c.flags |= fAwait
 	c.retries = 0
 	s.ctr.HTTPRequests++
@@ -149,11 +149,15 @@ func (s *Stack) sendFin(i uint32, now int64) {
 
 // reqFailed counts a failed request of record i (kind failConnect while
 // connecting, or any kind while a response is awaited) in its stats row and
-// tells its user; other failures (closing, idle) are no request's.
+// tells its user; other failures (closing, idle, the connect of a user
+// stopped while connecting) are no request's.
 func (s *Stack) reqFailed(i uint32, now int64, kind uint8) {
 	c := &s.conns[i]
 	if kind != failConnect && c.flags&fAwait == 0 {
 		return
+	}
+	if kind == failConnect && c.uflags&uStop != 0 {
+		return // stopped while connecting: it would have sent nothing
 	}
 	c.flags &^= fAwait
 	row := &s.rows[s.reqOf(i).stat]

@@ -6,7 +6,9 @@
 // hierarchical wheel for the users' waits), pre-built frame templates with
 // partial checksums, the client and server TCP state machines, a minimal
 // HTTP/1.1 client (requests built once, the end of a response found by
-// Content-Length or chunked encoding, status, body size, response time)
+// Content-Length or chunked encoding, or at the headers' end for HEAD, 204
+// and 304; Content-Length lines that disagree are malformed; status, body
+// size, response time)
 // and a server mode that serves a fixed page with Content-Length and
 // keep-alive to any connection of the tuple space. ARP is answered for the
 // stack's own addresses and used to resolve the next hop; ICMP echo

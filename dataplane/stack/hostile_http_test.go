@@ -60,3 +60,15 @@ func TestRespParserLengthAndChunked(t *testing.T) {
 		t.Fatalf("feed = %d, %v, %v, body %d; want %d, true, nil, 3", n, done, err, p.body, len(in))
 	}
 }
+
+// TestRespParserNoBodyStatuses: 204 and 304 end at the blank line with no
+// body bytes, whatever Content-Length they carry.
+func TestRespParserNoBodyStatuses(t *testing.T) {
+	for _, in := range []string{"HTTP/1.1 304 Not Modified\r\nContent-Length: 1234\r\n\r\n", "HTTP/1.1 204 No Content\r\nContent-Length: 7\r\n\r\n"} {
+		var p respParser
+		n, done, err := p.feed([]byte(in))
+		if err != nil || !done || n != len(in) || p.body != 0 {
+			t.Errorf("feed(%q) = %d, %v, %v, body %d; want %d, true, nil, 0", in, n, done, err, p.body, len(in))
+		}
+	}
+}

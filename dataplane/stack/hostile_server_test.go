@@ -181,3 +181,90 @@ func TestHostileServers(t *testing.T) {
 func malformed(r *StatsRow) uint64 { return r.FailMalformed }
 func reset(r *StatsRow) uint64     { return r.FailReset }
 func timeout(r *StatsRow) uint64   { return r.FailTimeout }
+
+// TestStoppedUserConnectFails: a user stopped while its SYN goes
+// unanswered ends when the connect fails without counting a request: it
+// would never have sent one.
+func TestStoppedUserConnectFails(t *testing.T) {
+	for _, how := range []string{"no answer", "reset"} {
+		t.Run(how, func(t *testing.T) {
+			prog := oneClass(ProgramClass{Tasks: []ProgramTask{{Weight: 1, Requests: []int{0}}}, Wait: Wait{Kind: WaitConstant, Min: time.Second}})
+			cc := Config{PortMin: 10000, PortMax: 10003, Program: prog, RetransmitTimeout: 10 * time.Millisecond,
+				MaxRetransmitTimeout: 20 * time.Millisecond, MaxRetries: 2}
+			p := usersPair(t, prog, 4, cc, Config{PortMin: 10000, PortMax: 10003}, pipe.Config{})
+			p.run(t, 100, func() bool { return p.c.Resolved() })
+			if n := p.c.LaunchClass(p.now, 0, 4); n != 4 {
+				t.Fatalf("launched %d", n)
+			}
+			syns := rawPeer{t, p.sb}.recv() // the server never sees them
+			if p.c.StopClass(p.now, 0, 4) != 4 || p.c.Users(0) != 0 {
+				t.Fatal("not stopped")
+			}
+			if how == "reset" {
+				for _, f := range syns {
+					ip, _ := wire.ParseIPv4(wire.Ethernet(f).Payload())
+					seg, _ := wire.ParseTCP(ip.Payload())
+					inject(p.c, tcpFrame(p.c.mac, serverIP, ip.Src(), wire.TCPFields{SrcPort: 80, DstPort: seg.SrcPort(),
+						Ack: seg.Seq() + 1, Flags: wire.TCPRst | wire.TCPAck}, nil), p.now)
+				}
+			}
+			for range 200 {
+				p.now += step
+				p.c.Poll(p.now)
+				rawPeer{t, p.sb}.recv()
+			}
+			var st Stats
+			p.c.TakeStats(&st)
+			if c := p.c.Counters(); c.SocketsCurrent != 0 || st.Rows[0].Requests != 0 || st.Rows[0].FailConnect != 0 {
+				t.Fatalf("open %d, requests %d, connect failures %d; want 0, 0, 0", c.SocketsCurrent, st.Rows[0].Requests, st.Rows[0].FailConnect)
+			}
+			if err := checkInvariants(p.c); err != nil {
+				t.Fatal(err)
+			}
+			for i := range p.c.conns {
+				if p.c.conns[i].uflags != 0 {
+					t.Fatalf("record %d still holds a user (flags %#x)", i, p.c.conns[i].uflags)
+				}
+			}
+		})
+	}
+}
+
+// TestHeadResponseHasNoBody: a HEAD request's response carries the GET's
+// Content-Length and no body (RFC 9110 9.3.2); it completes at the blank
+// line, as a success, without waiting for the body until the idle timeout.
+func TestHeadResponseHasNoBody(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		prog *Program
+		cfg  Config
+	}{
+		{"program", &Program{Requests: []ProgramRequest{{Raw: BuildRequest("HEAD", "/", "10.0.1.1", nil)}},
+			Classes: []ProgramClass{{Tasks: []ProgramTask{{Weight: 1, Requests: []int{0}}}, Wait: Wait{Kind: WaitConstant, Min: 10 * time.Millisecond}}}}, Config{}},
+		{"request", nil, Config{Request: BuildRequest("HEAD", "/", "10.0.1.1", nil), RequestsPerConn: 3, Hold: true}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cc := tt.cfg
+			cc.PortMin, cc.PortMax, cc.Program, cc.IdleTimeout = 10000, 10000, tt.prog, time.Second
+			p := newPair(t, cc, Config{PortMin: 10000, PortMax: 10000}, pipe.Config{})
+			p.run(t, 100, func() bool { return p.c.Resolved() })
+			e := &evilServer{t: t, c: p.c, end: p.sb, synWin: 65535, answer: func(e *evilServer) [][]byte {
+				return e.data("HTTP/1.1 200 OK\r\nContent-Length: 612\r\nContent-Type: text/html\r\n\r\n")
+			}}
+			if p.c.LaunchClass(p.now, 0, 1) != 1 {
+				t.Fatal("nothing launched")
+			}
+			for range 200 { // 200 ms, a fifth of the idle timeout
+				p.now += step
+				p.c.Poll(p.now)
+				e.serve()
+				p.c.Poll(p.now)
+			}
+			var st Stats
+			p.c.TakeStats(&st)
+			if r := st.Rows[0]; r.Requests < 3 || r.Failures != 0 || r.ContentBytes != 0 {
+				t.Fatalf("requests %d, failures %d (timeouts %d), body bytes %d; want >= 3, 0, 0", r.Requests, r.Failures, r.FailTimeout, r.ContentBytes)
+			}
+		})
+	}
+}

@@ -106,8 +106,15 @@ func hostileStep(p *pair, st *Stats, b []byte) []byte {
 	op, a1, a2, a3, a4, a5 := b[0]%8, b[1], b[2], b[3], b[4], b[5]
 	b = b[6:]
 	switch op {
-	case 0, 1: // time passes, the peers talk
+	case 0: // time passes, the peers talk
 		p.now += int64(a1%64+1) * int64(250*time.Microsecond)
+		p.poll()
+	case 1: // a long silence (up to 25.6 s: timeouts, backoff, wheel cascades), then the peers talk
+		if a2&1 == 0 {
+			p.now += int64(a1%64+1) * int64(250*time.Microsecond)
+		} else {
+			p.now += int64(a1) * int64(100*time.Millisecond)
+		}
 		p.poll()
 	case 2: // a segment to a client record, near its sequence numbers
 		i := uint32(a1) % uint32(len(p.c.conns))
@@ -355,6 +362,7 @@ func FuzzHostileSequence(f *testing.F) {
 		s = append(s, 2, byte(k), byte(wire.TCPAck|wire.TCPPsh), 0, 0, byte(k%len(hostileResponses)), 0, 20, 0, 0, 0, 0)
 		f.Add(s)
 	}
+	f.Add(append(hostileSeed(), 1, 255, 1, 0, 0, 0, 0, 5, 0, 0, 0, 0, 1, 100, 1, 0, 0, 0, 4, 1, 5, 0, 0, 0, 1, 200, 1, 0, 0, 0))
 	f.Add(append(hostileSeed(), 3, 0, byte(wire.TCPAck|wire.TCPPsh), 0, 0, 3, 3, 1, byte(wire.TCPRst), 5, 0, 0))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if len(b) > 6*80 {

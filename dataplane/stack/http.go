@@ -82,6 +82,7 @@ const (
 // the headers, then the body. It lives inside the connection record.
 type respParser struct {
 	state, pos, flags uint8
+	head              bool // the request was HEAD: no body (RFC 9110 9.3.2)
 	status            uint16
 	remaining         uint32
 	body              uint32 // body bytes announced so far (Content-Length, chunk sizes)
@@ -325,8 +326,9 @@ func (p *respParser) endHeaders(b []byte, i int) (int, bool, error) {
 	switch {
 	case p.status < 200:
 		return i, false, errHTTPUnsupported
-	case p.status == 204 || p.status == 304:
-		p.state = psDone
+	case p.status == 204 || p.status == 304 || p.head:
+		// No body, whatever a Content-Length says.
+		p.state, p.body = psDone, 0
 		return i + 1, true, nil
 	case p.flags&pfChunked != 0:
 		// body counts the chunk sizes, not a Content-Length also sent.

@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"time"
@@ -153,6 +154,7 @@ type progRequest struct {
 	sum    uint64 // wire.Sum of raw
 	stat   uint16
 	accept *[16]uint64 // status bit set; nil: status < 400
+	head   bool        // a HEAD request: its response has no body
 }
 
 // progClass is a compiled ProgramClass: its requests flattened into steps
@@ -188,7 +190,7 @@ func compileProgram(p *Program, mss uint16) ([]progRequest, []progClass, error) 
 			return nil, nil, fmt.Errorf("request %d: Stat %d outside 0..%d", i, r.Stat, MaxStatsRows-1)
 		}
 		raw := append([]byte(nil), r.Raw...)
-		reqs[i] = progRequest{raw: raw, sum: wire.Sum(raw, 0), stat: uint16(r.Stat)}
+		reqs[i] = progRequest{raw: raw, sum: wire.Sum(raw, 0), stat: uint16(r.Stat), head: isHead(raw)}
 		if r.Accept != nil {
 			reqs[i].accept = new([16]uint64)
 			for _, st := range r.Accept {
@@ -265,3 +267,7 @@ func (r *progRequest) accepts(status uint16) bool {
 	}
 	return status <= 999 && r.accept[status>>6]&(1<<(status&63)) != 0
 }
+
+// isHead reports whether raw is a HEAD request, whose response carries no
+// body whatever its Content-Length says.
+func isHead(raw []byte) bool { return bytes.HasPrefix(raw, []byte("HEAD ")) }

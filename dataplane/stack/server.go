@@ -108,13 +108,15 @@ func (s *Stack) accept(i uint32, seg wire.TCP, now int64) {
 		s.ctr.DropBadState++
 		return
 	}
-	if c.state != stClosed {
-		s.close(i)
-	}
+	// A malformed SYN is dropped before it can end the tuple's
+	// connection.
 	opts, err := wire.ParseTCPOptions(seg.Options())
 	if err != nil {
 		s.ctr.DropMalformed++
 		return
+	}
+	if c.state != stClosed {
+		s.close(i)
 	}
 	s.reset(c)
 	c.iss = s.nextISS()

@@ -84,7 +84,7 @@ func New(cfg Config) (*Stack, error) {
 			}
 			s.rows = make([]StatsRow, cfg.Program.Stats())
 		} else {
-			s.reqs = []progRequest{{raw: cfg.Request, sum: wire.Sum(cfg.Request, 0)}}
+			s.reqs = []progRequest{{raw: cfg.Request, sum: wire.Sum(cfg.Request, 0), head: isHead(cfg.Request)}}
 			s.rows = make([]StatsRow, 1)
 		}
 	}

@@ -34,8 +34,9 @@
 // is kept); classes with different hosts (one server address); absolute
 // URLs in paths; checks.body_contains (no bodies are kept) and
 // checks.max_response_time; requests larger than one segment (the link's
-// MTU − 40); more users than client IPs × ports; whatever the stack's
-// Program refuses (weights above stack.MaxWeight, constant_throughput below
+// MTU − 40); more users than client IPs × ports; a tuple space whose
+// tables do not fit in the available memory (ifcheck.CheckTable); whatever
+// the stack's Program refuses (weights above stack.MaxWeight, constant_throughput below
 // one task in 11.6 days, more requests or classes than its limits): New
 // has the stack compile the Program on a one-record stack. A master's host (-H) is
 // checked at its spawn, which then fails with the same kind of error (the

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cicada-load/cicada/dataplane/engine"
+	"github.com/cicada-load/cicada/dataplane/ifcheck"
 	"github.com/cicada-load/cicada/dataplane/link"
 	"github.com/cicada-load/cicada/dataplane/link/dpdk"
 	"github.com/cicada-load/cicada/dataplane/stack"
@@ -165,6 +166,11 @@ func (o *Options) normalize() error {
 	if o.MaxUsers > space {
 		return fmt.Errorf("users: %d users need more connections than the %d client IPs × %d ports (%d) hold: add client IPs or ports, or lower --max-users: %w",
 			o.MaxUsers, o.ClientIPs, int(o.PortMax-o.PortMin)+1, space, ErrRefused)
+	}
+	// The tables are allocated at the first spawn: one that cannot fit
+	// would end the process there (the Go runtime's fatal out of memory).
+	if err := ifcheck.CheckTable(uint64(space), stack.RecordBytes, "the client IPs or ports"); err != nil {
+		return fmt.Errorf("users: %w: %w", err, ErrOption)
 	}
 	return nil
 }

@@ -51,6 +51,9 @@ type Runtime struct {
 
 	engPtr   atomic.Pointer[engine.Engine] // eng, for readers without mu
 	coresPtr atomic.Pointer[[]*core]       // cores, for readers without mu
+	// targets counts the changes of the cores' targets (spawns, Stop): a
+	// spawn whose targets were replaced stops waiting for them.
+	targets atomic.Uint64
 
 	namesMu sync.Mutex            // leaf
 	names   []worker.RuntimeClass // the last spawn's targets, by name
@@ -314,15 +317,17 @@ func (r *Runtime) stopEngine() {
 // spawn fixes the host (rebuilt if a later spawn changes it, after its
 // users stopped); each class's count is spread over the cores, and each
 // core's Tick launches toward its share at Options.ConnectRate and stops
-// its surplus with StopClass.
+// its surplus with StopClass. A Stop, a Close or another spawn while it
+// waits ends it at once with an error (ErrOption) naming the users reached.
 func (r *Runtime) Spawn(ctx context.Context, s worker.RuntimeSpawn) error {
-	want, err := r.startSpawn(ctx, s)
+	want, gen, err := r.startSpawn(ctx, s)
 	if err != nil || want == nil {
 		return err
 	}
 	// Wait (without r.mu) until each class has exactly its users:
 	// launched (open or opening), the surplus stopping.
 	cores := *r.coresPtr.Load()
+	eng := r.engPtr.Load()
 	t := time.NewTicker(DefaultPoll)
 	defer t.Stop()
 	var last int64 = -1
@@ -337,6 +342,17 @@ func (r *Runtime) Spawn(ctx context.Context, s worker.RuntimeSpawn) error {
 		}
 		if dist == 0 {
 			return nil
+		}
+		if r.targets.Load() != gen {
+			// Stop or a later spawn replaced these targets.
+			return fmt.Errorf("users: %d of %d users when a Stop or another spawn replaced the spawn's targets: %w",
+				have, total, ErrOption)
+		}
+		if cur := r.engPtr.Load(); cur == nil || cur != eng {
+			// Close (or another spawn's rebuild) stopped the engine
+			// these counts come from: they will not move again.
+			return fmt.Errorf("users: %d of %d users when the engine stopped (Close) during the spawn: %w",
+				have, total, ErrOption)
 		}
 		if dist != last {
 			last, progress = dist, time.Now()
@@ -378,17 +394,17 @@ var spawnStall = SpawnStall
 
 // startSpawn (re)builds the engine if the host needs it and hands the
 // cores their targets, which it returns (nil: nothing to wait for).
-func (r *Runtime) startSpawn(ctx context.Context, s worker.RuntimeSpawn) ([]int64, error) {
+func (r *Runtime) startSpawn(ctx context.Context, s worker.RuntimeSpawn) ([]int64, uint64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		return nil, fmt.Errorf("users: spawn after Close: %w", ErrOption)
+		return nil, 0, fmt.Errorf("users: spawn after Close: %w", ErrOption)
 	}
 	host, any := "", false
 	want := make([]int64, len(r.plan.classes))
 	for _, c := range s.Classes {
 		if c.Class < 0 || c.Class >= len(want) {
-			return nil, fmt.Errorf("users: spawn of class index %d; the scenario has %d: %w", c.Class, len(want), ErrOption)
+			return nil, 0, fmt.Errorf("users: spawn of class index %d; the scenario has %d: %w", c.Class, len(want), ErrOption)
 		}
 		if c.Users <= 0 {
 			continue
@@ -396,9 +412,18 @@ func (r *Runtime) startSpawn(ctx context.Context, s worker.RuntimeSpawn) ([]int6
 		want[c.Class] += c.Users
 		h := r.hostOf(c.Class, s.Host)
 		if any && h != host {
-			return nil, refused("spawn", "classes with different hosts (%q, %q): the data plane serves one server address", host, h)
+			return nil, 0, refused("spawn", "classes with different hosts (%q, %q): the data plane serves one server address", host, h)
 		}
 		host, any = h, true
+	}
+	var total int64
+	for _, n := range want {
+		total += n
+	}
+	if total > r.opts.MaxUsers {
+		// The worker clamps to MaxUsers; a caller that does not would
+		// wait SpawnStall for records that do not exist.
+		return nil, 0, refused("spawn", "%d users; this runtime holds at most %d (MaxUsers, at most client IPs × ports)", total, r.opts.MaxUsers)
 	}
 	r.namesMu.Lock()
 	r.names = append(r.names[:0], s.Classes...)
@@ -406,34 +431,35 @@ func (r *Runtime) startSpawn(ctx context.Context, s worker.RuntimeSpawn) ([]int6
 	if any {
 		srv, err := parseHost("spawn host", host)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if r.eng == nil || srv != r.srv {
 			if r.eng != nil {
 				r.log.Load().Info("the host changed: stopping the users and rebuilding the stacks", "from", r.srv.origin, "to", srv.origin)
 				if err := r.setTargets(ctx, nil); err != nil {
-					return nil, err
+					return nil, 0, err
 				}
 				r.drain(ctx, s.Grace)
 				r.stopEngine()
 			}
 			if err := r.build(srv); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 		}
 	}
 	if r.eng == nil {
-		return nil, nil // no users wanted, none running
+		return nil, 0, nil // no users wanted, none running
 	}
 	if err := r.setTargets(ctx, want); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return want, nil
+	return want, r.targets.Load(), nil
 }
 
 // setTargets hands each core its share of want (nil: zero for every
 // class). Precondition: r.mu held.
 func (r *Runtime) setTargets(ctx context.Context, want []int64) error {
+	r.targets.Add(1)
 	shares := shareOut(want, len(r.cores), len(r.plan.classes))
 	err := r.eng.Do(ctx, func(k int, _ *stack.Stack, _ int64) {
 		copy(r.cores[k].target, shares[k])

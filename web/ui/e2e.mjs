@@ -8,6 +8,11 @@
 //       edit the user count, download the stats CSV, reload and see the
 //       history again, stop. Screenshots go to <artifacts-dir>.
 // perf: measure the statistics table's render time per refresh.
+// layout: at 800 and 1280 px the Name column keeps a readable width (and
+//       stays in view when the table scrolls sideways); dark theme by
+//       prefers-color-scheme and by the toggle, kept across reloads.
+// shape: a load-shape run: inputs disabled with the reason, start without
+//       numbers, Edit disabled.
 // The last line printed is "E2E_RESULT <json>".
 import { chromium } from "playwright-core";
 import fs from "node:fs";
@@ -103,13 +108,15 @@ async function flow(page) {
   check(sorted.every((v, i) => i === 0 || sorted[i - 1] >= v), "not sorted descending: " + sorted);
   check((await page.$$("#stats-total tr.total")).length === 1, "Aggregated row missing");
 
-  // Charts fill from the server history.
+  // Charts fill from the server history: three of requests and users,
+  // three of connections (the fake workers report connection counters).
   await page.click('#tabs a[data-tab="charts"]');
-  await page.waitForFunction(() => document.querySelectorAll("#tab-charts .uplot").length === 3, null, { timeout: T });
+  await page.waitForFunction(() => document.querySelectorAll("#tab-charts .uplot").length === 6, null, { timeout: T });
   await page.waitForFunction(() => (window.cicada.state.history?.time.length || 0) >= 3, null, { timeout: T });
   const pointsBefore = await page.evaluate(() => window.cicada.state.history.time.length);
   await page.waitForFunction((n) => window.cicada.state.history.time.length > n, pointsBefore, { timeout: T });
   result.chartPoints = await page.evaluate(() => window.cicada.state.history.time.length);
+  await checkCharts(page);
   await shot(page, "03-charts.png");
 
   // Edit the running test.
@@ -132,12 +139,15 @@ async function flow(page) {
   result.csvName = download.suggestedFilename();
   result.csvLines = csv.trim().split("\r\n").length;
 
+  // Error kinds appeared during the incremental polls: columns aligned.
+  result.errorKindsBeforeReload = await checkAligned(page);
+
   // Reload: the chart history comes back from the server.
   const before = await page.evaluate(() => window.cicada.state.history.time.length);
   await page.goto(base + "/#charts", { waitUntil: "load", timeout: T });
   await page.reload({ waitUntil: "load", timeout: T });
   await page.waitForFunction((n) => (window.cicada.state.history?.time.length || 0) >= n, before, { timeout: T });
-  await page.waitForFunction(() => document.querySelectorAll("#tab-charts .uplot").length === 3, null, { timeout: T });
+  await page.waitForFunction(() => document.querySelectorAll("#tab-charts .uplot").length === 6, null, { timeout: T });
   result.pointsAfterReload = await page.evaluate(() => window.cicada.state.history.time.length);
   result.pointsBeforeReload = before;
   await shot(page, "04-after-reload.png");
@@ -170,18 +180,89 @@ async function flow(page) {
   const report = await browser.newPage({ viewport: { width: 1400, height: 900 } });
   await watch(report, "report");
   await report.goto(base + "/stats/report", { waitUntil: "load", timeout: T });
-  await report.waitForFunction(() => document.querySelectorAll(".uplot").length === 3, null, { timeout: T });
+  await report.waitForFunction(() => document.querySelectorAll(".uplot").length === 6, null, { timeout: T });
+  // Legends: laid out by uPlot, not by the report's table CSS, inside
+  // their card, and showing last values rather than "–".
+  const legends = await report.evaluate(() =>
+    [...document.querySelectorAll(".chart")].filter((c) => !c.hidden).map((c) => {
+      const lg = c.querySelector(".u-legend");
+      const cr = c.getBoundingClientRect();
+      const lr = lg.getBoundingClientRect();
+      const values = [...lg.querySelectorAll(".u-series:not(:first-child) .u-value")].map((v) => v.textContent);
+      return { id: c.id, inside: lr.left >= cr.left - 1 && lr.right <= cr.right + 1, width: getComputedStyle(lg).width, values };
+    }),
+  );
+  for (const l of legends) {
+    check(l.inside, "report legend overflows its card: " + JSON.stringify(l));
+    check(l.values.length > 0 && l.values.every((v) => v !== "–" && v !== ""), "report legend without values: " + JSON.stringify(l));
+  }
+  result.reportLegends = legends.length;
   await report.screenshot({ path: path.join(artifacts, "08-report.png"), fullPage: true });
   await report.close();
 
-  // Reset from the dashboard. It empties the chart history, so it comes
-  // after the report: the report leaves its charts out while the server's
-  // history is empty, as Locust's does.
+  // Reset from the dashboard keeps the chart history (Locust keeps its
+  // charts), and the time axis stays on the test's time span.
+  await page.click('#tabs a[data-tab="charts"]');
+  const pointsBeforeReset = await page.evaluate(() => window.cicada.state.history.time.length);
   const [reset] = await Promise.all([
     page.waitForResponse((r) => r.url().endsWith("/stats/reset"), { timeout: T }),
     page.click("#btn-reset"),
   ]);
   check(reset.status() === 200, "reset from the dashboard answered " + reset.status());
+  await page.waitForFunction(() => Number(document.querySelector("#stats-total tr.total td:nth-child(3)")?.textContent || 0) === 0, null, { timeout: T });
+  await page.reload({ waitUntil: "load", timeout: T });
+  await page.waitForFunction((n) => (window.cicada.state.history?.time.length || 0) >= n, pointsBeforeReset, { timeout: T });
+  await page.waitForFunction(() => document.querySelectorAll("#tab-charts .uplot").length === 6, null, { timeout: T });
+  result.pointsBeforeReset = pointsBeforeReset;
+  result.pointsAfterReset = await page.evaluate(() => window.cicada.state.history.time.length);
+  await checkCharts(page);
+  await shot(page, "09-after-reset.png");
+}
+
+// checkCharts checks the charts of the dashboard's Charts tab: time ticks
+// on whole seconds (no ":45.500"), within this year (no 2027-2029 axis of
+// an empty chart), a users axis from 0, legends with values, and the
+// per-worker hover of the connections chart.
+async function checkCharts(page) {
+  const info = await page.evaluate(() => {
+    // Axes are drawn on a canvas: read uPlot's computed tick labels.
+    const out = [];
+    for (const [id, p] of window.cicada.state.charts.plots) {
+      const c = document.getElementById("chart-" + id);
+      if (c.hidden) continue;
+      const ticks = (p.plot.axes[0]._values || []).map(String);
+      const yTicks = (p.plot.axes[1]._values || []).map(String);
+      const values = [...c.querySelectorAll(".u-legend .u-series:not(:first-child) .u-value")].map((v) => v.textContent);
+      out.push({ id: c.id, ticks, yTicks, values });
+    }
+    return out;
+  });
+  for (const c of info) {
+    check(c.ticks.length > 0, "no time ticks: " + JSON.stringify(c));
+    check(c.ticks.every((t) => /^\d\d:\d\d(:\d\d)?$/.test(t)), "time ticks not on whole seconds: " + JSON.stringify(c));
+    check(c.values.length > 0 && c.values.every((v) => v !== "–"), "legend without values: " + JSON.stringify(c));
+  }
+  await checkAligned(page);
+  const users = info.find((c) => c.id === "chart-users");
+  check(users && users.yTicks[0] === "0", "users axis does not start at 0: " + JSON.stringify(users));
+  const years = await page.evaluate(() => {
+    const p = window.cicada.state.charts.plots.get("users").plot;
+    return [new Date(p.scales.x.min * 1000).getFullYear(), new Date(p.scales.x.max * 1000).getFullYear()];
+  });
+  const now = new Date().getFullYear();
+  check(years[0] === now && years[1] === now, "time axis outside this year: " + years);
+  // Hover the middle of the connections chart: the per-worker tip shows.
+  const over = await page.$("#chart-conn .u-over");
+  await over.scrollIntoViewIfNeeded();
+  const box = await over.boundingBox();
+  await page.mouse.move(box.x + box.width * 0.9, box.y + box.height / 2);
+  await page.waitForFunction(() => {
+    const tip = document.querySelector("#chart-conn .worker-tip");
+    return tip && !tip.hidden && tip.textContent.includes("fakehost_");
+  }, null, { timeout: T });
+  await shot(page, "charts-hover.png");
+  await page.mouse.move(1, 1);
+  result.charts = info.length;
 }
 
 async function perf(page) {
@@ -254,11 +335,112 @@ async function perf(page) {
   await shot(page, "perf-scrolled.png");
 }
 
+// luminance of a CSS rgb() colour, 0 (black) to 1 (white).
+function luminance(rgb) {
+  const [r, g, b] = rgb.match(/\d+/g).map(Number);
+  return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255;
+}
+
+const MIN_NAME_PX = 200;
+
+async function layout() {
+  result.nameWidths = {};
+  for (const width of [800, 1280]) {
+    const page = await browser.newPage({ viewport: { width, height: 800 } });
+    await watch(page, "layout-" + width);
+    await page.goto(base + "/", { waitUntil: "load", timeout: T });
+    await page.waitForFunction(() => document.querySelectorAll("#stats-rows tr").length >= 3, null, { timeout: T });
+    const m = await page.evaluate(() => {
+      const th = document.querySelector("#stats-table th:nth-child(2)");
+      const td = document.querySelector("#stats-rows td.name");
+      const box = document.getElementById("stats-box");
+      const before = td.getBoundingClientRect().width;
+      // Scroll sideways: the Name column stays in view (sticky).
+      box.scrollLeft = box.scrollWidth;
+      const boxLeft = box.getBoundingClientRect().left;
+      const nameLeft = td.getBoundingClientRect().left;
+      return { th: th.getBoundingClientRect().width, td: before, scrolls: box.scrollWidth > box.clientWidth, boxLeft, nameLeft, scrollLeft: box.scrollLeft };
+    });
+    await shot(page, `layout-${width}.png`);
+    check(m.th >= MIN_NAME_PX && m.td >= MIN_NAME_PX, `Name column at ${width} px is ${m.td} px wide: ` + JSON.stringify(m));
+    if (m.scrolls) check(m.scrollLeft > 0 && Math.abs(m.nameLeft - m.boxLeft) <= 2, `Name column scrolled out of view at ${width} px: ` + JSON.stringify(m));
+    result.nameWidths[width] = Math.round(m.td);
+    await page.close();
+  }
+
+  // Dark theme: the system's preference, then the toggle (kept across a
+  // reload), with the charts re-created in the theme's colours.
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: "dark" });
+  const page = await ctx.newPage();
+  await watch(page, "dark");
+  await page.goto(base + "/#charts", { waitUntil: "load", timeout: T });
+  await page.waitForFunction(() => document.querySelectorAll("#tab-charts .uplot").length >= 3, null, { timeout: T });
+  const bg = () => page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  const theme = () => page.evaluate(() => window.cicada.effectiveTheme());
+  check((await theme()) === "dark" && luminance(await bg()) < 0.3, "prefers-color-scheme dark not followed: " + (await bg()));
+  await shot(page, "dark-system.png");
+  await page.click("#btn-theme");
+  check((await theme()) === "light" && luminance(await bg()) > 0.7, "toggle to light failed: " + (await bg()));
+  await page.waitForFunction(() => document.querySelectorAll("#tab-charts .uplot").length >= 3, null, { timeout: T });
+  await page.reload({ waitUntil: "load", timeout: T });
+  check((await theme()) === "light", "toggled theme not kept across a reload");
+  await page.click("#btn-theme");
+  check((await theme()) === "dark" && luminance(await bg()) < 0.3, "toggle back to dark failed: " + (await bg()));
+  await page.waitForFunction(() => document.querySelectorAll("#tab-charts .uplot").length >= 3, null, { timeout: T });
+  await shot(page, "dark-toggle.png");
+  result.dark = true;
+  await ctx.close();
+}
+
+async function shape(page) {
+  await page.goto(base + "/", { waitUntil: "load", timeout: T });
+  await page.waitForSelector("#start-dialog[open]", { timeout: T });
+  const inputs = await page.$$eval("#start-form input[name=user_count], #start-form input[name=spawn_rate], #start-form input[name=run_time]", (xs) =>
+    xs.map((x) => ({ name: x.name, disabled: x.disabled, title: x.title, value: x.value })),
+  );
+  check(inputs.length === 3 && inputs.every((x) => x.disabled && /load shape/.test(x.title)), "start inputs not disabled with the reason: " + JSON.stringify(inputs));
+  check(await page.isVisible("#start-form .shape-note"), "start form does not say a shape drives the test");
+  await shot(page, "shape-start.png");
+  await page.click("#start-submit");
+  await page.waitForSelector("#start-dialog", { state: "hidden", timeout: T });
+  await page.waitForFunction(() => document.querySelector("#users").textContent === "6", null, { timeout: T });
+  await page.click("#btn-edit");
+  await page.waitForSelector("#edit-dialog[open]", { timeout: T });
+  check(await page.isDisabled("#edit-submit"), "Edit's submit enabled during a shape run");
+  check(await page.isDisabled('#edit-form input[name="user_count"]'), "Edit's user count enabled during a shape run");
+  check(await page.isVisible("#edit-form .shape-note"), "edit form does not say why");
+  await shot(page, "shape-edit.png");
+  result.shapeUsers = Number(await page.textContent("#users"));
+}
+
+
+// checkAligned checks that keyed columns (error kinds, workers) that
+// appeared mid-test were padded to the length of the time column by the
+// incremental merge, and returns the error kinds seen.
+async function checkAligned(page) {
+  const misaligned = await page.evaluate(() => {
+    const h = window.cicada.state.history;
+    const bad = [];
+    for (const [k, col] of Object.entries(h)) {
+      if (Array.isArray(col)) {
+        if (col.length !== h.time.length) bad.push(k);
+      } else {
+        for (const [key, c] of Object.entries(col)) if (c.length !== h.time.length) bad.push(k + "/" + key);
+      }
+    }
+    return bad;
+  });
+  check(misaligned.length === 0, "history columns not aligned with time: " + misaligned);
+  return page.evaluate(() => Object.keys(window.cicada.state.history.conn_errors).length);
+}
+
 let exitCode = 0;
 try {
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 }, acceptDownloads: true });
   await watch(page, "dashboard");
   if (mode === "perf") await perf(page);
+  else if (mode === "layout") await layout();
+  else if (mode === "shape") await shape(page);
   else await flow(page);
   if (problems.length) throw new Error(problems.join("\n"));
   result.ok = true;

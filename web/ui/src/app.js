@@ -111,11 +111,80 @@ function setupControls() {
     await fetch("./stop");
     await refresh();
   };
+  // Reset keeps the chart history (the server keeps it too), as Locust does.
   $("btn-reset").onclick = async () => {
     await fetch("./stats/reset");
-    state.historyVersion = -1;
     await refresh();
   };
+  if (args.is_shape) setupShape();
+}
+
+// setupShape shows that a load shape drives the test, as Locust does: the
+// user and spawn rate inputs are disabled with the reason (so the browser
+// neither requires nor sends them), the run time too (a shape ends with its
+// last stage), and a running shape test cannot be edited.
+function setupShape() {
+  const reason = "Disabled: a load shape (stages:) sets users and spawn rate";
+  for (const form of [$("start-form"), $("edit-form")]) {
+    for (const name of ["user_count", "spawn_rate", "run_time"]) {
+      const input = form.elements[name];
+      if (!input) continue;
+      input.type = "text";
+      input.value = "-";
+      input.required = false;
+      input.disabled = true;
+      input.title = name === "run_time" ? "Disabled: a load shape ends with its last stage" : reason;
+    }
+    for (const note of form.querySelectorAll(".shape-note")) note.hidden = false;
+  }
+  $("edit-submit").disabled = true;
+  $("edit-submit").title = "A running load shape cannot be edited";
+}
+
+// ---- theme ------------------------------------------------------------------
+
+const THEME_KEY = "cicada-theme";
+const darkQuery = window.matchMedia ? window.matchMedia("(prefers-color-scheme: dark)") : null;
+
+// effectiveTheme is the explicit choice of the toggle, else the system's.
+function effectiveTheme() {
+  const t = document.documentElement.dataset.theme;
+  if (t === "dark" || t === "light") return t;
+  return darkQuery && darkQuery.matches ? "dark" : "light";
+}
+
+function applyTheme(choice) {
+  if (choice === "dark" || choice === "light") document.documentElement.dataset.theme = choice;
+  else delete document.documentElement.dataset.theme;
+  const eff = effectiveTheme();
+  const b = $("btn-theme");
+  b.title = `Theme: ${eff}${choice ? "" : " (follows the system)"}; click for ${eff === "dark" ? "light" : "dark"}`;
+  b.setAttribute("aria-pressed", String(eff === "dark"));
+  if (state.charts) state.charts.rebuild();
+}
+
+function setupTheme() {
+  let saved = null;
+  try {
+    saved = localStorage.getItem(THEME_KEY);
+  } catch (e) {
+    // storage disabled: the toggle still works for this page
+  }
+  applyTheme(saved);
+  $("btn-theme").onclick = () => {
+    const next = effectiveTheme() === "dark" ? "light" : "dark";
+    try {
+      localStorage.setItem(THEME_KEY, next);
+    } catch (e) {
+      // not kept across reloads
+    }
+    applyTheme(next);
+  };
+  if (darkQuery) {
+    darkQuery.addEventListener("change", () => {
+      if (!document.documentElement.dataset.theme) applyTheme(null);
+    });
+  }
 }
 
 // ---- tabs ---------------------------------------------------------------
@@ -319,7 +388,36 @@ function emptyHistory() {
     avg_response_time: [],
     user_count: [],
     workers: [],
+    conn_open: [],
+    conn_established: [],
+    conn_new_per_sec: [],
+    conn_errors: {},
+    conn_open_by_worker: {},
+    conn_established_by_worker: {},
   };
+}
+
+// appendHistory appends a /stats/history answer d to h. Keyed columns
+// (objects of columns) gain keys over time: a new key is padded with
+// nulls for the points before it, a missing one with nulls for d's.
+function appendHistory(h, d) {
+  const before = h.time.length;
+  const added = (d.time || []).length;
+  for (const k of Object.keys(h)) {
+    const col = h[k];
+    if (Array.isArray(col)) {
+      if (Array.isArray(d[k])) col.push(...d[k]);
+      continue;
+    }
+    const src = d[k] || {};
+    for (const key of Object.keys(src)) {
+      if (!col[key]) col[key] = new Array(before).fill(null);
+      col[key].push(...src[key]);
+    }
+    for (const key of Object.keys(col)) {
+      if (!src[key]) col[key].push(...new Array(added).fill(null));
+    }
+  }
 }
 
 async function pollHistory() {
@@ -332,9 +430,7 @@ async function pollHistory() {
   if (d.full || !state.history) {
     state.history = emptyHistory();
   }
-  for (const k of Object.keys(state.history)) {
-    if (Array.isArray(d[k])) state.history[k].push(...d[k]);
-  }
+  appendHistory(state.history, d);
   state.historyVersion = d.version;
   if (state.charts) state.charts.update(state.history);
 }
@@ -342,7 +438,14 @@ async function pollHistory() {
 function ensureCharts() {
   if (state.charts || !state.history) return;
   state.charts = makeCharts(
-    { rps: $("chart-rps"), rt: $("chart-rt"), users: $("chart-users") },
+    {
+      rps: $("chart-rps"),
+      rt: $("chart-rt"),
+      users: $("chart-users"),
+      conn: $("chart-conn"),
+      connrate: $("chart-connrate"),
+      connerr: $("chart-connerr"),
+    },
     state.history,
   );
 }
@@ -406,6 +509,7 @@ function loop(fn, ms) {
 function main() {
   $("version").textContent = "cicada " + (args.version || "");
   if (args.locustfile) document.title = "cicada for " + args.locustfile;
+  setupTheme();
   setupControls();
   setupSorting();
   setupScrolling();
@@ -421,5 +525,5 @@ function main() {
 }
 
 // window.cicada is the hook the end-to-end test uses to measure rendering.
-window.cicada = { state, refresh, renderStats, renderVisibleRows, showTab };
+window.cicada = { state, refresh, renderStats, renderVisibleRows, showTab, effectiveTheme };
 main();

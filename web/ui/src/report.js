@@ -8,13 +8,7 @@ const el = document.getElementById("report-history");
 if (el) {
   const history = JSON.parse(el.textContent);
   if (history.time && history.time.length) {
-    makeCharts(
-      {
-        rps: document.getElementById("chart-rps"),
-        rt: document.getElementById("chart-rt"),
-        users: document.getElementById("chart-users"),
-      },
-      history,
-    );
+    const ids = ["rps", "rt", "users", "conn", "connrate", "connerr"];
+    makeCharts(Object.fromEntries(ids.map((id) => [id, document.getElementById("chart-" + id)])), history);
   }
 }
