@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -88,7 +89,7 @@ func TestDPDKTargetHoldsConnections(t *testing.T) {
 		t.Fatalf("client (%v): 2xx %d, open %d, RstIn %d, failed %d; want %d held", err, c.HTTP2xx, c.SocketsCurrent, c.RstIn, c.SocketsFailed, conns)
 	}
 	waitLog(t, tg, 10*time.Second, "open "+strconv.Itoa(conns)+", opened "+strconv.Itoa(conns)+", closed 0, failed 0, served "+strconv.Itoa(conns))
-	stopCicada(t, tg)
+	stopCicada(t, tg, syscall.SIGINT)
 	if want := "cicada target served " + strconv.Itoa(conns) + " pages on " + strconv.Itoa(conns) + " connections"; !strings.Contains(tg.Log(), want) {
 		t.Errorf("target log lacks %q:\n%s", want, tail(tg.Log(), 2000))
 	}
