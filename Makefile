@@ -46,8 +46,8 @@ build-dpdk-static:
 	$(DPDK_STATIC_BUILD) build -trimpath $(DPDK_STATIC_FLAGS) -o bin/cicada-dpdk-static ./cmd/cicada
 
 ## test-dpdk: the dpdk-tagged code: both builds, vet, lint, tests with shared (-race) and static
-## linking (root: the EAL and the lab), and the users runtime over DPDK. Without libdpdk: fails
-## under CI=true, skipped otherwise.
+## linking (root: the EAL and the lab), the users runtime and `cicada --dataplane dpdk` over DPDK
+## in the lab. Without libdpdk: fails under CI=true, skipped otherwise.
 DPDK_PKGS := ./dataplane/link/dpdk/
 test-dpdk:
 	@if ! pkg-config --exists libdpdk; then \
@@ -56,10 +56,11 @@ test-dpdk:
 	set -e; \
 	CGO_ENABLED=0 $(GO) build -o /dev/null ./...; \
 	$(MAKE) build-dpdk build-dpdk-static; \
-	$(GO) vet -tags dpdk $(DPDK_PKGS) ./dataplane/users/; \
-	if command -v golangci-lint >/dev/null; then golangci-lint run --build-tags dpdk $(DPDK_PKGS)... ./dataplane/users/...; fi; \
+	$(GO) vet -tags dpdk $(DPDK_PKGS) ./dataplane/users/ ./cmd/cicada/; \
+	if command -v golangci-lint >/dev/null; then golangci-lint run --build-tags dpdk $(DPDK_PKGS)... ./dataplane/users/... ./cmd/cicada/...; fi; \
 	CGO_ENABLED=1 $(GO) test -tags dpdk -race -count=1 -timeout 5m $(DPDK_PKGS); \
 	CGO_ENABLED=1 $(GO) test -tags dpdk -race -count=1 -timeout 5m -run DPDK ./dataplane/users/; \
+	CGO_ENABLED=1 $(GO) test -tags dpdk -count=1 -timeout 5m -run DPDK ./cmd/cicada/; \
 	$(DPDK_STATIC_BUILD) test $(DPDK_STATIC_FLAGS) -count=1 -timeout 5m $(DPDK_PKGS)
 
 test-short:

@@ -43,6 +43,17 @@
 //     quit was sent) up to Options.FinalReportTimeout, instead of Locust's
 //     fixed 0.5 s, so no request goes uncounted; the exit code and the
 //     summary come after that wait. CSV files are completed at exit.
+//   - With a stop timeout (Options.StopTimeout), a quit (the run time's
+//     end, a signal, Quit) stops the test first and quits once the workers
+//     report no users, so in-flight tasks get the stop timeout as in Locust
+//     standalone (a Locust master sends quit at once, and waits 0.5 s);
+//     the workers stopped meanwhile owe a final report too.
+//   - Options.Standalone (cicada standalone: the workers are the process's
+//     own) logs as Locust standalone: no wait or registration lines,
+//     "Ramping to N users", a Total-only connections table.
+//   - A cicada worker whose class list lacks classes the master dispatches
+//     is an ERROR in the master's log naming both lists (Locust's worker
+//     fails in its own log only).
 //   - When a deleted worker's users are re-dispatched, the split is sent at
 //     once (a rebalance) instead of ramping the remaining workers down to
 //     zero and back up as 2.12.1's fresh dispatcher does; the final split is

@@ -30,6 +30,10 @@
 //   - spawn, spawning_complete and heartbeats are sent only while the
 //     master has acknowledged the worker (a Python master's receive loop
 //     dies on some of them from unknown workers);
+//   - at a stop, a stats report precedes client_stopped, so the requests
+//     that ended within the stop timeout reach a master that quits right
+//     after the stop (a Python worker leaves them to its next periodic
+//     report);
 //   - after a lost connection the worker registers again, so a restarted
 //     master finds it (Python workers stay zombies);
 //   - an unknown user class in a spawn is reported to the master as an

@@ -438,12 +438,14 @@ func (w *Worker) onSpawn(msg protocol.Message) {
 	}
 	newTest := w.mu.state != protocol.StateRunning && w.mu.state != protocol.StateSpawning
 	w.mu.state = protocol.StateSpawning
-	w.enqueueLocked(command{kind: cmdSpawn, spawn: s, newTest: newTest})
-	w.mu.Unlock()
+	// The host before the command: the controller may run the spawn (and
+	// read masterHost) as soon as it is queued.
 	if s.Host != nil {
 		h := *s.Host
 		w.env.masterHost.Store(&h)
 	}
+	w.enqueueLocked(command{kind: cmdSpawn, spawn: s, newTest: newTest})
+	w.mu.Unlock()
 	if newTest {
 		w.rec.Clear()
 		w.mu.Lock()

@@ -2,10 +2,20 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/cicada-load/cicada/internal/testpeer"
+	"github.com/cicada-load/cicada/master"
+	"github.com/cicada-load/cicada/web"
 )
 
 // TestHostWithoutSchemeRefused: a host without a scheme is refused before
@@ -86,5 +96,38 @@ func TestBuiltinDefaultScenarioNamed(t *testing.T) {
 	if code := run([]string{"--list"}, &out, &errb); code != 0 || !strings.Contains(errb.String(), "No -f given: running "+defaultScenarioName) ||
 		!strings.Contains(out.String(), "HelloWorldUser") {
 		t.Errorf("--list without -f: code %d, out %q, log %q; want the built-in default named in the log", code, out.String(), errb.String())
+	}
+}
+
+// TestSwarmFormRefusesHostWithoutScheme: the web form's host goes through
+// the same check as -H (Master.Start): success false with "add http://",
+// and the test's host stays as it was.
+func TestSwarmFormRefusesHostWithoutScheme(t *testing.T) {
+	m, err := master.New(master.Options{BindHost: "127.0.0.1", BindPort: -1, Host: "http://127.0.0.1:1",
+		UserClasses: []master.UserClass{{Name: "A"}}, FinalReportTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testpeer.Go(t, "the master", 30*time.Second, func(ctx context.Context) { _, _ = m.Run(ctx) })
+	h := web.New(web.Options{}, &masterRunner{m: m, distributed: true}).Handler()
+	for _, host := range []string{"127.0.0.1:8080", "localhost:8089", "example.com"} {
+		form := url.Values{"user_count": {"1"}, "spawn_rate": {"1"}, "host": {host}}
+		req := httptest.NewRequest(http.MethodPost, "/swarm", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		var body struct {
+			Success bool   `json:"success"`
+			Message string `json:"message"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+			t.Fatalf("POST /swarm host=%s: %v (%q)", host, err, rec.Body.String())
+		}
+		if body.Success || !strings.Contains(body.Message, "add http://") {
+			t.Errorf("POST /swarm host=%s = %v, %q; want success false and 'add http://'", host, body.Success, body.Message)
+		}
+	}
+	if got := m.Status().Host; got != "http://127.0.0.1:1" {
+		t.Errorf("host after the refused forms = %q; want it unchanged", got)
 	}
 }

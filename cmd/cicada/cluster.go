@@ -294,6 +294,7 @@ func (a *app) startLocalWorkers(ctx context.Context, wg *sync.WaitGroup, port, n
 			args = append(args, a.cfg.UserClasses...)
 			cmd := exec.CommandContext(ctx, self, args...)
 			cmd.Stdout, cmd.Stderr = a.stderr, a.stderr
+			cmd.Env = append(os.Environ(), localWorkerEnv+"=1")
 			cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 			cmd.WaitDelay = 15 * time.Second
 			if err := cmd.Start(); err != nil {
@@ -345,6 +346,11 @@ func (a *app) startLocalWorkers(ctx context.Context, wg *sync.WaitGroup, port, n
 // its charts, tables and CSV history move every second; a report every
 // quarter second (in process, a few hundred bytes) gives the same.
 const localStatsInterval = 250 * time.Millisecond
+
+// localWorkerEnv, set to 1 in the environment of --processes' child
+// workers (this binary), gives them localStatsInterval. It is a contract
+// between the parent and its children, not an option.
+const localWorkerEnv = "CICADA_INTERNAL_LOCAL_WORKER"
 
 // standaloneStatsCacheTTL is how long standalone's web UI shares one
 // /stats/requests body (the web package doubles it when building one takes

@@ -87,15 +87,15 @@ func waitLog(t *testing.T, p *testpeer.Process, within time.Duration, s string) 
 	}
 }
 
-// stopCicada sends SIGINT and wants exit 0 within 20 s.
-func stopCicada(t *testing.T, p *testpeer.Process) {
+// stopCicada sends sig and wants exit 0 within 20 s.
+func stopCicada(t *testing.T, p *testpeer.Process, sig syscall.Signal) {
 	t.Helper()
-	if err := p.Signal(syscall.SIGINT); err != nil {
+	if err := p.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	exited, err := p.Wait(20 * time.Second)
 	if !exited || err != nil {
-		t.Fatalf("cicada after SIGINT: exited %v, %v; want exit 0\n%s", exited, err, tail(p.Log(), 4000))
+		t.Fatalf("cicada after %v: exited %v, %v; want exit 0\n%s", sig, exited, err, tail(p.Log(), 4000))
 	}
 }
 
@@ -104,15 +104,18 @@ func ip4(s string) uint32 { return binary.BigEndian.Uint32(net.ParseIP(s).To4())
 // TestTargetDataplaneHoldsConnections runs `cicada target --dataplane` in
 // the lab's server namespace (AF_PACKET with two cores, AF_XDP with one)
 // and holds connections on it from a client stack over AF_PACKET in the
-// client namespace: every page served, the counters printed, SIGINT ends
-// it with exit 0 and the totals.
+// client namespace: every page served, the counters printed, SIGINT (or
+// SIGTERM) ends it with exit 0 and the totals.
 func TestTargetDataplaneHoldsConnections(t *testing.T) {
-	for _, tt := range []struct{ link, cores string }{{"afpacket", "2"}, {"afxdp", "1"}} {
-		t.Run(tt.link, func(t *testing.T) { targetHolds(t, tt.link, tt.cores) })
+	for _, tt := range []struct {
+		link, cores string
+		stop        syscall.Signal
+	}{{"afpacket", "2", syscall.SIGINT}, {"afxdp", "1", syscall.SIGTERM}} {
+		t.Run(tt.link, func(t *testing.T) { targetHolds(t, tt.link, tt.cores, tt.stop) })
 	}
 }
 
-func targetHolds(t *testing.T, kind, cores string) {
+func targetHolds(t *testing.T, kind, cores string, stop syscall.Signal) {
 	const conns = 5000
 	l := newDataplaneLab(t)
 	p, err := l.StackPair()
@@ -152,7 +155,7 @@ func targetHolds(t *testing.T, kind, cores string) {
 		t.Fatalf("client (%v): 2xx %d, open %d, RstIn %d, failed %d; want %d held", err, c.HTTP2xx, c.SocketsCurrent, c.RstIn, c.SocketsFailed, conns)
 	}
 	waitLog(t, tg, 10*time.Second, "open "+strconv.Itoa(conns)+", opened "+strconv.Itoa(conns)+", closed 0, failed 0, served "+strconv.Itoa(conns))
-	stopCicada(t, tg)
+	stopCicada(t, tg, stop)
 	if want := "cicada target served " + strconv.Itoa(conns) + " pages on " + strconv.Itoa(conns) + " connections"; !strings.Contains(tg.Log(), want) {
 		t.Errorf("target log lacks %q:\n%s", want, tail(tg.Log(), 2000))
 	}
@@ -518,7 +521,7 @@ func TestDataplaneWorkerAgainstDataplaneTarget(t *testing.T) {
 	if agg == nil || agg["Request Count"] != want || agg["Failure Count"] != "0" {
 		t.Errorf("master Aggregated row %v; want %d requests, 0 failures", agg, users)
 	}
-	stopCicada(t, tg)
+	stopCicada(t, tg, syscall.SIGINT)
 	if s := "cicada target served " + want + " pages on " + want + " connections"; !strings.Contains(tg.Log(), s) {
 		t.Errorf("target log lacks %q:\n%s", s, tail(tg.Log(), 2000))
 	}

@@ -87,3 +87,23 @@ func TestMasterWithoutScenarioUsesWorkerClasses(t *testing.T) {
 		})
 	}
 }
+
+// TestMasterListWithoutScenario: a master without -f lists no built-in
+// class it would not dispatch, only the names given.
+func TestMasterListWithoutScenario(t *testing.T) {
+	t.Chdir(t.TempDir())
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--master", "--list"}, "Available Users:\n"},
+		{[]string{"--master", "--list", "WebUser"}, "Available Users:\n    WebUser\n"},
+		{[]string{"--list"}, "Available Users:\n    HelloWorldUser\n"},
+	}
+	for _, tt := range tests {
+		var out, errb syncBuffer
+		if code := run(tt.args, &out, &errb); code != 0 || out.String() != tt.want {
+			t.Errorf("run(%q) = %d, out %q; want 0 and %q (log %q)", tt.args, code, out.String(), tt.want, errb.String())
+		}
+	}
+}

@@ -28,7 +28,8 @@ workers (--master), or standalone (both in one process).
 yet: keep them on a Python Locust master, with cicada workers running a YAML
 scenario of the same user class names. Without -f cicada runs the built-in
 default scenario: user class HelloWorldUser, GET / on the host (-H), then
-idle 900 s, as examples/seed.yaml.
+idle 900 s, as examples/seed.yaml; a master without -f dispatches the user
+classes its cicada workers report.
 
 Options:
 `

@@ -109,6 +109,12 @@ func runMode(cfg *config.Config, dp *dataplaneOpts, stdout, stderr io.Writer) in
 	}
 	if cfg.List {
 		fmt.Fprintln(stdout, "Available Users:")
+		if a.learnClasses { // a master without -f: the names given, if any
+			for _, name := range cfg.UserClasses {
+				fmt.Fprintf(stdout, "    %s\n", name)
+			}
+			return 0
+		}
 		for _, c := range a.file.Scenario.Classes {
 			fmt.Fprintf(stdout, "    %s\n", c.Name)
 		}
@@ -256,6 +262,9 @@ func (a *app) runWorker(sig *shutdown.Signals) int {
 	if err != nil {
 		a.log.Error(err.Error())
 		return 1
+	}
+	if os.Getenv(localWorkerEnv) == "1" { // a --processes child of standalone
+		opts.StatsInterval = localStatsInterval
 	}
 	rt, err := a.dataplaneRuntime(log)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cicada-load/cicada/config"
 	"github.com/cicada-load/cicada/dataplane/ifcheck"
+	"github.com/cicada-load/cicada/dataplane/link/dpdk"
 	"github.com/cicada-load/cicada/dataplane/users"
 )
 
@@ -18,12 +19,16 @@ func (a *app) dataplaneRuntime(log *slog.Logger) (*users.Runtime, error) {
 	if dp == nil {
 		return nil, nil
 	}
-	warnings, err := ifcheck.Check(ifcheck.Options{Interface: dp.iface, Owned: dp.clients, Dedicated: dp.dedicated})
-	if err != nil {
-		return nil, err
-	}
-	for _, w := range warnings {
-		log.Warn(w)
+	// A DPDK port bound to vfio-pci has no kernel interface left to
+	// check; a virtual device's or an mlx5 port's is named and checked.
+	if dp.iface != "" || dp.link != users.LinkDPDK {
+		warnings, err := ifcheck.Check(ifcheck.Options{Interface: dp.iface, Owned: dp.clients, Dedicated: dp.dedicated})
+		if err != nil {
+			return nil, err
+		}
+		for _, w := range warnings {
+			log.Warn(w)
+		}
 	}
 	// --max-users: 0 and -1 leave the ceiling to the connection table
 	// (client IPs x ports); a smaller ceiling is the runtime's too.
@@ -31,13 +36,20 @@ func (a *app) dataplaneRuntime(log *slog.Logger) (*users.Runtime, error) {
 	if maxUsers == config.NoMaxUsers {
 		maxUsers = 0
 	}
+	iface, where := dp.iface, dp.iface
+	var dcfg dpdk.Config
+	if dp.link == users.LinkDPDK {
+		// users opens the port (and initialises the EAL) itself.
+		dcfg = dpdk.Config{EAL: dp.dpdkEAL, Port: dp.dpdkPort}
+		iface, where = "", "port "+dp.dpdkPort
+	}
 	rt, err := users.New(users.Options{
-		Link: dp.link, Interface: dp.iface,
+		Link: dp.link, Interface: iface, DPDK: dcfg,
 		ClientIP: dp.clients.First, ClientIPs: dp.clients.Count, PortMin: dp.portMin, PortMax: dp.portMax,
 		Gateway: dp.gateway, Cores: dp.cores, MaxUsers: maxUsers, Logger: log,
 	}, a.file.Scenario)
 	if err != nil {
-		return nil, fmt.Errorf("--dataplane %s on %s: %w", dp.link, dp.iface, err)
+		return nil, fmt.Errorf("--dataplane %s on %s: %w", dp.link, where, err)
 	}
 	return rt, nil
 }

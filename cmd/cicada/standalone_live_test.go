@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	encsv "encoding/csv"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,9 +40,62 @@ func TestStandaloneStatsAreLive(t *testing.T) {
 	webPort := freePort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
+	csv := filepath.Join(t.TempDir(), "OUT")
 	cmd := testpeer.SelfCommand(ctx, "TestHelperProcess", []string{"CICADA_TEST_HELPER=1", "HOME=" + t.TempDir()},
 		"--", "-f", writeScenario(t, liveScenario), "-H", "http://"+srv.Addr().String(),
+		"--web-host", "127.0.0.1", "--web-port", strconv.Itoa(webPort), "--csv", csv)
+	checkLive(t, cmd, webPort)
+	// The CSV history moves every second: no repeated rows while 20
+	// users run.
+	f, err := os.Open(csv + "_stats_history.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := encsv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counts []string
+	for _, r := range rows[1:] {
+		if r[1] == "20" && r[3] == "Aggregated" {
+			counts = append(counts, r[17])
+		}
+	}
+	if len(counts) < 2 {
+		t.Fatalf("history has %d rows with 20 users; want at least 2: %q", len(counts), rows)
+	}
+	for i := 1; i < len(counts); i++ {
+		prev, _ := strconv.Atoi(counts[i-1])
+		cur, _ := strconv.Atoi(counts[i])
+		if cur <= prev {
+			t.Errorf("history's Total Request Count %v does not grow every second", counts)
+			break
+		}
+	}
+}
+
+// TestStandaloneProcessesStatsAreLive: the same with --processes 1, whose
+// worker is a child process of the cicada binary.
+func TestStandaloneProcessesStatsAreLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds cicada and runs a 4 s test")
+	}
+	bin := buildCicada(t)
+	srv := startTarget(t)
+	webPort := freePort(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--processes", "1", "-f", writeScenario(t, liveScenario), "-H", "http://"+srv.Addr().String(),
 		"--web-host", "127.0.0.1", "--web-port", strconv.Itoa(webPort))
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	checkLive(t, cmd, webPort)
+}
+
+// checkLive starts cmd (cicada standalone with its web UI on webPort), starts
+// 20 users and checks that stats are live and the log has no worker chatter.
+func checkLive(t *testing.T, cmd *exec.Cmd, webPort int) {
+	t.Helper()
 	cmd.Dir = t.TempDir()
 	var stderr testpeer.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -44,7 +43,7 @@ func TestStopTimeoutAtRunTimeEnd(t *testing.T) {
 		"--headless", "-u", "5", "-r", "5", "-t", "3s", "-s", "6", "-H", host, "--csv", lout,
 	}})
 	cout := filepath.Join(dir, "CICADA")
-	var out, errb bytes.Buffer
+	var out, errb syncBuffer
 	begin := time.Now()
 	code := run([]string{"-f", writeScenario(t, slowScenario), "--headless", "-u", "5", "-r", "5", "-t", "3s", "-s", "6",
 		"-H", host, "--csv", cout}, &out, &errb)

@@ -139,6 +139,9 @@ async function flow(page) {
   result.csvName = download.suggestedFilename();
   result.csvLines = csv.trim().split("\r\n").length;
 
+  // Error kinds appeared during the incremental polls: columns aligned.
+  result.errorKindsBeforeReload = await checkAligned(page);
+
   // Reload: the chart history comes back from the server.
   const before = await page.evaluate(() => window.cicada.state.history.time.length);
   await page.goto(base + "/#charts", { waitUntil: "load", timeout: T });
@@ -239,6 +242,7 @@ async function checkCharts(page) {
     check(c.ticks.every((t) => /^\d\d:\d\d(:\d\d)?$/.test(t)), "time ticks not on whole seconds: " + JSON.stringify(c));
     check(c.values.length > 0 && c.values.every((v) => v !== "–"), "legend without values: " + JSON.stringify(c));
   }
+  await checkAligned(page);
   const users = info.find((c) => c.id === "chart-users");
   check(users && users.yTicks[0] === "0", "users axis does not start at 0: " + JSON.stringify(users));
   const years = await page.evaluate(() => {
@@ -407,6 +411,27 @@ async function shape(page) {
   check(await page.isVisible("#edit-form .shape-note"), "edit form does not say why");
   await shot(page, "shape-edit.png");
   result.shapeUsers = Number(await page.textContent("#users"));
+}
+
+
+// checkAligned checks that keyed columns (error kinds, workers) that
+// appeared mid-test were padded to the length of the time column by the
+// incremental merge, and returns the error kinds seen.
+async function checkAligned(page) {
+  const misaligned = await page.evaluate(() => {
+    const h = window.cicada.state.history;
+    const bad = [];
+    for (const [k, col] of Object.entries(h)) {
+      if (Array.isArray(col)) {
+        if (col.length !== h.time.length) bad.push(k);
+      } else {
+        for (const [key, c] of Object.entries(col)) if (c.length !== h.time.length) bad.push(k + "/" + key);
+      }
+    }
+    return bad;
+  });
+  check(misaligned.length === 0, "history columns not aligned with time: " + misaligned);
+  return page.evaluate(() => Object.keys(window.cicada.state.history.conn_errors).length);
 }
 
 let exitCode = 0;
