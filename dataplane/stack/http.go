@@ -12,7 +12,8 @@ var (
 	errHTTP = errors.New("stack: malformed HTTP response")
 	// errHTTPUnsupported marks a response without Content-Length or
 	// chunked encoding (read-to-close bodies are not supported), an
-	// interim 1xx, or another transfer coding.
+	// interim 1xx, another transfer coding, or a body of 2 GiB or more
+	// (Content-Length or chunk sizes in all).
 	errHTTPUnsupported = errors.New("stack: unsupported HTTP response framing")
 )
 
@@ -314,6 +315,10 @@ func (p *respParser) chunkLine() (bool, error) {
 	if p.remaining == 0 {
 		p.state, p.pos = psTrailer, 0
 		return false, nil
+	}
+	if uint64(p.body)+uint64(p.remaining) >= maxLength {
+		// The same bound as Content-Length's: body counts never wrap.
+		return false, errHTTPUnsupported
 	}
 	p.body += p.remaining
 	p.state = psChunkData
