@@ -8,6 +8,7 @@ GOLANGCI_LINT_VERSION := v2.15.0
 export GOLANGCI_LINT_VERSION GO
 
 .PHONY: build-dpdk build-dpdk-static test-dpdk
+.PHONY: image release
 .PHONY: web all build run test test-short lint tidy check check-web check-commits tools fuzz generate goldens bench check-generated examples clean
 
 all: build
@@ -15,6 +16,13 @@ all: build
 ## build: static binary in bin/cicada
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/cicada ./cmd/cicada
+
+## image: the FROM scratch container image (Containerfile) with podman, or buildah; pulls nothing
+IMAGE ?= localhost/cicada
+IMAGE_TOOL ?= $(shell command -v podman >/dev/null 2>&1 && echo podman || (command -v buildah >/dev/null 2>&1 && echo buildah))
+image: build
+	@if [ -z "$(IMAGE_TOOL)" ]; then echo "make image: needs podman or buildah (apt-get install podman runc)"; exit 1; fi
+	$(IMAGE_TOOL) build --pull=never --build-arg VERSION=$(VERSION) -t $(IMAGE):$(VERSION) -t $(IMAGE):latest -f Containerfile .
 
 ## run: the main job on the embedded default target (built-in server + short local test)
 run: build
