@@ -8,7 +8,7 @@ GOLANGCI_LINT_VERSION := v2.15.0
 export GOLANGCI_LINT_VERSION GO
 
 .PHONY: build-dpdk build-dpdk-static test-dpdk
-.PHONY: image release
+.PHONY: image release check-deploy
 .PHONY: web all build run test test-short lint tidy check check-web check-commits tools fuzz generate goldens bench check-generated examples clean
 
 all: build
@@ -24,6 +24,17 @@ image: build
 	@if [ -z "$(IMAGE_TOOL)" ]; then echo "make image: needs podman or buildah (apt-get install podman runc)"; exit 1; fi
 	$(IMAGE_TOOL) build --pull=never --build-arg VERSION=$(VERSION) -t $(IMAGE):$(VERSION) -t $(IMAGE):latest -f Containerfile .
 
+## check-deploy: deploy/check (its own module): every manifest of deploy/k8s, deploy/podman and the
+## rendered Helm chart decoded strictly into the Kubernetes API types, helm lint; builds the pinned
+## helm from the Go module proxy into GOPATH/bin when it is missing (first build: minutes; cached after)
+HELM_VERSION := v3.17.3
+check-deploy:
+	@h=$$(command -v helm || echo "$$($(GO) env GOPATH)/bin/helm"); \
+	if [ ! -x "$$h" ] || ! "$$h" version --short 2>/dev/null | grep -q "^$(HELM_VERSION)"; then \
+		echo "check-deploy: building helm $(HELM_VERSION) (go install)"; \
+		$(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION) || exit 1; h="$$($(GO) env GOPATH)/bin/helm"; fi; \
+	cd deploy/check && HELM="$$h" $(GO) vet ./... && HELM="$$h" $(GO) test -count=1 -timeout 5m ./...
+
 ## run: the main job on the embedded default target (built-in server + short local test)
 run: build
 	./scripts/run-demo.sh
@@ -34,6 +45,7 @@ test: build check
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m $(PKGS)
 	GOARCH=386 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/cicada
 	$(MAKE) examples
+	$(MAKE) check-deploy
 	$(MAKE) fuzz
 	$(MAKE) test-dpdk
 
