@@ -8,7 +8,7 @@ GOLANGCI_LINT_VERSION := v2.15.0
 export GOLANGCI_LINT_VERSION GO
 
 .PHONY: build-dpdk build-dpdk-static test-dpdk
-.PHONY: image release check-deploy
+.PHONY: image release check-deploy peers
 .PHONY: web all build run test test-short lint tidy check check-web check-commits tools fuzz generate goldens bench check-generated examples clean
 
 all: build
@@ -39,8 +39,14 @@ check-deploy:
 run: build
 	./scripts/run-demo.sh
 
-## test: everything CI runs (the gate, unit, interop with real Locust/pyzmq/nginx, race, short fuzz)
-test: build check
+## peers: install the tests' peers that are missing (scripts/peers.sh): Debian packages with apt-get
+## as root (otherwise it stops, naming `sudo make peers`), npm ci in web/ui, Go modules, golangci-lint
+peers:
+	@./scripts/peers.sh
+
+## test: everything CI runs (the gate, unit, interop with real Locust/pyzmq/nginx, race, short fuzz);
+## first installs missing peers (make peers)
+test: peers build check
 	$(GO) vet $(PKGS)
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m $(PKGS)
 	GOARCH=386 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/cicada
