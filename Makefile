@@ -30,7 +30,7 @@ image: build
 HELM_VERSION := v3.17.3
 check-deploy:
 	@h=$$(command -v helm || echo "$$($(GO) env GOPATH)/bin/helm"); \
-	if [ ! -x "$$h" ] || ! "$$h" version --short 2>/dev/null | grep -q "^$(HELM_VERSION)"; then \
+	if [ ! -x "$$h" ] || ! $(GO) version -m "$$h" 2>/dev/null | grep -Eq "helm.sh/helm/v3[[:space:]]+$(HELM_VERSION)[[:space:]]"; then \
 		echo "check-deploy: building helm $(HELM_VERSION) (go install)"; \
 		$(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION) || exit 1; h="$$($(GO) env GOPATH)/bin/helm"; fi; \
 	cd deploy/check && HELM="$$h" $(GO) vet ./... && HELM="$$h" $(GO) test -count=1 -timeout 5m ./...

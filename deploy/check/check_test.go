@@ -156,8 +156,10 @@ func TestHelmChart(t *testing.T) {
 				t.Errorf("master args %q", args)
 			}
 			w := one[*appsv1.Deployment](t, objs)
-			if w.Spec.Template.Spec.SecurityContext.Sysctls[0].Value != "1024 65535" || w.Spec.Template.Spec.Affinity == nil {
-				t.Errorf("worker: sysctls %v, affinity %v", w.Spec.Template.Spec.SecurityContext.Sysctls, w.Spec.Template.Spec.Affinity)
+			if w.Spec.Template.Spec.SecurityContext.Sysctls[0].Value != "1024 65535" || w.Spec.Template.Spec.Affinity == nil ||
+				!strings.HasSuffix(strings.Join(w.Spec.Template.Spec.Containers[0].Args, " "), "-f -") || len(w.Spec.Template.Spec.Volumes) != 0 {
+				t.Errorf("worker: sysctls %v, affinity %v, args %v, volumes %v", w.Spec.Template.Spec.SecurityContext.Sysctls,
+					w.Spec.Template.Spec.Affinity, w.Spec.Template.Spec.Containers[0].Args, w.Spec.Template.Spec.Volumes)
 			}
 			one[*corev1.ConfigMap](t, objs)
 		}},
@@ -176,7 +178,7 @@ func TestHelmChart(t *testing.T) {
 			}
 		}},
 		{"hostNetwork, source IPs, args, own ConfigMap", []string{"worker.hostNetwork=true", "worker.sourceIPs=10.0.0.1-10.0.0.8",
-			"worker.replicas=5", "args={--loglevel,WARNING}", "scenarioConfigMap=mine", "image.tag=v1"}, func(t *testing.T, objs []any) {
+			"worker.replicas=5", "args={--loglevel,WARNING}", "scenarioConfigMap=mine", "image.tag=v1", "worker.fetchScenario=false"}, func(t *testing.T, objs []any) {
 			for _, o := range objs {
 				if _, ok := o.(*corev1.ConfigMap); ok {
 					t.Error("a ConfigMap rendered though scenarioConfigMap is set")

@@ -212,6 +212,10 @@ func TestPodmanKubePlay(t *testing.T) {
 	if !strings.Contains(wlogs, "load generator environment: container, podman") {
 		t.Errorf("the worker did not log its container environment:\n%s", wlogs)
 	}
+	// It had no file: it ran the scenario the master served (-f -).
+	if !strings.Contains(stdout, "Sending scenario file /lotest/src/scenario.yaml") {
+		t.Errorf("the master did not serve its scenario to the worker:\n%s", stdout)
+	}
 	t.Logf("make image to finished pod run: %v; master: %d requests, %d failures; target served %d",
 		total.Round(time.Millisecond), requests, failures, served.Requests)
 	if requests < 20 || failures != 0 || requests != served.Requests {
