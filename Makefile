@@ -33,7 +33,10 @@ check-deploy:
 	if [ ! -x "$$h" ] || ! $(GO) version -m "$$h" 2>/dev/null | grep -Eq "helm.sh/helm/v3[[:space:]]+$(HELM_VERSION)[[:space:]]"; then \
 		echo "check-deploy: building helm $(HELM_VERSION) (go install)"; \
 		$(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION) || exit 1; h="$$($(GO) env GOPATH)/bin/helm"; fi; \
-	cd deploy/check && HELM="$$h" $(GO) vet ./... && HELM="$$h" $(GO) test -count=1 -timeout 5m ./...
+	cd deploy/check && $(GO) mod tidy -diff && $(GO) vet ./... && \
+		if command -v golangci-lint >/dev/null; then golangci-lint run ./...; fi && \
+		HELM="$$h" $(GO) test -count=1 -timeout 5m ./... && \
+		$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) .
 
 ## release: static binaries in dist/ (CGO_ENABLED=0, -trimpath, version stamped) for linux/amd64,
 ## linux/arm64 and the CLI on darwin/amd64 and darwin/arm64, and dist/SHA256SUMS; then checks them
