@@ -360,6 +360,19 @@ users:
 				t.Errorf("class %d: %d users in the stacks; want %d", cl, got, want)
 			}
 		}
+		if step.b == 20 {
+			// Launched users may still be connecting: a B user stopped
+			// before its on_start sends none. Step down only once every
+			// B user's on_start is in.
+			testpeer.Eventually(t, 20*time.Second, "every B user's on_start", func() bool {
+				for _, e := range m.Snapshot().Entries {
+					if e.Method+" "+e.Name == "GET /login" {
+						return e.NumRequests == 20
+					}
+				}
+				return false
+			})
+		}
 	}
 	testpeer.Eventually(t, 20*time.Second, "requests served", func() bool { return lb.served.Load() > 200 })
 	// The heartbeat's counters reach the master.
