@@ -204,6 +204,14 @@ func TestPodmanKubePlay(t *testing.T) {
 	if err := json.Unmarshal(body, &served); err != nil {
 		t.Fatalf("target stats %q: %v", body, err)
 	}
+	// The worker saw that it runs in a podman container (diag.ReadEnv).
+	wlogs, err := logs(ctx, conf, pod+"-worker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(wlogs, "load generator environment: container, podman") {
+		t.Errorf("the worker did not log its container environment:\n%s", wlogs)
+	}
 	t.Logf("make image to finished pod run: %v; master: %d requests, %d failures; target served %d",
 		total.Round(time.Millisecond), requests, failures, served.Requests)
 	if requests < 20 || failures != 0 || requests != served.Requests {
