@@ -553,3 +553,28 @@ func TestFailuresRecorded(t *testing.T) {
 		t.Fatalf("%d error rows; want 1", len(rep.Errors))
 	}
 }
+
+// TestExamplesForTheDataPlane: the example the README gives the data plane
+// runs as written, and the kernel worker's seed scenario is refused with
+// the two fields to set, not accepted and half run.
+func TestExamplesForTheDataPlane(t *testing.T) {
+	f, err := scenario.Load("../../examples/dataplane.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := New(testOptions(pipeLinks), f.Scenario)
+	if err != nil {
+		t.Fatalf("examples/dataplane.yaml refused: %v", err)
+	}
+	if err := rt.Close(); err != nil {
+		t.Errorf("Close = %v", err)
+	}
+	seed, err := scenario.Load("../../examples/seed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(testOptions(pipeLinks), seed.Scenario)
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "disable_cookies") {
+		t.Errorf("examples/seed.yaml on the data plane: %v; want ErrRefused naming http.disable_cookies", err)
+	}
+}
