@@ -8,6 +8,7 @@ GOLANGCI_LINT_VERSION := v2.15.0
 export GOLANGCI_LINT_VERSION GO
 
 .PHONY: build-dpdk build-dpdk-static test-dpdk
+.PHONY: image release check-deploy peers
 .PHONY: web all build run test test-short lint tidy check check-web check-commits tools fuzz generate goldens bench check-generated examples clean
 
 all: build
@@ -16,16 +17,57 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/cicada ./cmd/cicada
 
+## image: the FROM scratch container image (Containerfile) with podman, or buildah; pulls nothing
+IMAGE ?= localhost/cicada
+IMAGE_TOOL ?= $(shell command -v podman >/dev/null 2>&1 && echo podman || (command -v buildah >/dev/null 2>&1 && echo buildah))
+image: build
+	@if [ -z "$(IMAGE_TOOL)" ]; then echo "make image: needs podman or buildah (apt-get install podman runc)"; exit 1; fi
+	$(IMAGE_TOOL) build --pull=never --build-arg VERSION=$(VERSION) -t $(IMAGE):$(VERSION) -t $(IMAGE):latest -f Containerfile .
+
+## check-deploy: deploy/check (its own module): every manifest of deploy/k8s, deploy/podman and the
+## rendered Helm chart decoded strictly into the Kubernetes API types, helm lint; builds the pinned
+## helm from the Go module proxy into GOPATH/bin when it is missing (first build: minutes; cached after)
+HELM_VERSION := v3.17.3
+check-deploy:
+	@h=$$(command -v helm || echo "$$($(GO) env GOPATH)/bin/helm"); \
+	if [ ! -x "$$h" ] || ! $(GO) version -m "$$h" 2>/dev/null | grep -Eq "helm.sh/helm/v3[[:space:]]+$(HELM_VERSION)[[:space:]]"; then \
+		echo "check-deploy: building helm $(HELM_VERSION) (go install)"; \
+		$(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION) || exit 1; h="$$($(GO) env GOPATH)/bin/helm"; fi; \
+	cd deploy/check && $(GO) mod tidy -diff && $(GO) vet ./... && \
+		if command -v golangci-lint >/dev/null; then golangci-lint run ./...; fi && \
+		HELM="$$h" $(GO) test -count=1 -timeout 5m ./... && \
+		$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) .
+
+## release: static binaries in dist/ (CGO_ENABLED=0, -trimpath, version stamped) for linux/amd64,
+## linux/arm64 and the CLI on darwin/amd64 and darwin/arm64, and dist/SHA256SUMS; then checks them
+## (scripts/check-release.sh: checksums, GOOS/GOARCH/CGO_ENABLED and version of each, the native one run)
+RELEASE_TARGETS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+release:
+	rm -rf dist && mkdir -p dist
+	@set -e; for t in $(RELEASE_TARGETS); do os=$${t%/*}; arch=$${t#*/}; \
+		out=dist/cicada-$(VERSION)-$$os-$$arch; echo "build $$out"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$out ./cmd/cicada; done
+	cd dist && sha256sum cicada-* > SHA256SUMS
+	./scripts/check-release.sh dist $(VERSION) $(RELEASE_TARGETS)
+
 ## run: the main job on the embedded default target (built-in server + short local test)
 run: build
 	./scripts/run-demo.sh
 
-## test: everything CI runs (the gate, unit, interop with real Locust/pyzmq/nginx, race, short fuzz)
-test: build check
+## peers: install the tests' peers that are missing (scripts/peers.sh): Debian packages with apt-get
+## as root (otherwise it stops, naming `sudo make peers`), npm ci in web/ui, Go modules, golangci-lint
+peers:
+	@./scripts/peers.sh
+
+## test: everything CI runs (the gate, unit, interop with real Locust/pyzmq/nginx, race, short fuzz);
+## first installs missing peers (make peers)
+test: peers build check
 	$(GO) vet $(PKGS)
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m $(PKGS)
 	GOARCH=386 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/cicada
+	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/cicada
 	$(MAKE) examples
+	$(MAKE) check-deploy
 	$(MAKE) fuzz
 	$(MAKE) test-dpdk
 

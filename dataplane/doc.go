@@ -97,7 +97,9 @@
 //     retransmitted from the template; the server's page is one byte slice
 //     from which any segment is cut at any sequence number.
 //   - Responses need Content-Length or chunked framing (no read-to-close,
-//     no 1xx, no other transfer codings): these are counted as HTTP errors.
+//     no 101 upgrade, no other transfer codings): these are counted as HTTP
+//     errors. Interim 1xx responses are skipped (at most 8 before the final
+//     one), as Python's http.client skips them.
 //   - No IPv4 fragments (dropped and counted), no IPv4 options sent, no
 //     SACK, no timestamps, no urgent data, no zero-window persistence (a
 //     closed window is treated as one segment).

@@ -687,6 +687,52 @@ func TestLocustfileRequestAnswered(t *testing.T) {
 	}
 }
 
+// TestLocustfileServed: a master with a scenario file serves it to a
+// worker started with -f -, read at each request so that a changed file
+// reaches a worker that asks later; a file it cannot read is an error reply.
+func TestLocustfileServed(t *testing.T) {
+	logs := &logBuf{}
+	path := filepath.Join(t.TempDir(), "shop.yaml")
+	if err := os.WriteFile(path, []byte("v1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := testOptions(logs)
+	opts.ScenarioFile = path
+	h := startMaster(t, opts, logs)
+	ask := func(id string) map[string]any {
+		w := h.worker(id)
+		w.send(protocol.TypeLocustfile, &protocol.Locustfile{Data: map[string]any{"version": "2.46.3"}})
+		lf, ok := w.expect(protocol.TypeLocustfile).Data.(*protocol.Locustfile)
+		if !ok {
+			t.Fatalf("no locustfile answer")
+		}
+		return lf.Data
+	}
+	for _, tc := range []struct{ id, contents string }{{"vm_download_locustfile_1", "v1"}, {"vm_download_locustfile_2", "v2 changed"}} {
+		if err := os.WriteFile(path, []byte(tc.contents), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got := ask(tc.id)
+		files, _ := got["locustfiles"].([]any)
+		if len(files) != 1 {
+			t.Fatalf("answer %v, want one file", got)
+		}
+		f, _ := files[0].(map[string]any)
+		if f["filename"] != "shop.yaml" || f["contents"] != tc.contents {
+			t.Errorf("served %v, want shop.yaml with %q", f, tc.contents)
+		}
+	}
+	if len(h.m.Status().Workers) != 0 {
+		t.Errorf("a locustfile request registered a worker: %+v", h.m.Status().Workers)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if got := ask("vm_download_locustfile_3"); got["error"] == nil {
+		t.Errorf("missing file: answer %v, want an error", got)
+	}
+}
+
 func TestCPUWarningOnce(t *testing.T) {
 	logs := &logBuf{}
 	h := startMaster(t, testOptions(logs), logs)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -413,12 +415,9 @@ func (m *Master) handleMessage(in inbound) (stateChange bool) {
 		m.logf(slog.LevelDebug, "logs received", "Received logs from worker %s", id)
 		return false
 	case protocol.TypeLocustfile:
-		// A Locust ≥ 2.23 worker started with -f - asks for the locustfile
-		// (from a temporary identity); answer with an error so that it
-		// exits with a clear message instead of waiting.
-		m.logf(slog.LevelWarn, "locustfile request", "Worker %s asked for the locustfile (-f -); cicada masters do not serve locustfiles", id)
-		m.send(id, protocol.TypeLocustfile, &protocol.Locustfile{Data: map[string]any{
-			"error": "this master (cicada) does not serve locustfiles: start the worker with its own -f"}})
+		// A worker started with -f - asks for the scenario (from a
+		// temporary identity, not registered as a worker).
+		m.send(id, protocol.TypeLocustfile, &protocol.Locustfile{Data: m.locustfileReply(id)})
 		return false
 	case protocol.TypeCicadaWarning, protocol.TypeCicadaSecondRoundResult:
 		m.cicadaMessage(id, msg)
@@ -805,4 +804,21 @@ func (m *Master) workerLogLevel() slog.Level {
 		return slog.LevelDebug
 	}
 	return slog.LevelInfo
+}
+
+// locustfileReply is the answer to a locustfile request (Locust's 2.31+
+// format): the scenario file's name and contents, read now, or an error.
+func (m *Master) locustfileReply(id string) map[string]any {
+	path := m.opts.ScenarioFile
+	if path == "" {
+		m.logf(slog.LevelWarn, "locustfile request", "Worker %s asked for the scenario file (-f -) but this master has no -f file", id)
+		return map[string]any{"error": "this master (cicada) has no scenario file to serve (no -f): start the worker with its own -f"}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		m.logf(slog.LevelError, "locustfile request", "Worker %s asked for the scenario file: %v", id, err)
+		return map[string]any{"error": fmt.Sprintf("the master cannot read its scenario file: %v", err)}
+	}
+	m.logf(slog.LevelInfo, "locustfile request", "Sending scenario file %s to worker %s (-f -)", path, id)
+	return map[string]any{"locustfiles": []any{map[string]any{"filename": filepath.Base(path), "contents": string(data)}}}
 }

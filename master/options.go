@@ -249,6 +249,11 @@ type Options struct {
 
 	// Transport configures the ZeroMQ ROUTER. Its Logger defaults to Logger.
 	Transport zmtp.Options
+	// ScenarioFile is the scenario file served to workers started with
+	// `-f -` (Locust's locustfile message, ≥ 2.23): read at each request,
+	// so a changed file reaches the workers that join later. Empty: such
+	// workers get an error reply naming the fix.
+	ScenarioFile string
 }
 
 func (o *Options) normalize() error {

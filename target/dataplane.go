@@ -17,6 +17,7 @@ import (
 	"github.com/cicada-load/cicada/dataplane/link"
 	"github.com/cicada-load/cicada/dataplane/link/afpacket"
 	"github.com/cicada-load/cicada/dataplane/link/afxdp"
+	"github.com/cicada-load/cicada/dataplane/link/dpdk"
 	"github.com/cicada-load/cicada/dataplane/stack"
 )
 
@@ -44,12 +45,15 @@ const (
 // DataplaneOptions configure a Dataplane target: a userspace server stack
 // answering for one address and port, over an AF_PACKET or AF_XDP link.
 type DataplaneOptions struct {
-	// Link is "afpacket" or "afxdp"; required.
+	// Link is "afpacket", "afxdp" or "dpdk" (a binary built with the dpdk
+	// tag; refused with dpdk.ErrUnsupported in others); required.
 	Link string
 	// Interface is the link's interface, in the calling thread's network
-	// namespace; required. ifcheck.Check runs on it first, with the
-	// server address as the owned range.
+	// namespace; required but with "dpdk". ifcheck.Check runs on it first,
+	// with the server address as the owned range.
 	Interface string
+	// DPDK configures the "dpdk" link: EAL arguments and port.
+	DPDK dpdk.Config
 	// Listen is the server address and port the stack answers for
 	// (IPv4; port 0 means DefaultDataplanePort); required.
 	Listen netip.AddrPort
@@ -124,8 +128,12 @@ func NewDataplane(o DataplaneOptions) (*Dataplane, error) {
 		o.Cores = 1
 	}
 	switch {
-	case o.Link != "afpacket" && o.Link != "afxdp":
-		return nil, bad("link %q is neither afpacket nor afxdp", o.Link)
+	case o.Link != "afpacket" && o.Link != "afxdp" && o.Link != "dpdk":
+		return nil, bad("link %q is neither afpacket, afxdp nor dpdk", o.Link)
+	case o.Link == "dpdk" && !dpdk.Available:
+		return nil, fmt.Errorf("target: %w: %w", ErrDataplane, dpdk.ErrUnsupported)
+	case o.Link != "dpdk" && o.Interface == "":
+		return nil, bad("no interface for the %s link", o.Link)
 	case !o.Listen.Addr().Unmap().Is4():
 		return nil, bad("listen address %v is not IPv4", o.Listen)
 	case !o.Clients.Valid():
@@ -162,13 +170,16 @@ func NewDataplane(o DataplaneOptions) (*Dataplane, error) {
 		return nil, fmt.Errorf("target: %w: %w", err, ErrDataplane)
 	}
 	server := o.Listen.Addr().Unmap()
-	warnings, err := ifcheck.Check(ifcheck.Options{Interface: o.Interface, Owned: ifcheck.Single(server), What: "server address", Dedicated: o.Dedicated})
-	if err != nil {
-		return nil, err // already "ifcheck: ..."
-	}
-	for _, w := range warnings {
-		if o.Logger != nil {
-			o.Logger.Warn(w)
+	// A DPDK port bound to vfio-pci has no kernel interface to check.
+	if o.Interface != "" {
+		warnings, err := ifcheck.Check(ifcheck.Options{Interface: o.Interface, Owned: ifcheck.Single(server), What: "server address", Dedicated: o.Dedicated})
+		if err != nil {
+			return nil, err // already "ifcheck: ..."
+		}
+		for _, w := range warnings {
+			if o.Logger != nil {
+				o.Logger.Warn(w)
+			}
 		}
 	}
 	d := &Dataplane{opts: o, lctr: make([]link.Counters, o.Cores)}
@@ -215,6 +226,13 @@ func NewDataplane(o DataplaneOptions) (*Dataplane, error) {
 func (d *Dataplane) open(slices [][2]uint16) error {
 	o := d.opts
 	switch {
+	case o.Link == "dpdk":
+		l, err := dpdk.Open(o.DPDK)
+		if err != nil {
+			return fmt.Errorf("target: %w", err)
+		}
+		d.links = []dpLink{l}
+		return nil
 	case o.Link == "afxdp":
 		l, err := afxdp.Open(afxdp.Config{Interface: o.Interface})
 		if err != nil {

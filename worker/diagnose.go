@@ -23,6 +23,7 @@ type diagState struct {
 	users    int64                     // the user count of the last full check
 	headroom int64                     // users the limits allowed at the last full check (-1: unknown)
 	lastFull time.Time
+	env      *diag.Env // the container or pod the worker runs in (read at the first check)
 }
 
 // diagRecheck is the shortest interval between two full checks while the
@@ -147,7 +148,14 @@ func (w *Worker) check(l diag.Limits, plan diag.Plan, note string) int64 {
 			w.log.Debug("self-diagnosis: TIME_WAIT sockets unknown", "err", err)
 		}
 	}
-	for _, warn := range diag.Check(l, plan, tw) {
+	if w.diag.env == nil {
+		e := diag.ReadEnv()
+		w.diag.env = &e
+		if e.Container {
+			w.log.Info("load generator environment: " + e.String())
+		}
+	}
+	for _, warn := range append(diag.Check(l, plan, tw), diag.CheckPod(*w.diag.env, l, plan)...) {
 		w.warnOnce(warn.Kind, note+warn.Message)
 	}
 	return diag.Headroom(l, plan, tw)

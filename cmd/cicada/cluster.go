@@ -187,6 +187,7 @@ func (a *app) masterOptions(log *slog.Logger, distributed bool, localWorkers int
 	cfg := a.cfg
 	opts := master.Options{
 		BindHost:             cfg.MasterBindHost,
+		ScenarioFile:         servedScenario(cfg.Locustfile),
 		BindPort:             cfg.MasterBindPort,
 		Headless:             cfg.Headless,
 		Autostart:            cfg.Autostart && !cfg.Headless,
@@ -393,4 +394,13 @@ func webAddr(host string, port int) string {
 		host = ""
 	}
 	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// servedScenario is the file a master serves to workers started with -f -:
+// its own -f, if it has one.
+func servedScenario(locustfile string) string {
+	if locustfile == "-" {
+		return ""
+	}
+	return locustfile
 }

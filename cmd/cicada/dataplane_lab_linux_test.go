@@ -17,6 +17,7 @@ import (
 
 	"github.com/cicada-load/cicada/dataplane/engine"
 	"github.com/cicada-load/cicada/dataplane/lab"
+	"github.com/cicada-load/cicada/dataplane/lab/labtest"
 	"github.com/cicada-load/cicada/dataplane/link/afpacket"
 	"github.com/cicada-load/cicada/dataplane/stack"
 	"github.com/cicada-load/cicada/internal/testpeer"
@@ -28,23 +29,6 @@ import (
 
 // labTimeout bounds each lab test's waits.
 const labTimeout = 50 * time.Second
-
-func newDataplaneLab(t *testing.T) *lab.Lab {
-	t.Helper()
-	if err := lab.Check(); err != nil {
-		t.Skipf("data plane lab skipped: %v", err)
-	}
-	l, err := lab.New()
-	if err != nil {
-		t.Fatalf("lab.New = %v", err)
-	}
-	t.Cleanup(func() {
-		if err := l.Close(); err != nil {
-			t.Errorf("lab Close = %v", err)
-		}
-	})
-	return l
-}
 
 // startCicada starts cicada with args as a child process, inside ns (nil:
 // the host's namespace); it is stopped (SIGTERM, then SIGKILL) at cleanup.
@@ -117,7 +101,7 @@ func TestTargetDataplaneHoldsConnections(t *testing.T) {
 
 func targetHolds(t *testing.T, kind, cores string, stop syscall.Signal) {
 	const conns = 5000
-	l := newDataplaneLab(t)
+	l := labtest.New(t)
 	p, err := l.StackPair()
 	if err != nil {
 		t.Fatalf("StackPair = %v", err)
@@ -170,7 +154,7 @@ type hostLab struct {
 
 func newHostLab(t *testing.T) *hostLab {
 	t.Helper()
-	l := newDataplaneLab(t)
+	l := labtest.New(t)
 	p, err := l.HostPair()
 	if err != nil {
 		t.Fatalf("HostPair = %v", err)
@@ -265,8 +249,9 @@ users:
 // cicada master and a `cicada --worker --dataplane afpacket` process in the
 // host namespace, 1,000 users of the seed scenario against nginx in the
 // lab's server namespace: the master's stats equal nginx's logged 200s, the
-// connection counters show 1,000 open, and the second round reuses every
-// connection.
+// connection counters show 1,000 open, and the second round takes in all
+// 1,000 users and reuses every connection (nginx's 200s = the master's
+// requests = 1,000 + 1,000).
 func TestDataplaneWorkerWithCicadaMaster(t *testing.T) {
 	const users = 1000
 	h := newHostLab(t)
@@ -298,27 +283,22 @@ func TestDataplaneWorkerWithCicadaMaster(t *testing.T) {
 	}
 	out := masterErr.String()
 	round := secondRound(t, out)
-	// Every user that takes part reuses its connection. KNOWN GAP
-	// (dataplane/users): the master starts the round when its own ramp
-	// ends; the runtime's users then may still be connecting or waiting
-	// for their first response, and the runtime leaves those out of the
-	// round (a goroutine worker's users all take part), so how many take
-	// part depends on timing: 539-1,000 of 1,000 in runs here.
-	if code != 0 || round.users == 0 || round.reused != round.users || round.reconnected != 0 || round.failed != 0 {
-		t.Errorf("master exit code %d, %+v; want 0 and every user of the round reusing its connection in:\n%s", code, round, tail(out, 4000))
-	}
-	if round.users != users {
-		t.Logf("second round: %d of %d users took part (the rest were connecting or waiting for their first response)", round.users, users)
+	t.Logf("second round: %+v", round)
+	// Every user takes part, including those still connecting or
+	// waiting for their first response when the master's ramp ended
+	// (they send after that response), and reuses its connection.
+	if code != 0 || round.users != users || round.reused != users || round.reconnected != 0 || round.failed != 0 {
+		t.Errorf("master exit code %d, %+v; want 0 and all %d users reusing their connection in:\n%s", code, round, users, tail(out, 4000))
 	}
 	agg := testpeer.CSVRow(prefix+"_stats.csv", "")
 	if agg == nil || agg["Name"] != "Aggregated" {
 		t.Fatalf("no Aggregated row in %s_stats.csv: %v", prefix, agg)
 	}
 	reqs, _ := strconv.Atoi(agg["Request Count"])
-	if reqs != users+round.users || agg["Failure Count"] != "0" {
-		t.Errorf("master stats: %s requests, %s failures; want %d (one per user and the second round's), 0", agg["Request Count"], agg["Failure Count"], users+round.users)
+	if reqs != 2*users || agg["Failure Count"] != "0" {
+		t.Errorf("master stats: %s requests, %s failures; want %d (one per user and one per user's second round), 0", agg["Request Count"], agg["Failure Count"], 2*users)
 	}
-	h.check(t, reqs)
+	h.check(t, 2*users)
 }
 
 // roundResult is a master's "Second round: ..." line.
@@ -427,7 +407,7 @@ func TestDataplaneStandalone(t *testing.T) {
 // its server address, and that a scenario the runtime cannot run is
 // refused with exit 2 too; nothing is sent.
 func TestDataplaneRefusesUnsafeInterface(t *testing.T) {
-	l := newDataplaneLab(t)
+	l := labtest.New(t)
 	p, err := l.HostPair()
 	if err != nil {
 		t.Fatalf("HostPair = %v", err)
@@ -475,7 +455,7 @@ func TestDataplaneWorkerAgainstDataplaneTarget(t *testing.T) {
 		t.Skip("holds 50,000 connections")
 	}
 	const users = 50000
-	l := newDataplaneLab(t)
+	l := labtest.New(t)
 	p, err := l.HostPair()
 	if err != nil {
 		t.Fatalf("HostPair = %v", err)

@@ -19,6 +19,7 @@ var version = "dev"
 const usageHead = `Usage: cicada [OPTIONS] [UserClass ...]
        cicada target [--listen 127.0.0.1:8080]
        cicada target --dataplane afpacket|afxdp --interface IF --listen ADDR:PORT --client-ips RANGE
+       cicada target --dataplane dpdk --dpdk-eal EAL --dpdk-port PORT --listen ADDR:PORT --client-ips RANGE
 
 cicada is a Go load tester that speaks Locust's master/worker protocol: run it
 as a worker of a Python Locust master (--worker), as a master of Python and Go

@@ -185,6 +185,11 @@ func (a *app) loadScenario() error {
 		default:
 			a.log.Info("No -f given: running " + defaultScenarioName)
 		}
+	} else if a.cfg.Locustfile == "-" {
+		if !a.cfg.Worker {
+			return fmt.Errorf("-f - (the scenario from the master) is for workers (--worker): %w", config.ErrUsage)
+		}
+		f, err = a.fetchScenario()
 	} else {
 		if err := checkPythonLocustfile(a.cfg.Locustfile); err != nil {
 			return err

@@ -16,12 +16,14 @@ import (
 	"github.com/cicada-load/cicada/config"
 	"github.com/cicada-load/cicada/dataplane/ifcheck"
 	"github.com/cicada-load/cicada/dataplane/link"
+	"github.com/cicada-load/cicada/dataplane/link/dpdk"
 	"github.com/cicada-load/cicada/dataplane/stack"
 	"github.com/cicada-load/cicada/target"
 )
 
 const targetUsage = `Usage: cicada target [--listen 127.0.0.1:8080]
        cicada target --dataplane afpacket|afxdp --interface IF --listen 198.18.1.1:80 --client-ips RANGE
+       cicada target --dataplane dpdk --dpdk-eal EAL --dpdk-port PORT --listen 198.18.1.1:80 --client-ips RANGE
 
 A small HTTP server to point load tests at: a 128-byte page on every GET path,
 /status/<code>, /delay/<ms>, and its counters at /_cicada/stats.
@@ -34,7 +36,7 @@ file limit. Counters are printed every --report-every and at SIGINT/SIGTERM.
 Options:`
 
 // targetDataplaneOnly are the target's options that need --dataplane.
-var targetDataplaneOnly = []string{"interface", "client-ips", "client-ports", "gateway", "dataplane-cores", "dataplane-dedicated", "body-size", "report-every"}
+var targetDataplaneOnly = []string{"interface", "client-ips", "client-ports", "gateway", "dataplane-cores", "dataplane-dedicated", "body-size", "report-every", "dpdk-eal", "dpdk-port"}
 
 // runTarget is `cicada target`: the built-in target server, until SIGINT or
 // SIGTERM; it prints what it served when it stops.
@@ -44,7 +46,7 @@ func runTarget(args []string, stdout, stderr io.Writer) int {
 	fs.SortFlags = false
 	listen := fs.String("listen", target.DefaultListen, "Address to listen on (host:port; port 0 picks a free port; with --dataplane the address the stack answers for, port 0 is 80)")
 	idle := fs.Duration("idle-timeout", 0, "Close keep-alive connections idle this long (0: never; 24h with --dataplane)")
-	dp := fs.String("dataplane", "", "Serve from a userspace TCP stack: afpacket or afxdp (Linux, root)")
+	dp := fs.String("dataplane", "", "Serve from a userspace TCP stack: afpacket, afxdp or dpdk (Linux, root; dpdk: make build-dpdk)")
 	iface := fs.String("interface", "", "Data plane: the interface to serve on")
 	clientIPs := fs.String("client-ips", "", "Data plane: the clients' address range (as the worker's --client-ips)")
 	clientPorts := fs.String("client-ports", config.DefaultClientPorts, "Data plane: the clients' port range (as the worker's --client-ports)")
@@ -53,6 +55,8 @@ func runTarget(args []string, stdout, stderr io.Writer) int {
 	dedicated := fs.Bool("dataplane-dedicated", false, "Data plane: the interface is dedicated to the test; its safety refusals become warnings")
 	body := fs.Int("body-size", stack.DefaultBodySize, "Data plane: the page's body size in bytes")
 	every := fs.Duration("report-every", target.DefaultReportEvery, "Data plane: print the counters this often")
+	dpdkEAL := fs.String("dpdk-eal", "", "Data plane dpdk: DPDK's EAL arguments as one string (doc/dpdk.md)")
+	dpdkPort := fs.String("dpdk-port", "", "Data plane dpdk: the port, by number, PCI address or device name")
 	fs.Usage = func() {
 		fmt.Fprintln(stdout, targetUsage)
 		fs.SetOutput(stdout)
@@ -88,9 +92,15 @@ func runTarget(args []string, stdout, stderr io.Writer) int {
 	}
 	var err error
 	switch {
-	case *dp != "afpacket" && *dp != "afxdp":
-		return usage("argument --dataplane: invalid choice %q (choose from afpacket, afxdp)", *dp)
-	case *iface == "":
+	case *dp != "afpacket" && *dp != "afxdp" && *dp != "dpdk":
+		return usage("argument --dataplane: invalid choice %q (choose from afpacket, afxdp, dpdk)", *dp)
+	case *dp != "dpdk" && (fs.Lookup("dpdk-eal").Changed || fs.Lookup("dpdk-port").Changed):
+		return usage("--dpdk-eal and --dpdk-port require --dataplane dpdk")
+	case *dp == "dpdk" && !dpdk.Available:
+		return usage("argument --dataplane: %v", dpdk.ErrUnsupported)
+	case *dp == "dpdk" && *dpdkPort == "":
+		return usage("--dataplane dpdk requires --dpdk-port (a number, PCI address or device name)")
+	case *dp != "dpdk" && *iface == "":
 		return usage("--dataplane requires --interface")
 	case !fs.Lookup("listen").Changed:
 		return usage("--dataplane requires --listen ADDR:PORT, the server address the stack answers for (the kernel must not own it)")
@@ -104,6 +114,13 @@ func runTarget(args []string, stdout, stderr io.Writer) int {
 		return usage("argument --report-every: must be positive, got %v", *every)
 	case *idle < 0:
 		return usage("argument --idle-timeout: must not be negative, got %v", *idle)
+	}
+	if *dp == "dpdk" {
+		eal, err := dpdk.SplitArgs(*dpdkEAL)
+		if err != nil {
+			return usage("argument --dpdk-eal: %v", err)
+		}
+		o.DPDK = dpdk.Config{EAL: eal, Port: *dpdkPort}
 	}
 	if o.Listen, err = netip.ParseAddrPort(*listen); err != nil || !o.Listen.Addr().Is4() {
 		return usage("argument --listen: %q is not an IPv4 address and port", *listen)
@@ -154,7 +171,11 @@ func runDataplaneTarget(ctx context.Context, o target.DataplaneOptions, stderr i
 		}
 		return 1
 	}
-	fmt.Fprintf(stderr, "cicada target serving http://%s/ on %s (%s), %d client records\n", o.Listen, o.Interface, o.Link, d.Conns())
+	where := o.Interface
+	if o.Link == "dpdk" {
+		where = "port " + o.DPDK.Port
+	}
+	fmt.Fprintf(stderr, "cicada target serving http://%s/ on %s (%s), %d client records\n", o.Listen, where, o.Link, d.Conns())
 	if err := d.Run(ctx); err != nil {
 		fmt.Fprintf(stderr, "cicada target: %v\n", err)
 		return 1

@@ -78,6 +78,7 @@ const (
 	uSecond              // the request in flight is a second-round one
 	uResume              // the peer closed mid-phase: go on from a new connection
 	uOnStart             // running the OnStart requests
+	uRound               // marked for the second round, its request not sent yet
 )
 
 func seqLT(a, b uint32) bool { return int32(a-b) < 0 }

@@ -47,10 +47,16 @@ type Counters struct {
 
 	// Users (Program): Reconnects counts users that opened a new
 	// connection after their first one broke or was closed by the peer.
-	// SecondRound* count SecondRound's requests: sent, answered on the same
-	// connection with an accepted status, and the others.
+	// SecondRound* count the users SecondRound marked: SecondRoundSent
+	// their round requests sent; SecondRoundOK those answered on the same
+	// connection with an accepted status; SecondRoundFailed the others,
+	// including SecondRoundLost: marked users whose connection failed,
+	// closed or was stopped before the request could go. SecondRoundPending
+	// is a gauge: marked users whose request is not sent yet (connecting,
+	// or busy with a task). Each marked user ends once, in OK or Failed.
 	Reconnects                                        uint64
 	SecondRoundSent, SecondRoundOK, SecondRoundFailed uint64
+	SecondRoundLost, SecondRoundPending               uint64
 	// StaleAckRst counts resets sent in SYN-SENT for an ACK that does not
 	// acknowledge our SYN (an old incarnation of the port at the peer,
 	// RFC 9293 3.10.7.3).

@@ -98,7 +98,8 @@
 // ones skipped). StopClass is O(n) in the users stopped: each class keeps
 // its live users in a doubly linked list through the records, so it never
 // scans the table (10,000,000 records are the target). Users is O(1).
-// SecondRound walks the live users once. A wheel timer is moved at most
+// SecondRound walks the live users once; marked users cost one flag test
+// at the end of each task. A wheel timer is moved at most
 // three times (plus a look every 4.9 hours for waits beyond that);
 // advancing the wheel costs one step per tick while its lowest level holds
 // entries and one per block otherwise. Server mode holds an idle

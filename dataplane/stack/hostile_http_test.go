@@ -72,3 +72,34 @@ func TestRespParserNoBodyStatuses(t *testing.T) {
 		}
 	}
 }
+
+// TestRespParserChunkedTotalBound: chunk sizes adding up to 2 GiB are
+// refused as unsupported, as a Content-Length of 2 GiB is, instead of the
+// body count wrapping at 4 GiB.
+func TestRespParserChunkedTotalBound(t *testing.T) {
+	var p respParser
+	feed := func(s string) error {
+		_, _, err := p.feed([]byte(s))
+		return err
+	}
+	if err := feed("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n40000000\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	mib := make([]byte, 1<<20)
+	for range 1 << 10 { // the 1 GiB chunk
+		if _, _, err := p.feed(mib); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := feed("\r\n3fffffff\r\n"); err != nil {
+		t.Fatalf("2 GiB - 1 in all: %v", err)
+	}
+	p = respParser{}
+	_ = feed("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n40000000\r\n")
+	for range 1 << 10 {
+		_, _, _ = p.feed(mib)
+	}
+	if err := feed("\r\n40000000\r\n"); !errors.Is(err, errHTTPUnsupported) {
+		t.Fatalf("2 GiB in all: %v; want errHTTPUnsupported", err)
+	}
+}

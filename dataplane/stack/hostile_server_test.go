@@ -110,7 +110,8 @@ func TestHostileServers(t *testing.T) {
 		synWin uint16
 		kind   func(r *StatsRow) uint64 // the failure every request ends in; nil: success
 	}{
-		{"interim 1xx", resp("HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", false), 65535, malformed},
+		{"interim 1xx skipped", resp("HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", false), 65535, nil},
+		{"endless 1xx", resp(strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", 20), false), 65535, malformed},
 		{"read to close", resp("HTTP/1.1 200 OK\r\n\r\nbody until the FIN", true), 65535, malformed},
 		{"length of 20 digits", resp("HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\nx", false), 65535, malformed},
 		{"negative length", resp("HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\n", false), 65535, malformed},

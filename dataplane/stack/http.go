@@ -11,8 +11,10 @@ var (
 	// errHTTP marks a response the client cannot parse.
 	errHTTP = errors.New("stack: malformed HTTP response")
 	// errHTTPUnsupported marks a response without Content-Length or
-	// chunked encoding (read-to-close bodies are not supported), an
-	// interim 1xx, or another transfer coding.
+	// chunked encoding (read-to-close bodies are not supported), 101
+	// Switching Protocols, more than maxInterim interim 1xx responses
+	// before the final one, another transfer coding, or a body of 2 GiB or
+	// more (Content-Length or chunk sizes in all).
 	errHTTPUnsupported = errors.New("stack: unsupported HTTP response framing")
 )
 
@@ -74,6 +76,9 @@ const (
 	nameConn  = "connection"
 	statusPfx = "HTTP/1."
 	maxLength = 1 << 31
+	// maxInterim bounds the interim (1xx) responses skipped before a
+	// final one, so a server cannot hold a request with them forever.
+	maxInterim = 8
 )
 
 // respParser finds the end of an HTTP/1.1 response fed in pieces, byte by
@@ -82,7 +87,8 @@ const (
 // the headers, then the body. It lives inside the connection record.
 type respParser struct {
 	state, pos, flags uint8
-	head              bool // the request was HEAD: no body (RFC 9110 9.3.2)
+	head              bool  // the request was HEAD: no body (RFC 9110 9.3.2)
+	interim           uint8 // interim 1xx responses skipped so far
 	status            uint16
 	remaining         uint32
 	body              uint32 // body bytes announced so far (Content-Length, chunk sizes)
@@ -315,6 +321,10 @@ func (p *respParser) chunkLine() (bool, error) {
 		p.state, p.pos = psTrailer, 0
 		return false, nil
 	}
+	if uint64(p.body)+uint64(p.remaining) >= maxLength {
+		// The same bound as Content-Length's: body counts never wrap.
+		return false, errHTTPUnsupported
+	}
 	p.body += p.remaining
 	p.state = psChunkData
 	return false, nil
@@ -324,8 +334,15 @@ func (p *respParser) chunkLine() (bool, error) {
 // (b[i] is its LF).
 func (p *respParser) endHeaders(b []byte, i int) (int, bool, error) {
 	switch {
-	case p.status < 200:
+	case p.status < 200 && (p.status == 101 || p.interim >= maxInterim):
 		return i, false, errHTTPUnsupported
+	case p.status < 200:
+		// An interim response (100 Continue, 103 Early Hints) has no
+		// body; the final response follows (RFC 9110 15.2), as Python's
+		// http.client, and so Locust, skip it.
+		*p = respParser{head: p.head, interim: p.interim + 1}
+		n, done, err := p.feed(b[i+1:])
+		return i + 1 + n, done, err
 	case p.status == 204 || p.status == 304 || p.head:
 		// No body, whatever a Content-Length says.
 		p.state, p.body = psDone, 0

@@ -77,6 +77,9 @@ func (s *Stack) StopClass(now int64, class, n int) int {
 		c := &s.conns[i]
 		c.uflags |= uStop
 		stopped++
+		if s.unmark(i) {
+			s.roundLost()
+		}
 		switch {
 		case c.state == stClosed:
 			s.disarm(i)
@@ -112,32 +115,77 @@ func (s *Stack) Users(class int) int {
 	return s.classes[class].users
 }
 
-// SecondRound makes every established user that waits between tasks send
-// its last request again now, on the same connection (no new SYN); after the
-// response the user goes on waiting until its wait ends. It returns how many
-// requests it sent; Counters.SecondRoundSent, SecondRoundOK (a response on
-// the same connection, accepted) and SecondRoundFailed count them. The cost
-// is one walk of the live users' lists, O(users).
+// SecondRound makes every live user not stopping take part in a second
+// round (RFC 3511 5.2): send its last request again on the connection it
+// holds (no new SYN). A user established and waiting between tasks sends
+// it now; one not there yet (SYN sent, running on_start or a task, a
+// request in flight) is marked and sends it as soon as its task ends,
+// before its wait; a user without a connection (waiting to reconnect, or
+// closing after the peer's Connection: close) counts as lost at once, as
+// does a marked user whose connection fails or closes, or that is stopped,
+// before its request goes. After the round's response the user goes on
+// waiting until its wait ends. A user already in a round (marked or its
+// request in flight) is left out of another. It returns how many users it
+// took in: sent now, pending, and lost at once; Counters.SecondRoundSent,
+// OK, Failed, Lost and Pending count them, and the round is over when OK +
+// Failed grew by that number. The cost is one walk of the live users'
+// lists, O(users), with no allocation.
 func (s *Stack) SecondRound(now int64) int {
 	s.now = now
-	sent := 0
+	taken := 0
 	for k := range s.classes {
 		for i := s.classes[k].head; i != none; i = s.conns[i].cnext {
 			c := &s.conns[i]
-			if c.state != stEstablished || c.uflags&uWaiting == 0 || c.flags&fAwait != 0 ||
-				c.sndUna != c.sndNxt || c.pos == 0 {
+			if c.uflags&(uRound|uSecond) != 0 {
 				continue
 			}
-			s.disarm(i)
-			c.pos--
-			c.uflags |= uSecond
-			s.sendRequest(i, now)
-			s.ctr.SecondRoundSent++
-			sent++
+			taken++
+			switch {
+			case c.state == stEstablished && c.uflags&uWaiting != 0 && c.flags&fAwait == 0:
+				if c.sndUna != c.sndNxt || c.pos == 0 || c.uflags&uResume != 0 {
+					s.roundLost()
+					continue
+				}
+				s.disarm(i)
+				s.sendRound(i, now)
+			case c.state == stSynSent || c.state == stEstablished:
+				c.uflags |= uRound
+				s.ctr.SecondRoundPending++
+			default:
+				s.roundLost()
+			}
 		}
 	}
 	s.flush()
-	return sent
+	return taken
+}
+
+// sendRound sends the second-round request of record i's user, whose
+// task just ended: its last request again.
+func (s *Stack) sendRound(i uint32, now int64) {
+	c := &s.conns[i]
+	c.pos--
+	c.uflags |= uSecond
+	s.sendRequest(i, now)
+	s.ctr.SecondRoundSent++
+}
+
+// roundLost counts a user of the round whose request cannot go.
+func (s *Stack) roundLost() {
+	s.ctr.SecondRoundLost++
+	s.ctr.SecondRoundFailed++
+}
+
+// unmark takes record i's user out of the round's pending users; it
+// reports whether it was marked.
+func (s *Stack) unmark(i uint32) bool {
+	c := &s.conns[i]
+	if c.uflags&uRound == 0 {
+		return false
+	}
+	c.uflags &^= uRound
+	s.ctr.SecondRoundPending--
+	return true
 }
 
 // unlinkUser takes record i's user off its class list.
@@ -272,6 +320,14 @@ func (s *Stack) userResponse(i uint32, now int64, ok bool) {
 		c.uflags |= uWaiting
 		c.wakeAt = now + s.waitFor(i, now)
 	}
+	if c.uflags&(uRound|uWaiting) == uRound|uWaiting && s.unmark(i) {
+		if c.flags&fPeerFin != 0 || closing {
+			s.roundLost() // the connection ends with this response
+		} else {
+			s.sendRound(i, now)
+			return
+		}
+	}
 	switch {
 	case c.flags&fPeerFin != 0:
 		c.flags &^= fPeerFin // clientFin follows, then userClosed
@@ -304,6 +360,9 @@ func (s *Stack) userFailed(i uint32, now int64) {
 		s.ctr.SecondRoundFailed++
 		return
 	}
+	if s.unmark(i) {
+		s.roundLost()
+	}
 	c.uflags &^= uResume
 	if c.uflags&uWaiting == 0 {
 		c.uflags |= uWaiting
@@ -316,6 +375,9 @@ func (s *Stack) userFailed(i uint32, now int64) {
 // waits (at least one wheel tick) and reconnects.
 func (s *Stack) userClosed(i uint32) {
 	c := &s.conns[i]
+	if s.unmark(i) {
+		s.roundLost()
+	}
 	switch {
 	case c.uflags&uStop != 0:
 		s.freeUser(i)

@@ -809,3 +809,107 @@ func TestUsersAllocateNothing(t *testing.T) {
 		t.Errorf("no request counted in the measured turns")
 	}
 }
+
+// TestSecondRoundEveryStage: users waiting, running on_start with a
+// request in flight, connecting, and in the middle of a two-request task
+// all take part in a round, exactly once each: the waiting ones at once,
+// the others as soon as their task ends (not after their 900 s wait); no
+// user opens a new connection; a second call while the round runs takes
+// nobody in.
+func TestSecondRoundEveryStage(t *testing.T) {
+	const n = 10 // users per stage
+	prog := &Program{
+		Requests: []ProgramRequest{{Raw: get("/login")}, {Raw: get("/me"), Stat: 1}, {Raw: get("/a"), Stat: 2}, {Raw: get("/b"), Stat: 3}},
+		Classes: []ProgramClass{
+			{OnStart: []int{0, 1}, Wait: Wait{Kind: WaitConstant, Min: 900 * time.Second}, Tasks: []ProgramTask{{Weight: 1, Requests: []int{2}}}},
+			{Wait: Wait{Kind: WaitConstant, Min: 900 * time.Second}, Tasks: []ProgramTask{{Weight: 1, Requests: []int{2, 3}}}},
+		},
+	}
+	p := usersPair(t, prog, 4*n, Config{}, Config{}, pipe.Config{})
+	// Waiting: on_start done, 900 s to wait.
+	p.c.LaunchClass(p.now, 0, n)
+	p.drain(t)
+	if got := p.c.Counters().HTTP2xx; got != 2*n {
+		t.Fatalf("HTTP2xx = %d after the first users' on_start; want %d", got, 2*n)
+	}
+	// In on_start (class 0) and mid-task (class 1), a request in flight.
+	p.c.LaunchClass(p.now, 0, n)
+	p.c.LaunchClass(p.now, 1, n)
+	p.s.Poll(p.now) // SYN-ACKs
+	p.c.Poll(p.now) // first requests out
+	// Connecting: SYNs not yet at the server.
+	p.c.LaunchClass(p.now, 0, n)
+	syns := p.c.Counters().SynOut
+	if got := p.c.SecondRound(p.now); got != 4*n {
+		t.Fatalf("SecondRound = %d; want %d (every stage)", got, 4*n)
+	}
+	c := p.c.Counters()
+	check(t, "after SecondRound", []want{{"SecondRoundSent", c.SecondRoundSent, n}, {"SecondRoundPending", c.SecondRoundPending, 3 * n}})
+	if got := p.c.SecondRound(p.now); got != 0 {
+		t.Fatalf("SecondRound during a round = %d; want 0", got)
+	}
+	p.run(t, 1000, func() bool { return p.c.Counters().SecondRoundOK+p.c.Counters().SecondRoundFailed == 4*n })
+	// One more second of fake time: nobody sends anything more.
+	end := p.now + int64(time.Second)
+	p.run(t, 2000, func() bool { return p.now >= end })
+	var st Stats
+	p.c.TakeStats(&st)
+	c = p.c.Counters()
+	const requests = 3*n*3 + n*3 // on_start 2 + round 1 each; task 2 + round 1 each
+	check(t, "client", []want{{"SecondRoundOK", c.SecondRoundOK, 4 * n}, {"SecondRoundSent", c.SecondRoundSent, 4 * n},
+		{"SecondRoundFailed", c.SecondRoundFailed, 0}, {"SecondRoundLost", c.SecondRoundLost, 0},
+		{"SecondRoundPending", c.SecondRoundPending, 0}, {"SynOut", c.SynOut, syns}, {"SocketsOpened", c.SocketsOpened, 4 * n},
+		{"HTTPRequests", c.HTTPRequests, requests}, {"HTTP2xx", c.HTTP2xx, requests},
+		{"row /login", st.Rows[0].Requests, 3 * n}, {"row /me", st.Rows[1].Requests, 6 * n},
+		{"row /a", st.Rows[2].Requests, n}, {"row /b", st.Rows[3].Requests, 2 * n}, {"SocketsCurrent", c.SocketsCurrent, 4 * n}})
+}
+
+// TestSecondRoundLost: marked users whose request cannot go count as
+// failed (and lost), once each, and leave the pending gauge: a connect
+// that fails, a user stopped before its task ends, a peer that closes the
+// connection with the response, and a user without a connection.
+func TestSecondRoundLost(t *testing.T) {
+	const n = 5
+	closePage := []byte("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok")
+	prog := oneClass(ProgramClass{Wait: Wait{Kind: WaitConstant, Min: 900 * time.Second},
+		Tasks: []ProgramTask{{Weight: 1, Requests: []int{0}}}})
+	for _, tc := range []struct {
+		name   string
+		cc, sc Config
+		// setup runs before SecondRound, then act after it.
+		setup, act func(p *pair)
+		marked     uint64 // pending after SecondRound
+	}{
+		{name: "connect fails", cc: Config{MaxRetries: 1, RetransmitTimeout: 10 * time.Millisecond}, sc: Config{ServerPort: 81},
+			setup: func(p *pair) { p.c.LaunchClass(p.now, 0, n) }, act: func(*pair) {}, marked: n},
+		{name: "stopped", setup: func(p *pair) { p.c.LaunchClass(p.now, 0, n) },
+			act: func(p *pair) { p.c.StopClass(p.now, 0, n) }, marked: n},
+		{name: "peer closes", setup: func(p *pair) {
+			p.s.pages[0] = closePage
+			p.c.LaunchClass(p.now, 0, n)
+		}, act: func(*pair) {}, marked: n},
+		{name: "no connection", setup: func(p *pair) {
+			p.s.pages[0] = closePage
+			p.c.LaunchClass(p.now, 0, n)
+			p.drain(t) // closed, waiting 900 s to reconnect
+		}, act: func(*pair) {}, marked: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := usersPair(t, prog, n, tc.cc, tc.sc, pipe.Config{})
+			tc.setup(p)
+			if got := p.c.SecondRound(p.now); got != n {
+				t.Fatalf("SecondRound = %d; want %d", got, n)
+			}
+			if got := p.c.Counters().SecondRoundPending; got != tc.marked {
+				t.Fatalf("SecondRoundPending = %d; want %d", got, tc.marked)
+			}
+			tc.act(p)
+			p.run(t, 1000, func() bool { return p.c.Counters().SecondRoundFailed >= n })
+			p.run(t, 100, func() bool { return true })
+			c := p.c.Counters()
+			check(t, "client", []want{{"SecondRoundFailed", c.SecondRoundFailed, n}, {"SecondRoundLost", c.SecondRoundLost, n},
+				{"SecondRoundPending", c.SecondRoundPending, 0}, {"SecondRoundSent", c.SecondRoundSent, 0},
+				{"SecondRoundOK", c.SecondRoundOK, 0}})
+		})
+	}
+}

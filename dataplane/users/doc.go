@@ -69,7 +69,15 @@
 // worker's final report holds every finished request. The heartbeat's
 // connection counters come from the engine's counters (at most a second
 // old); dperf's detail counters are logged every Options.DetailInterval.
-// SecondRound runs each stack's SecondRound and waits for the answers.
+// SecondRound first waits for a running Spawn to end (bounded by the
+// round's context: a round the master starts when its ramp ends would
+// otherwise miss the users still being launched, or every user while the
+// stacks are being built), then runs each stack's SecondRound, which takes
+// in every live user (busy and connecting ones when their task ends), and
+// waits until each is counted: Reused, or Failed by kind (lost before its
+// request went, failed or not accepted, no answer in time, the spawn not
+// ended in time). Unlike the goroutine worker it never reconnects a user
+// for the round (Reconnected is 0): a user without a connection is lost.
 //
 // Locks (LOCKS.md): Runtime.mu guards the engine's life; it is never taken
 // on an engine core (Tick and Every read only what is set before the

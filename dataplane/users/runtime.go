@@ -57,6 +57,13 @@ type Runtime struct {
 
 	namesMu sync.Mutex            // leaf
 	names   []worker.RuntimeClass // the last spawn's targets, by name
+
+	// spawnMu (leaf) guards spawns, the Spawn calls running, and
+	// spawnIdle, closed when spawns drops to 0: a second round waits for
+	// it.
+	spawnMu   sync.Mutex
+	spawns    int
+	spawnIdle chan struct{}
 }
 
 // New checks the options and the scenario and returns a Runtime, or an
@@ -320,6 +327,8 @@ func (r *Runtime) stopEngine() {
 // its surplus with StopClass. A Stop, a Close or another spawn while it
 // waits ends it at once with an error (ErrOption) naming the users reached.
 func (r *Runtime) Spawn(ctx context.Context, s worker.RuntimeSpawn) error {
+	r.beginSpawn()
+	defer r.endSpawn()
 	want, gen, err := r.startSpawn(ctx, s)
 	if err != nil || want == nil {
 		return err
@@ -364,6 +373,43 @@ func (r *Runtime) Spawn(ctx context.Context, s worker.RuntimeSpawn) error {
 			return ctx.Err()
 		case <-t.C:
 		}
+	}
+}
+
+// beginSpawn counts a Spawn call running.
+func (r *Runtime) beginSpawn() {
+	r.spawnMu.Lock()
+	defer r.spawnMu.Unlock()
+	if r.spawns == 0 {
+		r.spawnIdle = make(chan struct{})
+	}
+	r.spawns++
+}
+
+// endSpawn counts a Spawn call ended.
+func (r *Runtime) endSpawn() {
+	r.spawnMu.Lock()
+	defer r.spawnMu.Unlock()
+	r.spawns--
+	if r.spawns == 0 {
+		close(r.spawnIdle)
+	}
+}
+
+// awaitSpawns waits until no Spawn call runs, or ctx is done.
+func (r *Runtime) awaitSpawns(ctx context.Context) error {
+	r.spawnMu.Lock()
+	idle := r.spawnIdle
+	busy := r.spawns > 0
+	r.spawnMu.Unlock()
+	if !busy {
+		return nil
+	}
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -624,40 +670,69 @@ func (r *Runtime) Connections() *protocol.ConnCounters {
 	return cc
 }
 
-// SecondRound implements worker.Runtime: every established user waiting
-// between tasks sends its last request again on its connection (the
-// stacks' SecondRound); it waits (bounded by ctx) until each is answered.
-// Users busy with a request or connecting are not counted; a request that
-// failed or was not accepted counts as Failed (the stack does not tell
-// why, so Errors has one kind); Reconnected is always 0: a second-round
-// request never opens a connection.
+// Second-round failure kinds (worker.SecondRoundResult.Errors).
+const (
+	roundLost    = "connection lost before the round's request (connect failed, closed by the peer, or stopped)"
+	roundFailed  = "request failed or its status not accepted"
+	roundNoTime  = "no answer in time"
+	roundSpawned = "the spawn did not end within the round's timeout"
+)
+
+// SecondRound implements worker.Runtime: every user sends its last request
+// again on the connection it holds (the stacks' SecondRound). A round that
+// arrives while a spawn runs (or the stacks are being built) first waits
+// for the spawn to end, bounded by ctx, so that it takes in every user the
+// spawn asked for. Users waiting between tasks send at once, busy and
+// connecting ones when their task ends; it waits (bounded by ctx) until
+// each user is counted: Reused (answered on its connection, accepted) or
+// Failed, by kind in Errors (lost before the request could go, the request
+// failed or not accepted, no answer in time). Reconnected is always 0: a
+// second-round request never opens a connection (a user without one is
+// lost).
 func (r *Runtime) SecondRound(ctx context.Context) (worker.SecondRoundResult, error) {
 	res := worker.SecondRoundResult{Errors: map[string]int64{}}
+	if err := r.awaitSpawns(ctx); err != nil {
+		var n int64
+		for _, u := range r.Users() {
+			n += u
+		}
+		res.Users, res.Failed = n, n
+		if n > 0 {
+			res.Errors[roundSpawned] = n
+		}
+		return res, fmt.Errorf("users: second round: waiting for the spawn: %w", err)
+	}
 	eng := r.engPtr.Load()
 	if eng == nil {
 		return res, nil
 	}
-	var sent, ok0, failed0 atomic.Uint64
+	var taken, ok0, failed0, lost0 atomic.Uint64
 	if err := eng.Do(ctx, func(_ int, s *stack.Stack, now int64) {
 		c := s.Counters()
 		ok0.Add(c.SecondRoundOK)
 		failed0.Add(c.SecondRoundFailed)
-		sent.Add(uint64(s.SecondRound(now)))
+		lost0.Add(c.SecondRoundLost)
+		taken.Add(uint64(s.SecondRound(now)))
 	}); err != nil {
 		return res, fmt.Errorf("users: second round: %w", err)
 	}
-	res.Users = int64(sent.Load())
+	res.Users = int64(taken.Load())
 	t := time.NewTicker(DefaultPoll)
 	defer t.Stop()
+	var lost int64
 	for {
-		var ok, failed atomic.Uint64
+		var ok, failed, lostN atomic.Uint64
 		err := eng.Do(ctx, func(_ int, s *stack.Stack, _ int64) {
 			c := s.Counters()
 			ok.Add(c.SecondRoundOK)
 			failed.Add(c.SecondRoundFailed)
+			lostN.Add(c.SecondRoundLost)
 		})
-		res.Reused = int64(ok.Load() - ok0.Load())
-		res.Failed = int64(failed.Load() - failed0.Load())
+		if err == nil {
+			res.Reused = int64(ok.Load() - ok0.Load())
+			res.Failed = int64(failed.Load() - failed0.Load())
+			lost = int64(lostN.Load() - lost0.Load())
+		}
 		if err == nil && res.Reused+res.Failed >= res.Users {
 			break
 		}
@@ -669,15 +744,25 @@ func (r *Runtime) SecondRound(ctx context.Context) (worker.SecondRoundResult, er
 				continue
 			}
 		}
+		roundErrors(&res, lost)
 		missing := res.Users - res.Reused - res.Failed
 		res.Failed += missing
-		res.Errors["no answer in time"] += missing
+		res.Errors[roundNoTime] += missing
 		return res, fmt.Errorf("users: second round: %w", err)
 	}
-	if res.Failed > 0 {
-		res.Errors["failed or not accepted"] = res.Failed
-	}
+	roundErrors(&res, lost)
 	return res, nil
+}
+
+// roundErrors fills res.Errors from its Failed, lost of them before their
+// request went.
+func roundErrors(res *worker.SecondRoundResult, lost int64) {
+	if lost > 0 {
+		res.Errors[roundLost] = lost
+	}
+	if n := res.Failed - lost; n > 0 {
+		res.Errors[roundFailed] = n
+	}
 }
 
 // Close implements worker.Runtime: it stops the engine (its last Every

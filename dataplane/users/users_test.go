@@ -360,6 +360,19 @@ users:
 				t.Errorf("class %d: %d users in the stacks; want %d", cl, got, want)
 			}
 		}
+		if step.b == 20 {
+			// Launched users may still be connecting: a B user stopped
+			// before its on_start sends none. Step down only once every
+			// B user's on_start is in.
+			testpeer.Eventually(t, 20*time.Second, "every B user's on_start", func() bool {
+				for _, e := range m.Snapshot().Entries {
+					if e.Method+" "+e.Name == "GET /login" {
+						return e.NumRequests == 20
+					}
+				}
+				return false
+			})
+		}
 	}
 	testpeer.Eventually(t, 20*time.Second, "requests served", func() bool { return lb.served.Load() > 200 })
 	// The heartbeat's counters reach the master.
@@ -538,5 +551,30 @@ func TestFailuresRecorded(t *testing.T) {
 	}
 	if len(rep.Errors) != 1 {
 		t.Fatalf("%d error rows; want 1", len(rep.Errors))
+	}
+}
+
+// TestExamplesForTheDataPlane: the example the README gives the data plane
+// runs as written, and the kernel worker's seed scenario is refused with
+// the two fields to set, not accepted and half run.
+func TestExamplesForTheDataPlane(t *testing.T) {
+	f, err := scenario.Load("../../examples/dataplane.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := New(testOptions(pipeLinks), f.Scenario)
+	if err != nil {
+		t.Fatalf("examples/dataplane.yaml refused: %v", err)
+	}
+	if err := rt.Close(); err != nil {
+		t.Errorf("Close = %v", err)
+	}
+	seed, err := scenario.Load("../../examples/seed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(testOptions(pipeLinks), seed.Scenario)
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "disable_cookies") {
+		t.Errorf("examples/seed.yaml on the data plane: %v; want ErrRefused naming http.disable_cookies", err)
 	}
 }

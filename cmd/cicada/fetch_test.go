@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestWorkerFetchesScenario: a worker started with -f - runs the scenario
+// its cicada master serves (no file of its own): the master exits 0 and
+// counts what the target served.
+func TestWorkerFetchesScenario(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a 3 s distributed load test")
+	}
+	srv := startTarget(t)
+	scen := writeScenario(t, "users:\n  - name: Fetched\n    wait: constant(0.05)\n    tasks: [{path: /fetched}]\n")
+	port := strconv.Itoa(freePort(t))
+	prefix := filepath.Join(t.TempDir(), "run")
+	var mlog, wlog syncBuffer
+	masterDone, workerDone := make(chan int, 1), make(chan int, 1)
+	go func() {
+		var stdout bytes.Buffer
+		masterDone <- run([]string{"--master", "--headless", "--master-bind-host", "127.0.0.1", "--master-bind-port", port,
+			"--expect-workers", "1", "--expect-workers-max-wait", "60", "-f", scen, "-u", "5", "-r", "5", "-t", "3s",
+			"-H", srv.URL(), "--csv", prefix}, &stdout, &mlog)
+	}()
+	go func() {
+		var stdout bytes.Buffer
+		workerDone <- run([]string{"--worker", "--master-host", "127.0.0.1", "--master-port", port, "-f", "-"}, &stdout, &wlog)
+	}()
+	for name, ch := range map[string]chan int{"master": masterDone, "worker": workerDone} {
+		select {
+		case code := <-ch:
+			if code != 0 {
+				t.Fatalf("%s exit code %d; master stderr:\n%s\nworker stderr:\n%s", name, code, mlog.String(), wlog.String())
+			}
+		case <-time.After(90 * time.Second):
+			t.Fatalf("%s still running after 90 s; master stderr:\n%s\nworker stderr:\n%s", name, mlog.String(), wlog.String())
+		}
+	}
+	total := csvAggregatedRequests(t, prefix+"_stats.csv")
+	if served := srv.Counters().Requests; int64(total) != served || total == 0 {
+		t.Errorf("CSV Aggregated requests = %d; target served %d", total, served)
+	}
+	if !strings.Contains(mlog.String(), "Sending scenario file") || !strings.Contains(mlog.String(), "/fetched") {
+		t.Errorf("the master did not serve the scenario, or its users did not run it; stderr:\n%s", mlog.String())
+	}
+}
+
+// TestFetchOnlyForWorkers: -f - on a master or standalone is a usage error.
+func TestFetchOnlyForWorkers(t *testing.T) {
+	for _, args := range [][]string{{"--master", "-f", "-"}, {"--headless", "-f", "-"}} {
+		var stdout, stderr bytes.Buffer
+		if code := run(args, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "-f - (the scenario from the master) is for workers") {
+			t.Errorf("%v: exit %d, stderr %s", args, code, stderr.String())
+		}
+	}
+}
+
+func TestParseServedScenario(t *testing.T) {
+	yamlFile := "users:\n  - name: A\n    tasks: [{path: /}]\n"
+	file := func(name, contents string) map[string]any {
+		return map[string]any{"locustfiles": []any{map[string]any{"filename": name, "contents": contents}}}
+	}
+	tests := []struct {
+		name    string
+		data    map[string]any
+		wantErr string
+		python  bool
+	}{
+		{"YAML scenario", file("shop.yaml", yamlFile), "", false},
+		{"2.23-2.30 format", map[string]any{"filename": "shop.yaml", "contents": yamlFile}, "", false},
+		{"Python master's locustfile", file("locustfile.py", "from locust import HttpUser\n"), "Python locustfile locustfile.py", true},
+		{"Python under another name", file("load", "from locust import HttpUser, task\n\nclass U(HttpUser):\n    pass\n"), "Python locustfile", true},
+		{"master error", map[string]any{"error": "no such file"}, "the master answered: no such file", false},
+		{"two files", map[string]any{"locustfiles": []any{map[string]any{}, map[string]any{}}}, "serves 2 files", false},
+		{"a URL", map[string]any{"locustfiles": []any{"https://example.com/l.py"}}, "not a file", false},
+		{"no contents", map[string]any{"locustfiles": []any{map[string]any{"filename": "x.yaml"}}}, "no filename or contents", false},
+		{"bad YAML", file("x.yaml", "users: [\n"), "x.yaml (from the master)", false},
+		{"nothing", map[string]any{}, "serves 0 files", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := parseServedScenario(tc.data)
+			if tc.wantErr == "" {
+				if err != nil || f == nil || len(f.Scenario.Classes) != 1 {
+					t.Fatalf("got %v, %v", f, err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrScenarioFetch) || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("err %v, want ErrScenarioFetch containing %q", err, tc.wantErr)
+			}
+			if errors.Is(err, ErrPythonLocustfile) != tc.python {
+				t.Errorf("errors.Is(ErrPythonLocustfile) = %v, want %v", !tc.python, tc.python)
+			}
+		})
+	}
+}
+
+func FuzzParseServedScenario(f *testing.F) {
+	f.Add("shop.yaml", "users:\n  - name: A\n    tasks: [{path: /}]\n")
+	f.Add("locustfile.py", "import locust\n")
+	f.Fuzz(func(t *testing.T, name, contents string) {
+		file, err := parseServedScenario(map[string]any{"locustfiles": []any{map[string]any{"filename": name, "contents": contents}}})
+		if (err == nil) == (file == nil) {
+			t.Fatalf("file %v and err %v", file, err)
+		}
+		if err != nil && !errors.Is(err, ErrScenarioFetch) {
+			t.Fatalf("error %v does not wrap ErrScenarioFetch", err)
+		}
+	})
+}
