@@ -13,6 +13,7 @@ import (
 
 	"github.com/cicada-load/cicada/dataplane/engine"
 	"github.com/cicada-load/cicada/dataplane/lab"
+	"github.com/cicada-load/cicada/dataplane/lab/labtest"
 	"github.com/cicada-load/cicada/dataplane/link/afpacket"
 	"github.com/cicada-load/cicada/dataplane/stack"
 	"github.com/cicada-load/cicada/internal/testpeer"
@@ -55,7 +56,7 @@ func TestDPDKDataplaneStandalone(t *testing.T) {
 // counters printed, SIGINT ends it with exit 0 and the totals.
 func TestDPDKTargetHoldsConnections(t *testing.T) {
 	const conns = 1000
-	l := newDataplaneLab(t)
+	l := labtest.New(t)
 	p, err := l.StackPair()
 	if err != nil {
 		t.Fatalf("StackPair = %v", err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cicada-load/cicada/dataplane/engine"
 	"github.com/cicada-load/cicada/dataplane/lab"
+	"github.com/cicada-load/cicada/dataplane/lab/labtest"
 	"github.com/cicada-load/cicada/dataplane/link/afpacket"
 	"github.com/cicada-load/cicada/dataplane/stack"
 	"github.com/cicada-load/cicada/internal/testpeer"
@@ -28,23 +29,6 @@ import (
 
 // labTimeout bounds each lab test's waits.
 const labTimeout = 50 * time.Second
-
-func newDataplaneLab(t *testing.T) *lab.Lab {
-	t.Helper()
-	if err := lab.Check(); err != nil {
-		t.Skipf("data plane lab skipped: %v", err)
-	}
-	l, err := lab.New()
-	if err != nil {
-		t.Fatalf("lab.New = %v", err)
-	}
-	t.Cleanup(func() {
-		if err := l.Close(); err != nil {
-			t.Errorf("lab Close = %v", err)
-		}
-	})
-	return l
-}
 
 // startCicada starts cicada with args as a child process, inside ns (nil:
 // the host's namespace); it is stopped (SIGTERM, then SIGKILL) at cleanup.
@@ -117,7 +101,7 @@ func TestTargetDataplaneHoldsConnections(t *testing.T) {
 
 func targetHolds(t *testing.T, kind, cores string, stop syscall.Signal) {
 	const conns = 5000
-	l := newDataplaneLab(t)
+	l := labtest.New(t)
 	p, err := l.StackPair()
 	if err != nil {
 		t.Fatalf("StackPair = %v", err)
@@ -170,7 +154,7 @@ type hostLab struct {
 
 func newHostLab(t *testing.T) *hostLab {
 	t.Helper()
-	l := newDataplaneLab(t)
+	l := labtest.New(t)
 	p, err := l.HostPair()
 	if err != nil {
 		t.Fatalf("HostPair = %v", err)
@@ -423,7 +407,7 @@ func TestDataplaneStandalone(t *testing.T) {
 // its server address, and that a scenario the runtime cannot run is
 // refused with exit 2 too; nothing is sent.
 func TestDataplaneRefusesUnsafeInterface(t *testing.T) {
-	l := newDataplaneLab(t)
+	l := labtest.New(t)
 	p, err := l.HostPair()
 	if err != nil {
 		t.Fatalf("HostPair = %v", err)
@@ -471,7 +455,7 @@ func TestDataplaneWorkerAgainstDataplaneTarget(t *testing.T) {
 		t.Skip("holds 50,000 connections")
 	}
 	const users = 50000
-	l := newDataplaneLab(t)
+	l := labtest.New(t)
 	p, err := l.HostPair()
 	if err != nil {
 		t.Fatalf("HostPair = %v", err)

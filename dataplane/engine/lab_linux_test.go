@@ -10,6 +10,7 @@ import (
 
 	"github.com/cicada-load/cicada/dataplane/engine"
 	"github.com/cicada-load/cicada/dataplane/lab"
+	"github.com/cicada-load/cicada/dataplane/lab/labtest"
 	"github.com/cicada-load/cicada/dataplane/link/afpacket"
 	"github.com/cicada-load/cicada/dataplane/stack"
 	"github.com/cicada-load/cicada/internal/testpeer"
@@ -35,18 +36,7 @@ type labRun struct {
 // split between n cores), with a Launcher per client core from pace.
 func newLabRun(t testing.TB, n int, pace engine.Launcher) *labRun {
 	t.Helper()
-	if err := lab.Check(); err != nil {
-		t.Skipf("data plane lab skipped: %v", err)
-	}
-	l, err := lab.New()
-	if err != nil {
-		t.Fatalf("lab.New = %v", err)
-	}
-	t.Cleanup(func() {
-		if err := l.Close(); err != nil {
-			t.Errorf("lab Close = %v", err)
-		}
-	})
+	l := labtest.New(t)
 	p, err := l.StackPair()
 	if err != nil {
 		t.Fatalf("StackPair = %v", err)

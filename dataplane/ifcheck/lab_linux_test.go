@@ -9,27 +9,17 @@ import (
 
 	"github.com/cicada-load/cicada/dataplane/ifcheck"
 	"github.com/cicada-load/cicada/dataplane/lab"
+	"github.com/cicada-load/cicada/dataplane/lab/labtest"
 	"github.com/cicada-load/cicada/internal/testpeer"
 )
 
 // TestCheckInLab checks each refusal, the dedicated override and each
 // warning on a veth made by the lab, in the lab's namespaces.
 func TestCheckInLab(t *testing.T) {
-	if err := lab.Check(); err != nil {
-		t.Skipf("data plane lab skipped: %v", err)
-	}
 	if _, err := exec.LookPath("ethtool"); err != nil {
 		testpeer.Missing(t, "ethtool: %v", err)
 	}
-	l, err := lab.New()
-	if err != nil {
-		t.Fatalf("lab.New = %v", err)
-	}
-	t.Cleanup(func() {
-		if err := l.Close(); err != nil {
-			t.Errorf("lab Close = %v", err)
-		}
-	})
+	l := labtest.New(t)
 	p, err := l.StackPair()
 	if err != nil {
 		t.Fatalf("StackPair = %v", err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cicada-load/cicada/dataplane/lab"
+	"github.com/cicada-load/cicada/dataplane/lab/labtest"
 	"github.com/cicada-load/cicada/dataplane/link/dpdk"
 	"github.com/cicada-load/cicada/internal/testpeer"
 	"github.com/cicada-load/cicada/stats"
@@ -23,18 +24,7 @@ import (
 // the requests nginx logged, none failed. Root and a binary built with the
 // dpdk tag (make test-dpdk).
 func TestLabDPDKUsersToNginx(t *testing.T) {
-	if err := lab.Check(); err != nil {
-		t.Skipf("data plane lab skipped: %v", err)
-	}
-	l, err := lab.New()
-	if err != nil {
-		t.Fatalf("lab.New = %v", err)
-	}
-	t.Cleanup(func() {
-		if err := l.Close(); err != nil {
-			t.Errorf("lab Close = %v", err)
-		}
-	})
+	l := labtest.New(t)
 	p, err := l.HostPair()
 	if err != nil {
 		t.Fatalf("HostPair = %v", err)

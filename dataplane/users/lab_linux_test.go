@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cicada-load/cicada/dataplane/lab"
+	"github.com/cicada-load/cicada/dataplane/lab/labtest"
 	"github.com/cicada-load/cicada/internal/testpeer"
 	"github.com/cicada-load/cicada/stats"
 	"github.com/cicada-load/cicada/worker"
@@ -18,18 +19,7 @@ import (
 // 200 users on two cores (a fanout group), then Stop; the recorder holds
 // exactly the requests nginx logged, none failed. Root only.
 func TestLabUsersToNginx(t *testing.T) {
-	if err := lab.Check(); err != nil {
-		t.Skipf("data plane lab skipped: %v", err)
-	}
-	l, err := lab.New()
-	if err != nil {
-		t.Fatalf("lab.New = %v", err)
-	}
-	t.Cleanup(func() {
-		if err := l.Close(); err != nil {
-			t.Errorf("lab Close = %v", err)
-		}
-	})
+	l := labtest.New(t)
 	p, err := l.KernelPair()
 	if err != nil {
 		t.Fatalf("KernelPair = %v", err)

@@ -8,20 +8,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cicada-load/cicada/dataplane/lab"
+	"github.com/cicada-load/cicada/dataplane/lab/labtest"
 	"github.com/cicada-load/cicada/dataplane/link/afpacket"
 )
 
 // vethPair returns the two ends of a lab veth (both without addresses).
 func vethPair(b *testing.B) (a, z *lab.End) {
 	b.Helper()
-	if err := lab.Check(); err != nil {
-		b.Skipf("lab skipped: %v", err)
-	}
-	l, err := lab.New()
-	if err != nil {
-		b.Fatalf("lab.New = %v", err)
-	}
-	b.Cleanup(func() { _ = l.Close() })
+	l := labtest.New(b)
 	p, err := l.StackPair()
 	if err != nil {
 		b.Fatalf("StackPair = %v", err)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cicada-load/cicada/dataplane/lab"
+	"github.com/cicada-load/cicada/dataplane/lab/labtest"
 	"github.com/cicada-load/cicada/internal/testpeer"
 )
 
@@ -15,14 +15,7 @@ import (
 // of three Links on the other end, and checks that each Link received
 // exactly its own frames: the program as the kernel runs it.
 func TestFanoutInKernelRoutesBySlice(t *testing.T) {
-	if err := lab.Check(); err != nil {
-		t.Skipf("data plane lab skipped: %v", err)
-	}
-	l, err := lab.New()
-	if err != nil {
-		t.Fatalf("lab.New = %v", err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
+	l := labtest.New(t)
 	p, err := l.StackPair()
 	if err != nil {
 		t.Fatalf("StackPair = %v", err)
@@ -142,14 +135,7 @@ func TestFanoutInKernelRoutesBySlice(t *testing.T) {
 // no member may receive them, as PACKET_IGNORE_OUTGOING promises for one
 // socket, while the peer receives them all.
 func TestFanoutIgnoresOwnFrames(t *testing.T) {
-	if err := lab.Check(); err != nil {
-		t.Skipf("data plane lab skipped: %v", err)
-	}
-	l, err := lab.New()
-	if err != nil {
-		t.Fatalf("lab.New = %v", err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
+	l := labtest.New(t)
 	p, err := l.StackPair()
 	if err != nil {
 		t.Fatalf("StackPair = %v", err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cicada-load/cicada/dataplane/engine"
 	"github.com/cicada-load/cicada/dataplane/lab"
+	"github.com/cicada-load/cicada/dataplane/lab/labtest"
 	"github.com/cicada-load/cicada/dataplane/link"
 	"github.com/cicada-load/cicada/dataplane/link/afpacket"
 	"github.com/cicada-load/cicada/dataplane/link/afxdp"
@@ -30,24 +31,6 @@ const labTimeout = 45 * time.Second
 const labIdle = 50 * time.Microsecond
 
 func ip4(s string) uint32 { return binary.BigEndian.Uint32(net.ParseIP(s).To4()) }
-
-// newLab returns a lab removed at cleanup, or skips t where it cannot run.
-func newLab(t testing.TB) *lab.Lab {
-	t.Helper()
-	if err := lab.Check(); err != nil {
-		t.Skipf("data plane lab skipped: %v", err)
-	}
-	l, err := lab.New()
-	if err != nil {
-		t.Fatalf("lab.New = %v", err)
-	}
-	t.Cleanup(func() {
-		if err := l.Close(); err != nil {
-			t.Errorf("lab Close = %v", err)
-		}
-	})
-	return l
-}
 
 // labLink is a link under test on the lab's host end, with the waiter the
 // loop idles on and its drop counts.
@@ -134,7 +117,7 @@ type nginxRun struct {
 
 func newNginxRun(t testing.TB, kind string, cfg stack.Config) *nginxRun {
 	t.Helper()
-	hp, err := newLab(t).HostPair()
+	hp, err := labtest.New(t).HostPair()
 	if err != nil {
 		t.Fatalf("HostPair = %v", err)
 	}
