@@ -19,21 +19,31 @@ import (
 // 200 users on two cores (a fanout group), then Stop; the recorder holds
 // exactly the requests nginx logged, none failed. Root only.
 func TestLabUsersToNginx(t *testing.T) {
-	l := labtest.New(t)
-	p, err := l.KernelPair()
+	p, err := labtest.New(t).KernelPair()
 	if err != nil {
 		t.Fatalf("KernelPair = %v", err)
 	}
-	ng := testpeer.StartNginx(t, testpeer.NginxConfig{Host: lab.ServerIP, AccessLog: true, Connections: 4096,
-		Wrap: []string{"ip", "netns", "exec", p.Server.Name}, Dial: p.Server.Dial})
-	sc := parseScenario(t, okHTTP+"users: [{name: U, wait: constant(0.2), tasks: [{path: /a}, {path: /b, weight: 2}]}]")
-	var rt *Runtime
-	err = p.Cicada.Netns.Do(func() error { // the interface and its sockets live in the client namespace
-		var err error
-		rt, err = New(Options{Link: LinkAFPacket, Interface: p.Cicada.Name, Cores: 2,
-			ClientIP: netip.MustParseAddr(lab.ClientIP), PortMin: 10000, PortMax: 10999, ConnectRate: 1000}, sc)
-		return err
+	reqs := usersToNginx(t, p.Server, 200, func(sc worker.Scenario) (rt *Runtime, err error) {
+		err = p.Cicada.Netns.Do(func() error { // the interface and its sockets live in the client namespace
+			rt, err = New(Options{Link: LinkAFPacket, Interface: p.Cicada.Name, Cores: 2,
+				ClientIP: netip.MustParseAddr(lab.ClientIP), PortMin: 10000, PortMax: 10999, ConnectRate: 1000}, sc)
+			return err
+		})
+		return rt, err
 	})
+	t.Logf("%d requests of 200 users on 2 cores, all logged by nginx", reqs)
+}
+
+// usersToNginx starts nginx in the server namespace, spawns users of a
+// two-task scenario on the runtime newRT builds until nginx served ten
+// requests per user, stops them, and checks that the recorder holds exactly
+// the requests nginx logged, none failed. It returns the requests.
+func usersToNginx(t *testing.T, server *lab.Netns, users int64, newRT func(worker.Scenario) (*Runtime, error)) int64 {
+	t.Helper()
+	ng := testpeer.StartNginx(t, testpeer.NginxConfig{Host: lab.ServerIP, AccessLog: true, Connections: 4096,
+		Wrap: []string{"ip", "netns", "exec", server.Name}, Dial: server.Dial})
+	sc := parseScenario(t, okHTTP+"users: [{name: U, wait: constant(0.2), tasks: [{path: /a}, {path: /b, weight: 2}]}]")
+	rt, err := newRT(sc)
 	if err != nil {
 		t.Fatalf("New = %v", err)
 	}
@@ -45,12 +55,12 @@ func TestLabUsersToNginx(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 	host := "http://" + lab.ServerIP + ":" + strconv.Itoa(ng.Port)
-	if err := rt.Spawn(ctx, worker.RuntimeSpawn{Host: host, Classes: []worker.RuntimeClass{{Name: "U", Users: 200}}}); err != nil {
+	if err := rt.Spawn(ctx, worker.RuntimeSpawn{Host: host, Classes: []worker.RuntimeClass{{Name: "U", Users: users}}}); err != nil {
 		t.Fatalf("Spawn = %v", err)
 	}
-	testpeer.Eventually(t, 30*time.Second, "2,000 requests at nginx", func() bool {
+	testpeer.Eventually(t, 30*time.Second, "ten requests per user at nginx", func() bool {
 		n, _, err := ng.Requests()
-		return err == nil && n >= 2000
+		return err == nil && int64(n) >= 10*users
 	})
 	rt.Stop(10 * time.Second)
 	if got := rt.Users()["U"]; got != 0 {
@@ -70,5 +80,5 @@ func TestLabUsersToNginx(t *testing.T) {
 	if fails != 0 || int64(by["200"]) != reqs || len(by) != 1 || len(rep.Stats) != 2 {
 		t.Fatalf("recorded %d requests in %d rows, %d failed (errors %v); nginx logged %v", reqs, len(rep.Stats), fails, rep.Errors, by)
 	}
-	t.Logf("%d requests of 200 users on 2 cores, all logged by nginx", reqs)
+	return reqs
 }
