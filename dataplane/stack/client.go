@@ -60,6 +60,11 @@ func (s *Stack) connect(i uint32, now int64) {
 	s.armRtx(i, now)
 }
 
+// lateAckQuiet is how long after a record closed a FIN for it counts as
+// crossing the ACK that closed it (see ackLate): below the 200 ms least
+// retransmission timeout of Linux peers, above the lab's round trips.
+const lateAckQuiet = int64(100 * time.Millisecond)
+
 func (s *Stack) nextISS() uint32 {
 	s.issNxt += 0x01000193
 	return s.issNxt
@@ -71,11 +76,14 @@ func (s *Stack) reset(c *conn) {
 	*c = conn{next: none, prev: none, user: c.user}
 }
 
-// close frees record i: no TIME_WAIT, the record is reusable at once.
+// close frees record i: no TIME_WAIT, the record is reusable at once. A
+// closed record is on no timer, so its timerAt keeps the time it closed
+// (ackLate reads it).
 func (s *Stack) close(i uint32) {
 	s.disarm(i)
 	c := &s.conns[i]
 	c.state = stClosed
+	c.timerAt = s.now
 	s.ctr.SocketsClosed++
 	s.ctr.SocketsCurrent--
 	if c.uflags&uLive != 0 {
@@ -97,9 +105,20 @@ func (s *Stack) abort(i uint32) {
 // a second ACK would reach a peer that already closed and draw its reset.
 // If the first ACK was lost, the peer's old incarnation ends when our next
 // SYN on the port draws its ACK and our reset (see clientInput).
+//
+// A FIN reaching a record closed less than lateAckQuiet ago is not answered
+// either: it is the peer's retransmission crossing the ACK that closed the
+// record (the client was late to read the first FIN, by more than the peer's
+// retransmission timeout, as on a loaded machine), and that ACK closes the
+// peer. Were that ACK lost, the peer's next retransmission comes at least
+// twice its timeout later (Linux's least is 200 ms), past the quiet time,
+// and is answered.
 func (s *Stack) ackLate(i uint32, seg wire.TCP) {
 	c := &s.conns[i]
 	if c.flags&fLateAck != 0 {
+		return
+	}
+	if c.state == stClosed && s.now-c.timerAt < lateAckQuiet {
 		return
 	}
 	c.flags |= fLateAck

@@ -153,6 +153,10 @@ func TestPodmanKubePlay(t *testing.T) {
 		if _, err := podman(context.Background(), conf, "kube", "down", kube); err != nil {
 			t.Errorf("podman kube down: %v", err)
 		}
+		// kube down leaves the ConfigMap's volume (podman 4.3).
+		if _, err := podman(context.Background(), conf, "volume", "rm", "-f", pod+"-scenario"); err != nil {
+			t.Errorf("remove the scenario volume: %v", err)
+		}
 		after := readHostNet(t)
 		if after.ipForward != before.ipForward {
 			t.Errorf("net.ipv4.ip_forward went from %s to %s", before.ipForward, after.ipForward)
