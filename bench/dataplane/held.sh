@@ -7,7 +7,7 @@
 #
 # Root (namespaces). Bounded: the data plane part by HELD_TIMEOUT_S (default
 # 900 s; the lab is removed on SIGTERM too), the kernel part by 6 min.
-# Memory: about 1.3 GiB per side at 10,000,000 (120-byte records), 1.5 GiB for the kernel
+# Memory: about 1.4 GiB per side at 10,000,000 (128-byte records), 1.5 GiB for the kernel
 # part.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -41,6 +41,10 @@ const (
 	DefaultARPInterval          = time.Second
 	DefaultBodySize             = 128
 	DefaultBurst                = 64
+	// DefaultSecondRoundWindow bounds the second round's requests in
+	// flight: well under the lab's receive rings, so that the responses
+	// of one window fit in them.
+	DefaultSecondRoundWindow = 4096
 	// MaxConns bounds the connection table (client IPs x client ports).
 	MaxConns = 1 << 28
 	// MaxTimeout bounds every timeout and wait, so that now plus any of
@@ -121,6 +125,11 @@ type Config struct {
 	// Program, LaunchClass, StopClass, TakeStats). Refused together with
 	// Request, RequestsPerConn, ThinkTime or Hold.
 	Program *Program
+	// SecondRoundWindow bounds the requests of SecondRound in flight at a
+	// time (client with a Program); the stack sends the rest of the
+	// round's requests as responses come back. If zero,
+	// DefaultSecondRoundWindow.
+	SecondRoundWindow int
 	// OnResponse, if set, is called in the polling goroutine for every
 	// complete client response with its status and response time.
 	OnResponse func(status int, rt time.Duration)
@@ -179,6 +188,9 @@ func (c *Config) setDefaults() {
 		if c.Request == nil && c.Program == nil {
 			c.Request = BuildRequest("GET", "/", ipString(c.ServerIP), nil)
 		}
+		if c.SecondRoundWindow == 0 && c.Program != nil {
+			c.SecondRoundWindow = DefaultSecondRoundWindow
+		}
 	}
 	if c.Mode == Server && c.BodySize == 0 {
 		c.BodySize = DefaultBodySize
@@ -231,6 +243,10 @@ func (c *Config) validate() error {
 		return bad("MaxRetries %d outside 1..255", c.MaxRetries)
 	case c.Burst < 1 || c.Burst > 1024:
 		return bad("Burst %d outside 1..1024", c.Burst)
+	case c.SecondRoundWindow < 0 || c.SecondRoundWindow > MaxConns:
+		return bad("SecondRoundWindow %d negative or above %d", c.SecondRoundWindow, MaxConns)
+	case c.SecondRoundWindow != 0 && (c.Mode != Client || c.Program == nil):
+		return bad("SecondRoundWindow set without a client Program (only a Program's users take part in a second round)")
 	}
 	if c.Mode == Server {
 		switch {

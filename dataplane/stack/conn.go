@@ -61,8 +61,12 @@ type conn struct {
 // record's connections (reset keeps it).
 type user struct {
 	cnext, cprev uint32 // the class's list of live users
-	taskAt       int64  // when the current task started (pacing)
-	wakeAt       int64  // when the current wait ends
+	// qnext, qprev link the second round's queue of users ready to send
+	// (see Stack.roundReady): record index + 1, 0 for none, so that the
+	// zero user is on no queue.
+	qnext, qprev uint32
+	taskAt       int64 // when the current task started (pacing)
+	wakeAt       int64 // when the current wait ends
 	class        uint16
 	task         uint16 // current task
 	pos          uint16 // current step: the request sent or about to be sent
@@ -78,7 +82,7 @@ const (
 	uSecond              // the request in flight is a second-round one
 	uResume              // the peer closed mid-phase: go on from a new connection
 	uOnStart             // running the OnStart requests
-	uRound               // marked for the second round, its request not sent yet
+	uRound               // marked for the second round, its request not sent yet (maybe queued)
 )
 
 func seqLT(a, b uint32) bool { return int32(a-b) < 0 }

@@ -53,7 +53,10 @@ type Counters struct {
 	// including SecondRoundLost: marked users whose connection failed,
 	// closed or was stopped before the request could go. SecondRoundPending
 	// is a gauge: marked users whose request is not sent yet (connecting,
-	// or busy with a task). Each marked user ends once, in OK or Failed.
+	// busy with a task, or queued behind Config.SecondRoundWindow); the
+	// requests in flight are SecondRoundSent - SecondRoundOK -
+	// (SecondRoundFailed - SecondRoundLost), at most that window. Each
+	// marked user ends once, in OK or Failed.
 	Reconnects                                        uint64
 	SecondRoundSent, SecondRoundOK, SecondRoundFailed uint64
 	SecondRoundLost, SecondRoundPending               uint64

@@ -1,7 +1,7 @@
 // Package stack is the userspace TCP/IPv4 stack of the data plane: one
 // Stack per core over one link.Link, holding a connection table of
 // fixed-size records without Go pointers (found from the 4-tuple by
-// arithmetic; 120 bytes each, at most 128 by test), timers linked by record
+// arithmetic; 128 bytes each, at most 128 by test), timers linked by record
 // index (FIFO lists for fixed timeouts and retransmission backoff levels, a
 // hierarchical wheel for the users' waits), pre-built frame templates with
 // partial checksums, the client and server TCP state machines, a minimal
@@ -99,7 +99,10 @@
 // its live users in a doubly linked list through the records, so it never
 // scans the table (10,000,000 records are the target). Users is O(1).
 // SecondRound walks the live users once; marked users cost one flag test
-// at the end of each task. A wheel timer is moved at most
+// at the end of each task. Its requests go at most Config.SecondRoundWindow
+// in flight: the users ready beyond that wait on a FIFO queue linked
+// through the records (O(1) to queue, release or drop), and Poll releases
+// them as responses come back, with no allocation and no table scan. A wheel timer is moved at most
 // three times (plus a look every 4.9 hours for waits beyond that);
 // advancing the wheel costs one step per tick while its lowest level holds
 // entries and one per block otherwise. Server mode holds an idle

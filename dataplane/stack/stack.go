@@ -45,6 +45,11 @@ type Stack struct {
 	classes []progClass
 	rows    []StatsRow // per stats row accumulations since TakeStats
 	rng     uint64     // xorshift64 state
+	// The second round's queue of users ready to send (record index + 1,
+	// 0 when empty) and its requests in flight, at most
+	// Config.SecondRoundWindow.
+	rqHead, rqTail uint32
+	roundInFlight  int
 	// wheelFn, set by tests, replaces the users' handler of wheel timers.
 	wheelFn func(i uint32, now int64)
 }
@@ -137,6 +142,7 @@ func (s *Stack) Poll(now int64) int {
 	}
 	s.flushAcks()
 	s.expire(now)
+	s.releaseRound(now)
 	if !s.resolved && s.nextHopIP != 0 && now >= s.arpAt {
 		s.arpAt = now + int64(s.cfg.ARPInterval)
 		s.arpRequest()

@@ -161,6 +161,10 @@ func TestConfigRefused(t *testing.T) {
 		{"hold in server", mod(Server, func(c *Config) { c.Hold = true })},
 		{"body too large", mod(Server, func(c *Config) { c.BodySize = MaxBodySize + 1 })},
 		{"negative think time", mod(Client, func(c *Config) { c.ThinkTime = -1 })},
+		{"negative second round window", mod(Client, func(c *Config) { c.SecondRoundWindow = -1; c.Program = roundProgram() })},
+		{"second round window above MaxConns", mod(Client, func(c *Config) { c.SecondRoundWindow = MaxConns + 1; c.Program = roundProgram() })},
+		{"second round window without Program", mod(Client, func(c *Config) { c.SecondRoundWindow = 8 })},
+		{"second round window in server", mod(Server, func(c *Config) { c.SecondRoundWindow = 8 })},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -117,19 +117,25 @@ func (s *Stack) Users(class int) int {
 
 // SecondRound makes every live user not stopping take part in a second
 // round (RFC 3511 5.2): send its last request again on the connection it
-// holds (no new SYN). A user established and waiting between tasks sends
-// it now; one not there yet (SYN sent, running on_start or a task, a
-// request in flight) is marked and sends it as soon as its task ends,
-// before its wait; a user without a connection (waiting to reconnect, or
-// closing after the peer's Connection: close) counts as lost at once, as
-// does a marked user whose connection fails or closes, or that is stopped,
-// before its request goes. After the round's response the user goes on
-// waiting until its wait ends. A user already in a round (marked or its
-// request in flight) is left out of another. It returns how many users it
-// took in: sent now, pending, and lost at once; Counters.SecondRoundSent,
-// OK, Failed, Lost and Pending count them, and the round is over when OK +
+// holds (no new SYN). A user established and waiting between tasks is
+// ready at once; one not there yet (SYN sent, running on_start or a task,
+// a request in flight) is marked and is ready as soon as its task ends,
+// before its wait. Ready users send their round's request at most
+// Config.SecondRoundWindow in flight at a time, in the order they became
+// ready: the others queue (holding their wait, no timer armed) and Poll
+// sends the next ones as responses come back, so that one round of
+// millions of users never overflows the peer's or its own receive rings.
+// A user without a connection (waiting to reconnect, or closing after the
+// peer's Connection: close) counts as lost at once, as does a marked or
+// queued user whose connection fails or closes, or that is stopped, before
+// its request goes. After the round's response the user goes on waiting
+// until its wait ends (at once if it ended while queued). A user already
+// in a round (marked, queued or its request in flight) is left out of
+// another. It returns how many users it took in: sent now, pending
+// (marked or queued), and lost at once; Counters.SecondRoundSent, OK,
+// Failed, Lost and Pending count them, and the round is over when OK +
 // Failed grew by that number. The cost is one walk of the live users'
-// lists, O(users), with no allocation.
+// lists, O(users), with no allocation; each later release is O(1).
 func (s *Stack) SecondRound(now int64) int {
 	s.now = now
 	taken := 0
@@ -142,12 +148,14 @@ func (s *Stack) SecondRound(now int64) int {
 			taken++
 			switch {
 			case c.state == stEstablished && c.uflags&uWaiting != 0 && c.flags&fAwait == 0:
-				if c.sndUna != c.sndNxt || c.pos == 0 || c.uflags&uResume != 0 {
+				if !s.roundSendable(i) {
 					s.roundLost()
 					continue
 				}
 				s.disarm(i)
-				s.sendRound(i, now)
+				c.uflags |= uRound
+				s.ctr.SecondRoundPending++
+				s.roundReady(i, now)
 			case c.state == stSynSent || c.state == stEstablished:
 				c.uflags |= uRound
 				s.ctr.SecondRoundPending++
@@ -160,14 +168,84 @@ func (s *Stack) SecondRound(now int64) int {
 	return taken
 }
 
+// roundSendable reports whether record i's user, established and waiting
+// between tasks, can send its last request again.
+func (s *Stack) roundSendable(i uint32) bool {
+	c := &s.conns[i]
+	return c.sndUna == c.sndNxt && c.pos != 0 && c.uflags&uResume == 0
+}
+
+// roundReady sends the round's request of record i's marked user, idle
+// between tasks with no timer armed, if the window has room and no user
+// queued before it; otherwise it queues the user, still marked. It
+// reports whether the request went.
+func (s *Stack) roundReady(i uint32, now int64) bool {
+	if s.rqHead == 0 && s.roundInFlight < s.cfg.SecondRoundWindow {
+		s.unmark(i)
+		s.sendRound(i, now)
+		return true
+	}
+	c := &s.conns[i]
+	c.qprev, c.qnext = s.rqTail, 0
+	if s.rqTail == 0 {
+		s.rqHead = i + 1
+	} else {
+		s.conns[s.rqTail-1].qnext = i + 1
+	}
+	s.rqTail = i + 1
+	return false
+}
+
+// dequeue takes record i's user off the round's queue, if it is on it.
+func (s *Stack) dequeue(i uint32) {
+	c := &s.conns[i]
+	if c.qprev == 0 && s.rqHead != i+1 {
+		return
+	}
+	if c.qprev == 0 {
+		s.rqHead = c.qnext
+	} else {
+		s.conns[c.qprev-1].qnext = c.qnext
+	}
+	if c.qnext == 0 {
+		s.rqTail = c.qprev
+	} else {
+		s.conns[c.qnext-1].qprev = c.qprev
+	}
+	c.qnext, c.qprev = 0, 0
+}
+
+// releaseRound sends the requests of queued users while the window has
+// room: O(1) per request, nothing when the queue is empty.
+func (s *Stack) releaseRound(now int64) {
+	for s.rqHead != 0 && s.roundInFlight < s.cfg.SecondRoundWindow {
+		i := s.rqHead - 1
+		s.unmark(i) // dequeues it
+		c := &s.conns[i]
+		if c.state != stEstablished || c.flags&fAwait != 0 || !s.roundSendable(i) {
+			s.roundLost() // not reached: a queued user's connection is idle
+			continue
+		}
+		s.sendRound(i, now)
+	}
+}
+
 // sendRound sends the second-round request of record i's user, whose
 // task just ended: its last request again.
 func (s *Stack) sendRound(i uint32, now int64) {
 	c := &s.conns[i]
 	c.pos--
 	c.uflags |= uSecond
+	s.roundInFlight++
 	s.sendRequest(i, now)
 	s.ctr.SecondRoundSent++
+}
+
+// roundAnswered ends the round's request in flight of record i's user,
+// answered or failed; Poll sends the next queued ones.
+func (s *Stack) roundAnswered(i uint32) {
+	s.conns[i].uflags &^= uSecond
+	s.roundInFlight--
 }
 
 // roundLost counts a user of the round whose request cannot go.
@@ -176,8 +254,8 @@ func (s *Stack) roundLost() {
 	s.ctr.SecondRoundFailed++
 }
 
-// unmark takes record i's user out of the round's pending users; it
-// reports whether it was marked.
+// unmark takes record i's user out of the round's pending users (and off
+// the queue); it reports whether it was marked.
 func (s *Stack) unmark(i uint32) bool {
 	c := &s.conns[i]
 	if c.uflags&uRound == 0 {
@@ -185,6 +263,7 @@ func (s *Stack) unmark(i uint32) bool {
 	}
 	c.uflags &^= uRound
 	s.ctr.SecondRoundPending--
+	s.dequeue(i)
 	return true
 }
 
@@ -308,7 +387,7 @@ func (s *Stack) userResponse(i uint32, now int64, ok bool) {
 	c.pos++
 	switch {
 	case c.uflags&uSecond != 0:
-		c.uflags &^= uSecond
+		s.roundAnswered(i)
 		s.countSecond(ok)
 	case c.uflags&uStop == 0 && c.pos < s.phaseEnd(i):
 		if !closing {
@@ -320,11 +399,15 @@ func (s *Stack) userResponse(i uint32, now int64, ok bool) {
 		c.uflags |= uWaiting
 		c.wakeAt = now + s.waitFor(i, now)
 	}
-	if c.uflags&(uRound|uWaiting) == uRound|uWaiting && s.unmark(i) {
+	if c.uflags&(uRound|uWaiting) == uRound|uWaiting {
 		if c.flags&fPeerFin != 0 || closing {
+			s.unmark(i)
 			s.roundLost() // the connection ends with this response
 		} else {
-			s.sendRound(i, now)
+			if !s.roundReady(i, now) { // queued: no timer, the response ACKed now
+				s.disarm(i)
+				s.emit(&s.tAck, i, c.sndNxt, c.rcvNxt, nil, 0)
+			}
 			return
 		}
 	}
@@ -355,7 +438,7 @@ func (s *Stack) countSecond(ok bool) {
 func (s *Stack) userFailed(i uint32, now int64) {
 	c := &s.conns[i]
 	if c.uflags&uSecond != 0 {
-		c.uflags &^= uSecond
+		s.roundAnswered(i)
 		c.pos++
 		s.ctr.SecondRoundFailed++
 		return

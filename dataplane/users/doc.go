@@ -73,7 +73,8 @@
 // round's context: a round the master starts when its ramp ends would
 // otherwise miss the users still being launched, or every user while the
 // stacks are being built), then runs each stack's SecondRound, which takes
-// in every live user (busy and connecting ones when their task ends), and
+// in every live user (busy and connecting ones when their task ends; at
+// most stack.DefaultSecondRoundWindow requests in flight per stack), and
 // waits until each is counted: Reused, or Failed by kind (lost before its
 // request went, failed or not accepted, no answer in time, the spawn not
 // ended in time). Unlike the goroutine worker it never reconnects a user

@@ -52,6 +52,7 @@ type options struct {
 	hold    time.Duration
 	maxFail float64
 	blocks  int
+	window  int
 	dut     bool
 }
 
@@ -68,6 +69,7 @@ func main() {
 	flag.DurationVar(&o.hold, "hold", 10*time.Second, "time held after the ramp before the second round")
 	flag.Float64Var(&o.maxFail, "max-fail", 0.01, "stop the ramp when this share of launches failed")
 	flag.IntVar(&o.blocks, "blocks", 1024, "AF_PACKET RX blocks of 64 KiB per side")
+	flag.IntVar(&o.window, "window", 0, "second round's requests in flight (stack.Config.SecondRoundWindow; 0: stack.DefaultSecondRoundWindow)")
 	flag.BoolVar(&o.dut, "dut", false, "through a device under test (lab.DUTChain: a namespace forwarding with conntrack) instead of one veth; at most nf_conntrack_max connections")
 	flag.Parse()
 	var err error
@@ -156,8 +158,9 @@ func child(o options) error {
 	}
 	if o.role == "client" {
 		// The seed's scenario: GET /, then wait an hour; SecondRound sends
-		// the request again on every waiting user's connection.
-		cfg.Mode, cfg.Program = stack.Client, &stack.Program{
+		// the request again on every waiting user's connection, -window
+		// in flight at a time.
+		cfg.Mode, cfg.SecondRoundWindow, cfg.Program = stack.Client, o.window, &stack.Program{
 			Requests: []stack.ProgramRequest{{Raw: stack.BuildRequest("GET", "/", lab.ServerIP, nil)}},
 			Classes: []stack.ProgramClass{{Tasks: []stack.ProgramTask{{Weight: 1, Requests: []int{0}}},
 				Wait: stack.Wait{Kind: stack.WaitConstant, Min: time.Hour}}},
@@ -256,7 +259,7 @@ func start(n *lab.Netns, ifname string, o options, role string) (*childProc, err
 	cmd := n.Command(self, "-role", role, "-if", ifname, "-conns", strconv.Itoa(o.conns), "-ips", strconv.Itoa(o.ips),
 		"-step", strconv.Itoa(o.step), "-timeout", o.timeout.String(), "-rto", o.rto.String(),
 		"-retries", strconv.Itoa(o.retries), "-max-fail", strconv.FormatFloat(o.maxFail, 'g', -1, 64),
-		"-blocks", strconv.Itoa(o.blocks), "-dut="+strconv.FormatBool(o.dut))
+		"-blocks", strconv.Itoa(o.blocks), "-window", strconv.Itoa(o.window), "-dut="+strconv.FormatBool(o.dut))
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -459,8 +462,12 @@ func printReport(o options, load0 string, ramp float64, held, cs, ss, sec, ss2 s
 			x.Role, x.Conns, x.TableB>>20, per(x.TableB, uint64(x.Conns)), per(x.TableB, n), x.RSS>>20, x.BaseRSS>>20, per(x.RSS-x.BaseRSS, n))
 	}
 	sc := sec.Counters
-	fmt.Fprintf(w, "second round                 %s; requests %d -> %d, 2xx %d -> %d, SYN out %d -> %d, reconnects %d, server served %d -> %d\n",
-		sec.Note, c.HTTPRequests, sc.HTTPRequests, c.HTTP2xx, sc.HTTP2xx, c.SynOut, sc.SynOut, sc.Reconnects, s.Served200, ss2.Counters.Served200)
+	window := o.window
+	if window == 0 {
+		window = stack.DefaultSecondRoundWindow
+	}
+	fmt.Fprintf(w, "second round                 %s, window %d; requests %d -> %d, 2xx %d -> %d, SYN out %d -> %d, reconnects %d, server served %d -> %d\n",
+		sec.Note, window, c.HTTPRequests, sc.HTTPRequests, c.HTTP2xx, sc.HTTP2xx, c.SynOut, sc.SynOut, sc.Reconnects, s.Served200, ss2.Counters.Served200)
 	fmt.Fprintf(w, "second round: retransmitted  %d data, %d dropped for want of a TX buffer (client); link drops %d (client), %d (server)\n",
 		sc.RetransData-c.RetransData, sc.DropNoTxBuffer-c.DropNoTxBuffer, sec.Link.KernelDrops, ss2.Link.KernelDrops)
 	fmt.Fprintf(w, "load average                 %s at ramp start, %s at the end\n", load0, loadavg())
