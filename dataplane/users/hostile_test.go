@@ -92,37 +92,6 @@ func TestRuntimeHostChange(t *testing.T) {
 	}
 }
 
-// TestRuntimeCloseDuringSpawn: Close while a slow spawn ramps up ends the
-// spawn at once with an error, not after SpawnStall.
-func TestRuntimeCloseDuringSpawn(t *testing.T) {
-	lb := newLab(t, 1, 10000, 11999)
-	opts := testOptions(lb.links)
-	opts.PortMax = 11999
-	opts.ConnectRate = 100
-	rt := startedRuntime(t, opts, "users: [{name: U, wait: constant(1), tasks: [{path: /}]}]")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- rt.Spawn(ctx, spawnOf(serverHost, 2000)) }()
-	testpeer.Eventually(t, 20*time.Second, "the first users", func() bool { return rt.Users()["U"] > 0 })
-	start := time.Now()
-	if err := rt.Close(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Fatal("the spawn reported success after Close")
-		}
-		if took := time.Since(start); took > 2*time.Second {
-			t.Fatalf("the spawn ended %v after Close (%v); want at once", took, err)
-		}
-		t.Logf("spawn after Close: %v", err)
-	case <-ctx.Done():
-		t.Fatal("the spawn did not end after Close")
-	}
-}
-
 // TestNewRefusesTableBeyondMemory: a tuple space whose tables cannot be
 // allocated is refused by New (exit 2 on the command line), where the
 // first spawn would end the process with the Go runtime's fatal out of
@@ -188,30 +157,44 @@ func TestRuntimeSpawnStopSpawn(t *testing.T) {
 	}
 }
 
-// TestRuntimeStopDuringSpawn: a Stop while a slow spawn ramps up (a
-// caller that does not cancel the spawn first, as the worker does) ends
-// the spawn at once with an error instead of after SpawnStall; the users
-// are stopped.
-func TestRuntimeStopDuringSpawn(t *testing.T) {
-	lb := newLab(t, 1, 10000, 11999)
-	opts := testOptions(lb.links)
-	opts.PortMax = 11999
-	opts.ConnectRate = 100
-	rt := startedRuntime(t, opts, "users: [{name: U, wait: constant(1), tasks: [{path: /}]}]")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- rt.Spawn(ctx, spawnOf(serverHost, 2000)) }()
-	testpeer.Eventually(t, 20*time.Second, "the first users", func() bool { return rt.Users()["U"] > 0 })
-	start := time.Now()
-	rt.Stop(2 * time.Second)
-	select {
-	case err := <-done:
-		if err == nil || time.Since(start) > 4*time.Second {
-			t.Fatalf("Spawn = %v, %v after Stop; want an error at once", err, time.Since(start))
-		}
-	case <-ctx.Done():
-		t.Fatal("the spawn did not end after Stop")
+// TestRuntimeInterruptedSpawn: a Close, or a Stop by a caller that does
+// not cancel the spawn first (the worker does), while a slow spawn ramps
+// up ends the spawn at once with an error, not after SpawnStall; after a
+// Stop no user is left.
+func TestRuntimeInterruptedSpawn(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		interrupt func(rt *Runtime) error
+	}{
+		{"Close", func(rt *Runtime) error { return rt.Close() }},
+		{"Stop", func(rt *Runtime) error { rt.Stop(2 * time.Second); return nil }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			lb := newLab(t, 1, 10000, 11999)
+			opts := testOptions(lb.links)
+			opts.PortMax = 11999
+			opts.ConnectRate = 100
+			rt := startedRuntime(t, opts, "users: [{name: U, wait: constant(1), tasks: [{path: /}]}]")
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- rt.Spawn(ctx, spawnOf(serverHost, 2000)) }()
+			testpeer.Eventually(t, 20*time.Second, "the first users", func() bool { return rt.Users()["U"] > 0 })
+			start := time.Now()
+			if err := tt.interrupt(rt); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-done:
+				if err == nil || time.Since(start) > 4*time.Second {
+					t.Fatalf("Spawn = %v, %v after %s; want an error at once", err, time.Since(start), tt.name)
+				}
+			case <-ctx.Done():
+				t.Fatalf("the spawn did not end after %s", tt.name)
+			}
+			if tt.name == "Stop" {
+				testpeer.Eventually(t, 10*time.Second, "no users", func() bool { return rt.Users()["U"] == 0 })
+			}
+		})
 	}
-	testpeer.Eventually(t, 10*time.Second, "no users", func() bool { return rt.Users()["U"] == 0 })
 }
