@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cicada-load/cicada/dataplane/engine"
 	"github.com/cicada-load/cicada/dataplane/lab"
 	"github.com/cicada-load/cicada/dataplane/link/afpacket"
 	"github.com/cicada-load/cicada/dataplane/stack"
@@ -155,22 +154,7 @@ func newDUTRun(t testing.TB, dcfg lab.DUTConfig, cc stack.Config) *dutRun {
 		t.Fatalf("stack.New(server) = %v", err)
 	}
 	r.drv = &lab.Driver{Stack: r.client, Waiter: r.clink}
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout+5*time.Second)
-	done := make(chan stack.Counters, 1)
-	go func() {
-		_ = (&engine.Loop{Stack: r.server, Waiter: r.slink}).Run(ctx)
-		done <- r.server.Counters()
-	}()
-	var final *stack.Counters
-	r.stop = func() stack.Counters {
-		if final == nil {
-			cancel()
-			c := <-done
-			final = &c
-		}
-		return *final
-	}
-	t.Cleanup(func() { r.stop() })
+	r.stop = serveInBackground(t, r.server, r.slink)
 	return r
 }
 

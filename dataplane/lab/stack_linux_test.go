@@ -218,23 +218,9 @@ func TestLabShortConnectionsToNginxUnderLoss(t *testing.T) {
 	// One port per connection: reusing a port while nginx still
 	// retransmits its FIN to the previous one is another test's matter.
 	r := newKernelRun(t, testpeer.NginxConfig{}, stack.Config{PortMin: 10000, PortMax: 10000 + conns - 1}, false)
-	// This kernel has no sch_netem: nftables in the server namespace drops
-	// 1 % of what nginx's kernel receives and 1 % of what it sends.
-	for _, rule := range [][]string{
-		{"add", "table", "inet", "loss"},
-		{"add", "chain", "inet", "loss", "in", "{ type filter hook input priority 0; }"},
-		{"add", "chain", "inet", "loss", "out", "{ type filter hook output priority 0; }"},
-		{"add", "rule", "inet", "loss", "in", "tcp", "dport", itoa(r.nginx.Port), "numgen", "random", "mod", "100", "<", "1", "counter", "drop"},
-		{"add", "rule", "inet", "loss", "out", "tcp", "sport", itoa(r.nginx.Port), "numgen", "random", "mod", "100", "<", "1", "counter", "drop"},
-	} {
-		if err := r.p.Server.Exec("nft", rule...); err != nil {
-			t.Skipf("nftables unavailable: %v", err)
-		}
-	}
+	dropped := r.injectLoss(t, 1)
 	r.run(t, 1000, conns, func(c *stack.Counters, n int) bool { return n == conns && c.SocketsClosed == conns })
-	if out, err := r.p.Server.Output("nft", "list", "table", "inet", "loss"); err != nil || strings.Count(out, "packets 0 ") == 2 {
-		t.Errorf("nftables dropped nothing (%v):\n%s", err, out)
-	}
+	dropped()
 	c := r.client.Counters()
 	if c.RetransSyn+c.RetransData+c.RetransFin+c.FastRetransmit == 0 && c.DropOutOfOrder == 0 {
 		t.Errorf("no retransmission or gap under 1%% loss: %+v", c)
@@ -269,22 +255,7 @@ func newStackRun(t testing.TB, cc, sc stack.Config) *stackRun {
 	if r.server, err = stack.New(sc); err != nil {
 		t.Fatalf("stack.New(server) = %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout+5*time.Second)
-	done := make(chan stack.Counters, 1)
-	go func() {
-		_ = (&engine.Loop{Stack: r.server, Waiter: r.slink}).Run(ctx)
-		done <- r.server.Counters()
-	}()
-	var final *stack.Counters
-	r.stop = func() stack.Counters {
-		if final == nil {
-			cancel()
-			c := <-done
-			final = &c
-		}
-		return *final
-	}
-	t.Cleanup(func() { r.stop() })
+	r.stop = serveInBackground(t, r.server, r.slink)
 	return r
 }
 
@@ -332,6 +303,53 @@ func TestLabStackHoldsConnectionsPastNginxFileLimit(t *testing.T) {
 	for _, l := range []*afpacket.Link{r.clink, r.slink} {
 		if st := l.Stats(); st.KernelDrops != 0 || st.TxDropped != 0 {
 			t.Errorf("link drops: %+v", st)
+		}
+	}
+}
+
+// serveInBackground runs server's loop until the returned stop is called
+// (or the test ends); stop returns the server's final counters, the same
+// on every call.
+func serveInBackground(t testing.TB, server *stack.Stack, w engine.Waiter) (stop func() stack.Counters) {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout+5*time.Second)
+	done := make(chan stack.Counters, 1)
+	go func() {
+		_ = (&engine.Loop{Stack: server, Waiter: w}).Run(ctx)
+		done <- server.Counters()
+	}()
+	var final *stack.Counters
+	stop = func() stack.Counters {
+		if final == nil {
+			cancel()
+			c := <-done
+			final = &c
+		}
+		return *final
+	}
+	t.Cleanup(func() { stop() })
+	return stop
+}
+
+// injectLoss makes nftables in the server namespace drop percent % of
+// what nginx's kernel receives and of what it sends (this kernel has no
+// sch_netem). check, called after the run, fails t if nothing was dropped.
+func (r *kernelRun) injectLoss(t testing.TB, percent int) (check func()) {
+	t.Helper()
+	for _, rule := range [][]string{
+		{"add", "table", "inet", "loss"},
+		{"add", "chain", "inet", "loss", "in", "{ type filter hook input priority 0; }"},
+		{"add", "chain", "inet", "loss", "out", "{ type filter hook output priority 0; }"},
+		{"add", "rule", "inet", "loss", "in", "tcp", "dport", itoa(r.nginx.Port), "numgen", "random", "mod", "100", "<", itoa(percent), "counter", "drop"},
+		{"add", "rule", "inet", "loss", "out", "tcp", "sport", itoa(r.nginx.Port), "numgen", "random", "mod", "100", "<", itoa(percent), "counter", "drop"},
+	} {
+		if err := r.p.Server.Exec("nft", rule...); err != nil {
+			testpeer.Missing(t, "nftables: %v", err)
+		}
+	}
+	return func() {
+		t.Helper()
+		if out, err := r.p.Server.Output("nft", "list", "table", "inet", "loss"); err != nil || strings.Count(out, "packets 0 ") == 2 {
+			t.Errorf("nftables dropped nothing (%v):\n%s", err, out)
 		}
 	}
 }
