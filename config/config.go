@@ -492,6 +492,8 @@ func (p *Parser) validateDataplane() error {
 		return fmt.Errorf("%w: --dataplane cannot be combined with --source-ips: the data plane's addresses are --client-ips", ErrUsage)
 	case c.Processes != 0:
 		return fmt.Errorf("%w: --dataplane cannot be combined with --processes: one process owns the interface; use --dataplane-cores", ErrUsage)
+	case len(c.Tags) > 0 || len(c.ExcludeTags) > 0:
+		return fmt.Errorf("%w: --dataplane cannot be combined with -T/--tags or -E/--exclude-tags: the data plane runs every task", ErrUsage)
 	case c.DataplaneCores < 0 || c.DataplaneCores > MaxDataplaneCores:
 		return fmt.Errorf("%w: argument --dataplane-cores: must be 0-%d, got %d", ErrUsage, MaxDataplaneCores, c.DataplaneCores)
 	case strings.HasPrefix(strings.ToLower(c.Host), "https://"):

@@ -443,6 +443,7 @@ func (p *parser) userClass(n *yaml.Node, path string) (worker.UserClass, error) 
 	var uc worker.UserClass
 	var tasksNode, nameNode *yaml.Node
 	var onStart, onStop []*request
+	var classTags []string
 	err := p.fields(n, path, func(key string, v *yaml.Node, field string) error {
 		var err error
 		switch key {
@@ -462,6 +463,8 @@ func (p *parser) userClass(n *yaml.Node, path string) (worker.UserClass, error) 
 			}
 		case "sequential":
 			uc.Sequential, err = p.bool_(v, field)
+		case "tags":
+			classTags, err = p.tags(v, field)
 		case "tasks":
 			tasksNode = v
 		case "on_start":
@@ -484,6 +487,7 @@ func (p *parser) userClass(n *yaml.Node, path string) (worker.UserClass, error) 
 	}
 	err = p.list(tasksNode, path+".tasks", func(i int, item *yaml.Node, field string) error {
 		t, err := p.task(item, field)
+		t.Tags = mergeTags(classTags, t.Tags)
 		uc.Tasks = append(uc.Tasks, t)
 		return err
 	})
@@ -584,6 +588,8 @@ func (p *parser) task(n *yaml.Node, path string) (worker.Task, error) {
 			name, err = p.str(v, field)
 		case "weight":
 			t.Weight, err = p.int_(v, field, 1)
+		case "tags":
+			t.Tags, err = p.tags(v, field)
 		case "requests":
 			reqs, err = p.requests(v, field)
 		default:

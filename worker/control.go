@@ -130,6 +130,9 @@ func (w *Worker) controller(ctx context.Context) {
 // forcibly. It then reports spawning_complete with the actual counts, unless
 // a newer command superseded it meanwhile.
 func (w *Worker) doSpawn(ctx context.Context, s *protocol.Spawn, newTest bool) {
+	if newTest {
+		w.applyTags(s.ParsedOptions) // tags.go: the test's task selection
+	}
 	pl := w.pool.plan(s.UserClassesCount, w.maxUsers)
 	if pl.clamped {
 		w.reportProblem(causeSpawnCeiling,

@@ -99,6 +99,12 @@ type Options struct {
 	// is the limit.
 	MaxUsers int64
 
+	// Tags and ExcludeTags are the worker's own -T/--tags and
+	// -E/--exclude-tags: the task selection when the master's spawn
+	// message does not carry its own (see FilterTasks; a Python master
+	// always sends its own, null included, which wins as in Locust).
+	Tags, ExcludeTags []string
+
 	// SourceIPs, if set, are the local addresses the users' connections are
 	// bound to, in turn (user i gets SourceIPs[i % len]): each address
 	// gives a full ephemeral port range per destination, so a worker can

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cicada-load/cicada/worker/httpc"
@@ -44,6 +45,9 @@ type Task struct {
 	// sends instead of calling Fn. Package scenario fills both. A task
 	// with only Fn cannot run on such a runtime, which refuses it by name.
 	Requests []Request
+	// Tags are the task's tags for -T/--tags and -E/--exclude-tags
+	// (Locust's @tag); see FilterTasks for the selection rules.
+	Tags []string
 }
 
 // Request is one HTTP request as data, with the checks that decide its
@@ -115,10 +119,8 @@ type UserClass struct {
 // compiledClass is a validated UserClass with its task selection tables.
 type compiledClass struct {
 	def   *UserClass
-	idx   int   // index in Scenario.Classes
-	cum   []int // cumulative task weights, for weighted random choice
-	total int
-	seq   []int // task indexes in sequential order, each repeated Weight times
+	idx   int                       // index in Scenario.Classes
+	table atomic.Pointer[taskTable] // the tasks selected by the test's tags
 }
 
 func compileClass(uc *UserClass) (*compiledClass, error) {
@@ -151,18 +153,8 @@ func compileClass(uc *UserClass) (*compiledClass, error) {
 		if t.Weight < 0 {
 			return nil, fmt.Errorf("%w: user class %q: task %q has a negative weight", ErrScenario, uc.Name, t.Name)
 		}
-		w := t.Weight
-		if w == 0 {
-			w = 1
-		}
-		c.total += w
-		c.cum = append(c.cum, c.total)
-		if uc.Sequential {
-			for range w {
-				c.seq = append(c.seq, i)
-			}
-		}
 	}
+	c.table.Store(buildTable(uc, tagFilter{}))
 	return c, nil
 }
 
@@ -267,8 +259,10 @@ func (u *User) step() {
 			continue // re-check the stop request before the first task
 		}
 
-		t := &cc.def.Tasks[u.pick()]
-		if u.run(t.Name, t.Fn) {
+		ti := u.pick()
+		if ti < 0 { // no task left after tag filtering: Locust's exception
+			u.run("(no task)", func(context.Context, *User) error { return noTasksError(u.class.name) })
+		} else if t := &cc.def.Tasks[ti]; u.run(t.Name, t.Fn) {
 			u.selfStop()
 			return
 		}
@@ -278,6 +272,9 @@ func (u *User) step() {
 		var w time.Duration
 		if cc.def.Wait != nil {
 			w = cc.def.Wait(u)
+		}
+		if ti < 0 {
+			w = max(w, NoTaskWait)
 		}
 		if w <= 0 {
 			continue
@@ -301,31 +298,38 @@ func (u *User) step() {
 	}
 }
 
-// pick returns the index of the next task.
+// pick returns the index of the next task, or -1 if the class has no task
+// left after tag filtering.
 func (u *User) pick() int {
 	cc := u.class.def
-	if cc.def.Sequential {
-		i := cc.seq[u.seq]
+	t := cc.table.Load()
+	switch {
+	case len(t.idx) == 0:
+		return -1
+	case cc.def.Sequential:
+		if u.seq >= len(t.seq) { // the table changed for a new test
+			u.seq = 0
+		}
+		i := t.seq[u.seq]
 		u.seq++
-		if u.seq == len(cc.seq) {
+		if u.seq == len(t.seq) {
 			u.seq = 0
 		}
 		return i
+	case len(t.cum) == 1:
+		return t.idx[0]
 	}
-	if len(cc.cum) == 1 {
-		return 0
-	}
-	r := randIntN(cc.total)
-	lo, hi := 0, len(cc.cum)-1
+	r := randIntN(t.total)
+	lo, hi := 0, len(t.cum)-1
 	for lo < hi {
 		m := (lo + hi) / 2
-		if cc.cum[m] > r {
+		if t.cum[m] > r {
 			hi = m
 		} else {
 			lo = m + 1
 		}
 	}
-	return lo
+	return t.idx[lo]
 }
 
 // run calls fn with panic recovery and reports its error. It returns true

@@ -243,13 +243,15 @@ func (a *app) loadScenario() error {
 func (a *app) workerOptions(log *slog.Logger) (worker.Options, error) {
 	ips, err := a.sourceIPs()
 	return worker.Options{
-		MasterHost: a.cfg.MasterHost,
-		MasterPort: a.cfg.MasterPort,
-		NodeID:     a.cfg.NodeID,
-		Logger:     log,
-		SourceIPs:  ips,
-		Transport:  zmtp.Options{Plain: a.clusterAuth()},
-		MaxUsers:   a.cfg.MaxUsers,
+		MasterHost:  a.cfg.MasterHost,
+		MasterPort:  a.cfg.MasterPort,
+		NodeID:      a.cfg.NodeID,
+		Logger:      log,
+		SourceIPs:   ips,
+		Transport:   zmtp.Options{Plain: a.clusterAuth()},
+		MaxUsers:    a.cfg.MaxUsers,
+		Tags:        a.cfg.Tags,
+		ExcludeTags: a.cfg.ExcludeTags,
 	}, err
 }
 
