@@ -292,6 +292,9 @@ func (a *app) startLocalWorkers(ctx context.Context, wg *sync.WaitGroup, port, n
 			if a.cfg.ClusterSecretFile != "" { // else the environment carries it
 				args = append(args, "--cluster-secret-file", a.cfg.ClusterSecretFile)
 			}
+			if a.cfg.EqualWeights {
+				args = append(args, "--equal-weights")
+			}
 			args = append(args, a.cfg.UserClasses...)
 			cmd := exec.CommandContext(ctx, self, args...)
 			cmd.Stdout, cmd.Stderr = a.stderr, a.stderr

@@ -30,6 +30,9 @@ func TestHelperProcess(t *testing.T) {
 			break
 		}
 	}
+	childArgs = func(args []string) []string { // --worker --processes: children run this helper too
+		return testpeer.SelfArgs("TestHelperProcess", append([]string{"--"}, args...)...)[1:] // [0] is the binary
+	}
 	os.Exit(run(args, os.Stdout, os.Stderr))
 }
 

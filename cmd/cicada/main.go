@@ -44,6 +44,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "target" {
 		return runTarget(args[1:], stdout, stderr)
 	}
+	processArgs = args // --worker --processes passes them on (options.go)
 	p := config.NewParser(stderr, nil, "", "")
 	fs := p.FlagSet()
 	fs.Usage = func() {

@@ -107,6 +107,10 @@ func runMode(cfg *config.Config, dp *dataplaneOpts, stdout, stderr io.Writer) in
 		a.log.Error(err.Error())
 		return 1
 	}
+	if cfg.ShowTaskRatio || cfg.ShowTaskRatioJSON {
+		return a.showTaskRatio() // taskratio.go
+	}
+	a.applyEqualWeights() // options.go: after the ratio, as Locust
 	if cfg.List {
 		fmt.Fprintln(stdout, "Available Users:")
 		if a.learnClasses { // a master without -f: the names given, if any
@@ -126,6 +130,9 @@ func runMode(cfg *config.Config, dp *dataplaneOpts, stdout, stderr io.Writer) in
 	defer sig.Stop()
 	switch {
 	case cfg.Worker:
+		if n := a.workerProcesses(); n > 0 {
+			return a.runWorkerProcesses(sig, n) // options.go
+		}
 		return a.runWorker(sig)
 	case cfg.Master:
 		return a.runMaster(sig.Quit)
@@ -245,7 +252,7 @@ func (a *app) workerOptions(log *slog.Logger) (worker.Options, error) {
 	return worker.Options{
 		MasterHost:  a.cfg.MasterHost,
 		MasterPort:  a.cfg.MasterPort,
-		NodeID:      a.cfg.NodeID,
+		NodeID:      childNodeID(a.cfg.NodeID),
 		Logger:      log,
 		SourceIPs:   ips,
 		Transport:   zmtp.Options{Plain: a.clusterAuth()},
