@@ -418,6 +418,8 @@ func (p *Parser) validate() error {
 		return fmt.Errorf("%w: argument -u/--users: must be >= 0", ErrUsage)
 	case c.MaxUsers < NoMaxUsers:
 		return fmt.Errorf("%w: argument --max-users: must be >= 0, or %d for no ceiling, got %d", ErrUsage, NoMaxUsers, c.MaxUsers)
+	case c.ClassPicker && (c.Headless || c.Worker):
+		return fmt.Errorf("%w: --class-picker picks classes in the web UI's start form: it cannot be combined with --headless or --worker", ErrUsage)
 	case c.Processes < -1:
 		return fmt.Errorf("%w: argument --processes: must be a positive number or -1 (one per CPU), got %d", ErrUsage, c.Processes)
 	case c.Processes != 0 && c.Master:

@@ -17,6 +17,7 @@ type runState struct {
 	startTime    time.Time          // when the current test started (stats cleared)
 	shapeCancel  context.CancelFunc // ends the shape goroutine; nil when no shape runs
 	finalClasses map[string]int64   // reported users per class when the last stop began
+	learned      []UserClass        // learned classes before the class picker narrowed classes (picker.go)
 }
 
 // rampState is the dispatch in progress (start, advanceRamp) and the wait

@@ -58,6 +58,15 @@ func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
 		"is_distributed": st.Distributed,
 		"is_shape":       st.Shape,
 	}
+	if s.opts.ClassPicker {
+		names := make([]string, 0, len(st.UserClasses))
+		for _, c := range st.UserClasses {
+			names = append(names, c.Name)
+		}
+		sort.Strings(names)
+		args["show_userclass_picker"] = true
+		args["available_user_classes"] = names
+	}
 	if st.ConfiguredUsers > 0 {
 		args["num_users"] = st.ConfiguredUsers
 	}

@@ -61,6 +61,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is shown in the dashboard footer and the report.
 	Version string
+	// ClassPicker shows the start form's choice of user classes
+	// (--class-picker): the dashboard gets show_userclass_picker and
+	// available_user_classes (Status.UserClasses, sorted) and sends the
+	// ticked ones as user_classes, which StartRequest.UserClasses carries.
+	ClassPicker bool
 	// HistoryInterval is how often the chart history is sampled while a
 	// test runs. If zero, DefaultHistoryInterval is used.
 	HistoryInterval time.Duration

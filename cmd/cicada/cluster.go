@@ -114,6 +114,8 @@ func (a *app) runCluster(ctx context.Context, distributed bool) int {
 			Logger:  log.With("logger", "cicada.web"),
 			Version: version,
 			Format:  opts.StatsFormat,
+			// --class-picker (options.go): the start form picks classes.
+			ClassPicker: cfg.ClassPicker,
 			// Standalone's stats are live (localStatsInterval): share one
 			// /stats/requests body for half a second, not Locust's 2 s.
 			StatsCacheTTL: func() time.Duration {

@@ -33,6 +33,10 @@ const (
 	processIndexEnv = "CICADA_INTERNAL_PROCESS_INDEX"
 )
 
+// errNoClassPicker answers a start request that picks user classes when
+// --class-picker is off: Locust ignores the choice then; cicada says so.
+var errNoClassPicker = errors.New("this start request picks user classes (user_classes), which needs --class-picker; without it every user class runs")
+
 // showTaskRatio prints --show-task-ratio (or, alone, -json) and exits 0, as
 // Locust does before anything starts.
 func (a *app) showTaskRatio() int {

@@ -28,6 +28,8 @@ type masterRunner struct {
 	// learned: the classes are the master's (learned from the workers),
 	// by name only.
 	learned bool
+	// classPicker is --class-picker: Start dispatches the form's classes.
+	classPicker bool
 }
 
 var (
@@ -44,6 +46,7 @@ func newMasterRunner(m *master.Master, a *app, distributed bool, logs *web.LogBu
 		spawnRate:   a.cfg.SpawnRate,
 		runTime:     time.Duration(a.cfg.RunTime),
 		logs:        logs,
+		classPicker: a.cfg.ClassPicker,
 	}
 	if !a.learnClasses {
 		r.classes = webClasses(a.file.Scenario.Classes)
@@ -118,6 +121,12 @@ func (r *masterRunner) Snapshot() *stats.Snapshot { return r.m.Snapshot() }
 
 func (r *masterRunner) Start(ctx context.Context, req web.StartRequest) error {
 	r.waitLocalWorkers(ctx)
+	if r.classPicker {
+		return r.m.StartClasses(req.Users, req.SpawnRate, req.Host, req.UserClasses)
+	}
+	if len(req.UserClasses) > 0 { // not ignored: refused (options.go)
+		return errNoClassPicker
+	}
 	return r.m.Start(req.Users, req.SpawnRate, req.Host)
 }
 

@@ -117,6 +117,25 @@ function setupControls() {
     await refresh();
   };
   if (args.is_shape) setupShape();
+  if (args.show_userclass_picker) setupClassPicker();
+}
+
+// setupClassPicker shows --class-picker's choice of user classes in the
+// start form: one checkbox per class (all ticked), sent as user_classes.
+function setupClassPicker() {
+  const list = $("class-picker-list");
+  for (const name of args.available_user_classes || []) {
+    const label = document.createElement("label");
+    label.className = "check";
+    const box = document.createElement("input");
+    box.type = "checkbox";
+    box.name = "user_classes";
+    box.value = name;
+    box.checked = true;
+    label.append(box, " " + name);
+    list.append(label);
+  }
+  $("class-picker").hidden = false;
 }
 
 // setupShape shows that a load shape drives the test, as Locust does: the
