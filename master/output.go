@@ -216,6 +216,7 @@ func (s *sink) summary(f frame) {
 
 type csvFiles struct {
 	stats, failures, exceptions, history *os.File
+	phases                               *os.File // cicada's _phases.csv (stats.WritePhasesCSV)
 	hist                                 *stats.HistoryCSV
 	format                               stats.Format
 	mu                                   sync.Mutex
@@ -242,6 +243,7 @@ func openCSV(prefix string, fullHistory bool, f stats.Format) (*csvFiles, error)
 	c.history = open("_stats_history.csv")
 	c.failures = open("_failures.csv")
 	c.exceptions = open("_exceptions.csv")
+	c.phases = open("_phases.csv")
 	if err != nil {
 		c.close()
 		return nil, fmt.Errorf("%w: %w", ErrCSV, err)
@@ -269,6 +271,7 @@ func (c *csvFiles) rewrite(s *stats.Snapshot) error {
 		{c.stats, func(b *strings.Builder) error { return c.format.WriteStatsCSV(b, s) }},
 		{c.failures, func(b *strings.Builder) error { return c.format.WriteFailuresCSV(b, s) }},
 		{c.exceptions, func(b *strings.Builder) error { return c.format.WriteExceptionsCSV(b, s) }},
+		{c.phases, func(b *strings.Builder) error { return stats.WritePhasesCSV(b, s) }},
 	}
 	for _, fl := range files {
 		b.Reset()
@@ -306,7 +309,7 @@ func (c *csvFiles) close() error {
 	defer c.mu.Unlock()
 	c.closed = true
 	var first error
-	for _, f := range []*os.File{c.stats, c.failures, c.exceptions, c.history} {
+	for _, f := range []*os.File{c.stats, c.failures, c.exceptions, c.history, c.phases} {
 		if f == nil {
 			continue
 		}

@@ -57,6 +57,7 @@ type statsMem struct {
 type entryMem struct {
 	rt, reqs, fails []Count // the stats maps' pairs
 	exact           []byte
+	phases          []byte // KeyCicadaPhases
 	name            string // the name this entry had last time (see nameLike)
 }
 

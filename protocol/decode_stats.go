@@ -202,6 +202,8 @@ func (d *decoder) statsEntry(s *StatsEntry, em *entryMem, depth int) error {
 			s.NumFailPerSec, err = d.countsInto(&em.fails)
 		case KeyCicadaLatency:
 			s.Exact, err = d.binaryInto(&em.exact)
+		case KeyCicadaPhases:
+			s.Phases, err = d.binaryInto(&em.phases)
 		default:
 			err = d.skip(d.entryDepth)
 		}

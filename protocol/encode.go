@@ -423,7 +423,10 @@ func (e *encoder) statsReport(r *StatsReport) {
 func (e *encoder) statsEntry(s *StatsEntry) {
 	n := 14
 	if s.Exact != nil {
-		n = 15
+		n++
+	}
+	if s.Phases != nil {
+		n++
 	}
 	e.mapLen(n)
 	e.key("name")
@@ -461,6 +464,10 @@ func (e *encoder) statsEntry(s *StatsEntry) {
 	if s.Exact != nil {
 		e.key(KeyCicadaLatency)
 		e.bin(s.Exact)
+	}
+	if s.Phases != nil {
+		e.key(KeyCicadaPhases)
+		e.bin(s.Phases)
 	}
 }
 

@@ -38,6 +38,11 @@ const (
 // keys, so the extension is invisible to them.
 const KeyCicadaLatency = "cicada_latency"
 
+// KeyCicadaPhases is the extra StatsEntry key under which cicada workers
+// send StatsEntry.Phases (per-phase timings, package stats) as msgpack
+// bin; Python masters ignore it as they do KeyCicadaLatency.
+const KeyCicadaPhases = "cicada_phases"
+
 // CicadaVersion is the version of cicada's extensions to the protocol that a
 // cicada master announces in its ack (Ack.Cicada).
 const CicadaVersion = "1"
@@ -211,6 +216,9 @@ type StatsEntry struct {
 	NumReqsPerSec        []Count // num_reqs_per_sec: unix second → requests
 	NumFailPerSec        []Count // num_fail_per_sec: unix second → failures
 	Exact                []byte
+	// Phases is cicada's per-phase timings of the same requests (key
+	// KeyCicadaPhases, encoding of package stats), nil if none.
+	Phases []byte
 }
 
 // StatsError is one row of a report's errors map. FirstSeen and LastSeen are

@@ -64,6 +64,7 @@ type wentry struct {
 	mu   sync.Mutex
 	d    entryData
 	errs map[string]*werr // by failure text
+	ph   *phaseData       // phase timings (phases.go), nil until recorded
 }
 
 type werr struct {
@@ -123,16 +124,16 @@ func pyTime(t time.Time) float64 {
 // not allocate when the entry (and, for a failure, that error text) has been
 // seen before.
 func (r *Recorder) Record(method, name string, rt time.Duration, contentLength int64, failure string) {
-	r.record(method, name, rt, false, contentLength, failure)
+	r.record(method, name, rt, false, contentLength, failure, nil)
 }
 
 // RecordNone logs a request whose response time is None in Locust's terms
 // (counted as a request, excluded from times and buckets).
 func (r *Recorder) RecordNone(method, name string, contentLength int64, failure string) {
-	r.record(method, name, 0, true, contentLength, failure)
+	r.record(method, name, 0, true, contentLength, failure, nil)
 }
 
-func (r *Recorder) record(method, name string, rt time.Duration, none bool, contentLength int64, failure string) {
+func (r *Recorder) record(method, name string, rt time.Duration, none bool, contentLength int64, failure string, p *Phases) {
 	now := pyTime(r.now())
 	e := (*r.entries.Load())[entryKey{method, name}]
 	if e == nil {
@@ -174,6 +175,9 @@ func (r *Recorder) record(method, name string, rt time.Duration, none bool, cont
 		d.totalNs = addSat(d.totalNs, ns)
 		d.rt.add(key, 1)
 		d.exact.record(us)
+	}
+	if p != nil {
+		e.recordPhases(p)
 	}
 	warn := false
 	if fails != 0 {
@@ -296,6 +300,7 @@ func (r *Recorder) Report(userClassesCount map[string]int64, userCount int64) *p
 		if e.d.numRequests > 0 || e.d.numFailures > 0 {
 			m := e.method
 			rep.Stats = append(rep.Stats, e.d.toWire(e.name, &m))
+			rep.Stats[len(rep.Stats)-1].Phases = e.takePhases()
 			tot.merge(&e.d)
 			// Only reported entries are reset (an idle entry keeps the start
 			// time of its last report, as in Locust's serialize_stats).

@@ -30,6 +30,9 @@ type Snapshot struct {
 	// the statistics were created (the entries they came with are then not
 	// exact-complete).
 	MalformedExact int64
+	// MalformedPhases counts phase timings that failed to decode since the
+	// stats were created (they are ignored).
+	MalformedPhases int64
 }
 
 // EntryStats is one entry of a Snapshot (or the Aggregated total) with
@@ -62,6 +65,10 @@ type EntryStats struct {
 	// this entry carried an exact histogram (always true for cicada
 	// workers, false as soon as a Python worker contributed).
 	ExactComplete bool
+
+	// Phases are the entry's per-phase timings (DNS, connect, TLS, time
+	// to first byte, body; PhaseNames) from cicada workers, nil if none.
+	Phases *PhaseStats
 
 	buckets []bucket     // ascending
 	current *currentBase // base for the current percentiles, nil if none
@@ -108,7 +115,7 @@ func (s *Stats) Snapshot() *Snapshot {
 	nowSec := int64(pyTime(t))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	snap := &Snapshot{Time: t, MalformedExact: s.mu.malformedExact}
+	snap := &Snapshot{Time: t, MalformedExact: s.mu.malformedExact, MalformedPhases: s.mu.malformedPhases}
 	tot := s.mu.total
 	snap.Entries = make([]EntryStats, 0, len(s.mu.entries))
 	for _, e := range s.mu.entries {
@@ -155,6 +162,7 @@ func (e *mentry) snapshot(tot *mentry, now int64, scratch *snapScratch) EntrySta
 		TotalResponseTime: e.totalRT, MaxResponseTime: e.maxRT,
 		TotalContentLength: e.contentLength, StartTime: e.start,
 		ExactComplete: e.exactComplete,
+		Phases:        e.phaseSnapshot(),
 	}
 	sb := e.rt.appendBuckets(scratch.buckets[:0])
 	es.buckets = slices.Clone(sb)

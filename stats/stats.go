@@ -45,11 +45,13 @@ type Stats struct {
 		exceptions     map[string]*mexc
 		excOrder       []*mexc
 		malformedExact int64
-		scratch        []bucket
-		fresh          []*merr // Merge's new errors, reused
-		snapScratch    snapScratch
-		warned         folds // limits already logged since the last Clear
-		overKeys       int   // keys in the entries' rtHist.over maps (addBucketLocked)
+		// malformedPhases counts "cicada_phases" that failed to decode.
+		malformedPhases int64
+		scratch         []bucket
+		fresh           []*merr // Merge's new errors, reused
+		snapScratch     snapScratch
+		warned          folds // limits already logged since the last Clear
+		overKeys        int   // keys in the entries' rtHist.over maps (addBucketLocked)
 	}
 }
 
@@ -109,6 +111,7 @@ type mentry struct {
 	cache         []cached // insertion order, at most cacheSize
 	exact         exactHist
 	exactComplete bool
+	ph            *phaseData // phase timings (phases.go), nil until merged
 	// nextHint is the entry that followed this one in the last report
 	// merged that had it: workers list their entries in a stable order,
 	// so Merge tries it before looking the next entry up in the map.
@@ -202,6 +205,9 @@ func (e *mentry) resetLocked(s *Stats, now float64) {
 	e.secs.reset()
 	e.exact.reset()
 	e.exactComplete = true
+	if e.ph != nil {
+		e.ph.reset()
+	}
 	e.cache = e.cache[:0]
 	e.cacheLocked(s, int64(now))
 }
@@ -272,6 +278,9 @@ func (e *mentry) extendLocked(s *Stats, o *protocol.StatsEntry) {
 		}
 	case o.NumRequests-o.NumNoneRequests > 0:
 		e.exactComplete = false
+	}
+	if o.Phases != nil {
+		e.addPhasesLocked(s, o.Phases)
 	}
 	if e.hasLast && e.lastReq != 0 {
 		last := int64(e.lastReq)

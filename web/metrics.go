@@ -152,6 +152,7 @@ func appendMetrics(p *promWriter, st *Status, snap *stats.Snapshot) {
 		p.sample(rt+"_sum", e.TotalResponseTime/1000, "method", e.Method, "name", e.Name)
 		p.sample(rt+"_count", float64(cum), "method", e.Method, "name", e.Name)
 	}
+	appendPhaseMetrics(p, snap) // phases.go
 
 	t := &snap.Total
 	p.family("cicada_current_requests_per_second", "gauge", "Locust's current RPS of all requests (sliding window of up to 10 s ending 2 s before the last request).")

@@ -64,6 +64,10 @@ func appendEntryJSON(w *jsonWriter, e, total *stats.EntryStats) {
 		w.kFloat("avg_content_length", e.AvgContentLength())
 	}
 	w.kFloat("avg_response_time", e.AvgResponseTime())
+	if e.Phases != nil { // cicada's per-phase timings (phases.go)
+		w.key("cicada_phases")
+		w.buf = append(w.buf, phaseJSON(e.Phases)...)
+	}
 	w.kNum("current_fail_per_sec", rateNum(e.CurrentFailPerSec, total))
 	w.kNum("current_rps", rateNum(e.CurrentRPS, total))
 	w.kFloat("max_response_time", properRound(e.MaxResponseTime))

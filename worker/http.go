@@ -162,7 +162,7 @@ func (u *User) do(ctx context.Context, req *httpc.Request, expect *Expect, resp 
 		if ctx.Err() != nil || u.ctx.Err() != nil || httpc.Classify(err) == httpc.Canceled {
 			return err // interrupted by a stop: not a measurement
 		}
-		u.p.env.rec.Record(method, req.StatsName(), resp.Duration, 0, err.Error())
+		u.p.env.recordHTTP(method, req.StatsName(), resp.Duration, 0, err.Error(), &resp.Phases) // phases.go
 		return err
 	}
 	fail := expect.check(resp, req.Name)
@@ -170,7 +170,7 @@ func (u *User) do(ctx context.Context, req *httpc.Request, expect *Expect, resp 
 	if fail != nil {
 		failure = fail.Error()
 	}
-	u.p.env.rec.Record(method, req.StatsName(), resp.Duration, resp.ContentLength(), failure)
+	u.p.env.recordHTTP(method, req.StatsName(), resp.Duration, resp.ContentLength(), failure, &resp.Phases)
 	return fail
 }
 

@@ -139,6 +139,7 @@ type Client struct {
 	jar         *cookieJar
 	peekState   int8
 	peekFn      func(fd uintptr) bool
+	ph          Phases // the running request's DNS, connect and TLS times (phases.go)
 }
 
 // New returns the Client of one user for baseURL ("http://host:port",
@@ -390,7 +391,9 @@ func (c *Client) DoInto(ctx context.Context, req *Request, resp *Response) error
 	if !c.busy.CompareAndSwap(false, true) {
 		return &Error{Kind: ClientClosed, Op: "request", Err: ErrConcurrentUse}
 	}
+	c.ph = Phases{}
 	err := c.do(ctx, req, resp, start)
+	c.finishPhases(resp, start)
 	c.busy.Store(false)
 	resp.Duration = time.Since(start)
 	if err != nil {
@@ -732,7 +735,7 @@ func (c *Client) dial(ctx context.Context, cl *call) (net.Conn, syscall.RawConn,
 	ep := cl.ep
 	cs := c.counterSet()
 	cs.connecting(1)
-	conn, err := c.cfg.dialer.DialContext(ctx, "tcp", ep.addr)
+	conn, err := c.dialTCP(ctx, ep.addr) // phases.go: timed
 	cs.connecting(-1)
 	if err != nil {
 		return nil, nil, c.connectError(ctx, cl, "dial", err)
@@ -744,7 +747,10 @@ func (c *Client) dial(ctx context.Context, cl *call) (net.Conn, syscall.RawConn,
 	if ep.tls {
 		conn.SetDeadline(time.Now().Add(c.cfg.dialer.Timeout))
 		tconn := tls.Client(conn, ep.tlsCfg)
-		if err := tconn.HandshakeContext(ctx); err != nil {
+		t0 := time.Now()
+		err := tconn.HandshakeContext(ctx)
+		c.ph.TLS, c.ph.HasTLS = c.ph.TLS+time.Since(t0), true
+		if err != nil {
 			conn.Close()
 			return nil, nil, c.connectError(ctx, cl, "tls", err)
 		}
@@ -780,6 +786,7 @@ func (c *Client) exchange(conn net.Conn, cl *call, resp *Response) result {
 	res := c.send(x, conn, cl, now)
 	if res.err == nil {
 		res = c.receive(x, conn, cl, resp)
+		resp.firstByte, resp.bodyEnd = x.rd.first, time.Now()
 		if res.err == nil {
 			res = c.copyOut(x, cl, resp, now)
 		}
@@ -953,13 +960,17 @@ func (x *exchange) release() {
 // countingReader reads from a connection, counting bytes and keeping the
 // first error, which fasthttp would otherwise turn into a bare io.EOF.
 type countingReader struct {
-	conn net.Conn
-	n    int64
-	err  error
+	conn  net.Conn
+	n     int64
+	err   error
+	first time.Time // when the first byte arrived
 }
 
 func (r *countingReader) Read(p []byte) (int, error) {
 	n, err := r.conn.Read(p)
+	if r.n == 0 && n > 0 {
+		r.first = time.Now() // the response's first byte (Phases.TTFB)
+	}
 	r.n += int64(n)
 	if err != nil && r.err == nil {
 		r.err = err

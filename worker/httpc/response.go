@@ -29,12 +29,17 @@ type Response struct {
 	// needed. False for a new or replaced connection and for one-request
 	// connections to other origins.
 	Reused bool
+	// Phases are the parts of Duration: DNS, connect, TLS, time to first
+	// byte, body (see Phases).
+	Phases Phases
 
 	// hdr holds length-prefixed fields (appendField): the reason phrase,
 	// then key and value of each header.
 	hdr []byte
 	// The final URL: origin + prefix + path (no allocation on success).
 	origin, prefix, path string
+	// firstByte and bodyEnd time the final response (Phases).
+	firstByte, bodyEnd time.Time
 }
 
 // ContentLength returns len(Body): what Locust records as the response
@@ -119,6 +124,8 @@ func (r *Response) reset() {
 	r.Duration = 0
 	r.Redirects = 0
 	r.Reused = false
+	r.Phases = Phases{}
+	r.firstByte, r.bodyEnd = time.Time{}, time.Time{}
 }
 
 func equalFold(b []byte, s string) bool {

@@ -215,6 +215,7 @@ function showTab(name) {
   for (const s of document.querySelectorAll("main .tab")) s.classList.toggle("active", s.id === "tab-" + name);
   if (name === "charts") ensureCharts();
   if (name === "failures" && state.stats) renderFailures(state.stats);
+  if (name === "phases" && state.stats) renderPhases(state.stats);
   if (name === "workers" && state.stats) renderWorkers(state.stats);
   if (name === "ratio") pollRatio();
   if (name === "logs") pollLogs();
@@ -336,6 +337,8 @@ function renderStats(d) {
   const errs = d.errors || [];
   $("failures-count").textContent = errs.length ? errs.length : "";
   if (state.tab === "failures") renderFailures(d);
+  if (state.tab === "phases") renderPhases(d);
+  $("phases-tab").hidden = !(d.stats || []).some((e) => e.cicada_phases);
   if (state.tab === "workers") renderWorkers(d);
   state.renders++;
   state.lastRenderMs = performance.now() - t0;
@@ -345,6 +348,27 @@ function renderFailures(d) {
   document.querySelector("#failures-table tbody").innerHTML = (d.errors || [])
     .map((e) => `<tr><td class="num">${e.occurrences}</td><td>${esc(e.method)}</td><td class="name">${esc(e.name)}</td><td class="pre">${esc(e.error)}</td></tr>`)
     .join("");
+}
+
+// renderPhases renders cicada's per-phase timings (cicada_phases of each
+// /stats/requests entry), one row per entry and phase.
+function renderPhases(d) {
+  const phases = ["dns", "connect", "tls", "ttfb", "body"];
+  const f = (v) => (v ?? 0).toFixed(2);
+  const rows = [];
+  for (const e of d.stats || []) {
+    if (!e.cicada_phases) continue;
+    for (const p of phases) {
+      const s = e.cicada_phases[p];
+      if (!s) continue;
+      rows.push(
+        `<tr${e.name === "Aggregated" ? ' class="total"' : ""}><td>${esc(e.method ?? "")}</td><td class="name">${esc(e.name)}</td><td>${p}</td>` +
+          `<td class="num">${s.count}</td><td class="num">${f(s.avg)}</td><td class="num">${f(s.min)}</td><td class="num">${f(s.p50)}</td>` +
+          `<td class="num">${f(s.p95)}</td><td class="num">${f(s.p99)}</td><td class="num">${f(s.max)}</td></tr>`,
+      );
+    }
+  }
+  document.querySelector("#phases-table tbody").innerHTML = rows.join("");
 }
 
 function renderWorkers(d) {
