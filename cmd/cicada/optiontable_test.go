@@ -97,6 +97,7 @@ var optionActors = map[string]struct{ kind, why string }{
 	"dataplane-dedicated":  {readByCmd, "the data plane runtime"},
 	"dpdk-eal":             {readByCmd, "the data plane runtime"},
 	"dpdk-port":            {readByCmd, "the data plane runtime"},
+	"dpdk-idle-sleep":      {readByCmd, "the data plane runtime"},
 }
 
 // TestOptionTable walks the config package's whole option table: every
