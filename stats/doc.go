@@ -86,6 +86,14 @@
 //     (DefaultMaxRows, 1,000) rows and then a line counting the rows left
 //     out; the CSV files and snapshots keep every row the caps allow.
 //
+// Per-phase timings (phases.go, cicada's own): a Recorder keeps, beside
+// each entry's Locust numbers, exact histograms of the DNS, connect, TLS,
+// time-to-first-byte and body times of its requests (RecordWithPhases) and
+// sends them under the entry key "cicada_phases"; a master adds them per
+// entry and into the Aggregated row (EntryStats.Phases: counts, averages,
+// exact percentiles) and writes them to <prefix>_phases.csv
+// (WritePhasesCSV). Locust's response times do not change.
+//
 // The golden tests in golden_test.go replay the scenarios in
 // testdata/scenarios through this package and through Locust's own stats
 // code (testdata/locust_golden.py, run with /usr/bin/python3) and require

@@ -90,6 +90,20 @@
 // data plane's runtime: users as connection records, which runs only
 // tasks given as data.
 //
+// Tags (Task.Tags; Locust's @tag) select a test's tasks as Locust's -T/-E
+// do (FilterTasks): the master's spawn message carries "tags" and
+// "exclude_tags" in parsed_options (a Python master always does), else
+// the worker's own Options.Tags and ExcludeTags apply. Tags that match no
+// task are a warning; a class left without tasks spawns and reports
+// Locust's "No tasks defined" exception at each step (at least NoTaskWait
+// apart, where Locust spins on a zero wait). The selection is computed
+// anew at the start of each test; a Python worker filters once per process.
+//
+// Each HTTP request's phases (DNS, connect, TLS, time to first byte, body;
+// httpc.Phases) are recorded beside its response time and sent in the
+// stats report under "cicada_phases" (package stats), which Python masters
+// ignore.
+//
 // Options.SourceIPs binds the users' connections to local addresses in turn,
 // each giving a full ephemeral port range per destination, so one worker
 // can hold more than ~64k connections to one server address.
