@@ -188,6 +188,10 @@ func TestDecode(t *testing.T) {
 				Total: StatsEntry{Name: "/x", Method: sp("GET"), StartTime: 10, MinResponseTime: fp(0),
 					LastRequestTimestamp: fp(11.5), Exact: []byte{1, 2}},
 				UserClassesCount: map[string]int64{"U": 1}, UserCount: -1}}},
+		{"stats cicada_phases", env("stats", report(A(0), entry(2, S("cicada_latency"), B("\x01"), S("cicada_phases"), B("\x01\x00\x01\x01")))),
+			Message{Type: "stats", NodeID: "node_1", Data: &StatsReport{
+				Total:            StatsEntry{Name: "/x", Method: sp("GET"), StartTime: 10, Exact: []byte{1}, Phases: []byte{1, 0, 1, 1}},
+				UserClassesCount: map[string]int64{"U": 1}, UserCount: -1}}},
 		{"stats unknown keys ignored, errors with HEAD fields", env("stats", mp(M(6), S("stats"), A(0),
 			S("stats_total"), entry(1, S("extra"), mp(A(1), M(0))), S("future"), mp(M(1), I(1), I(2)),
 			S("errors"), mp(M(1), S("k"), mp(M(6), S("name"), S("/x"), S("method"), S("GET"), S("error"), S("E('x')"),

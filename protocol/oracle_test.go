@@ -794,6 +794,19 @@ func sStatsEntry(s *StatsEntry, v any) error {
 				return bad("want bin")
 			}
 			return nil
+		}),
+		opt(KeyCicadaPhases, func(v any) error {
+			switch b := v.(type) {
+			case nil:
+				s.Phases = nil
+			case string:
+				s.Phases = append([]byte{}, b...)
+			case []byte:
+				s.Phases = append([]byte{}, b...)
+			default:
+				return bad("want bin")
+			}
+			return nil
 		}))
 	return err
 }

@@ -33,11 +33,16 @@ func TestPhasesThroughReports(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		msg, err := protocol.Decode(b)
+		decode := protocol.Decode
+		if w == w2 {
+			decode = protocol.DecodePooled // the master's receive path
+		}
+		msg, err := decode(b)
 		if err != nil {
 			t.Fatal(err)
 		}
 		m.Merge(msg.Data.(*protocol.StatsReport))
+		msg.Data.(*protocol.StatsReport).Release()
 	}
 	snap := m.Snapshot()
 	byName := map[string]*PhaseStats{}
