@@ -129,6 +129,21 @@ func TestClassPicker(t *testing.T) {
 			if a, _ := counts(); a != 0 {
 				t.Errorf("A's task ran %d times; only B was picked", a)
 			}
+			// A running test's classes do not change; an edit without a
+			// pick keeps them.
+			if ok, msg := swarm("A"); ok || !strings.Contains(msg, "stop it first") {
+				t.Errorf("picking A while B runs: success %v, %q; want a refusal", ok, msg)
+			}
+			if ok, msg := swarm(); !ok {
+				t.Errorf("an edit without a pick: %q", msg)
+			}
+			_, b0 := counts()
+			if err := testpeer.Poll(20*time.Second, 100*time.Millisecond, func() bool { _, b := counts(); return b >= b0+20 }); err != nil {
+				t.Fatalf("B stopped running after the edit; log:\n%s", log.String())
+			}
+			if a, _ := counts(); a != 0 {
+				t.Errorf("A's task ran %d times after the edit; only B was picked", a)
+			}
 		})
 	}
 }
