@@ -136,6 +136,36 @@ func TestBrowserShape(t *testing.T) {
 	}
 }
 
+// TestBrowserClassPicker: with ClassPicker the start form lists the user
+// classes as ticked checkboxes and the start request carries them.
+func TestBrowserClassPicker(t *testing.T) {
+	node := browserTools(t)
+	r := webtest.New(webtest.Options{Host: "http://127.0.0.1:26080"})
+	runFake(t, r)
+	srv := web.New(web.Options{ClassPicker: true, HistoryInterval: 300 * time.Millisecond, StatsCacheTTL: 200 * time.Millisecond, Version: "e2e"}, r)
+	base := serve(t, srv, "http")
+	dir := artifactsDir(t, "picker")
+	res := runE2E(t, node, base, dir, "picker")
+	t.Logf("e2e picker: %v (screenshots in %s)", res, dir)
+	starts := r.Starts()
+	if len(starts) != 1 || len(starts[0].UserClasses) != 1 || starts[0].UserClasses[0] != "WebsiteUser" {
+		t.Errorf("runner starts = %+v; want one with user_classes [WebsiteUser] from the ticked box", starts)
+	}
+}
+
+// TestBrowserPhases: the Phases tab appears when the stats carry cicada's
+// per-phase timings and lists them per request name and phase.
+func TestBrowserPhases(t *testing.T) {
+	node := browserTools(t)
+	r := webtest.New(webtest.Options{Phases: true, Host: "http://127.0.0.1:26080"})
+	runFake(t, r)
+	srv := web.New(web.Options{HistoryInterval: 300 * time.Millisecond, StatsCacheTTL: 200 * time.Millisecond, Version: "e2e"}, r)
+	base := serve(t, srv, "http")
+	dir := artifactsDir(t, "phases")
+	res := runE2E(t, node, base, dir, "phases")
+	t.Logf("e2e phases: %v (screenshots in %s)", res, dir)
+}
+
 // TestBrowserRenderPerf measures the dashboard with 1,000 request names
 // and 200 workers: the /stats/requests size and the table render time per
 // refresh in Chromium.

@@ -13,6 +13,8 @@
 //       prefers-color-scheme and by the toggle, kept across reloads.
 // shape: a load-shape run: inputs disabled with the reason, start without
 //       numbers, Edit disabled.
+// phases: the Phases tab lists cicada's per-phase timings.
+// picker: --class-picker's checkboxes in the start form, sent as user_classes.
 // The last line printed is "E2E_RESULT <json>".
 import { chromium } from "playwright-core";
 import fs from "node:fs";
@@ -414,6 +416,34 @@ async function shape(page) {
 }
 
 
+async function phases(page) {
+  await page.goto(base + "/", { waitUntil: "load", timeout: T });
+  await page.waitForSelector("#start-dialog[open]", { timeout: T });
+  await page.click("#start-submit");
+  await page.waitForSelector("#start-dialog", { state: "hidden", timeout: T });
+  await page.waitForSelector("#phases-tab:not([hidden])", { timeout: T });
+  await page.click("#phases-tab");
+  await page.waitForFunction(() => document.querySelectorAll("#phases-table tbody tr").length > 0, null, { timeout: T });
+  const rows = await page.$$eval("#phases-table tbody tr", (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
+  const phasesSeen = [...new Set(rows.map((r) => r[2]))].sort();
+  check(JSON.stringify(phasesSeen) === JSON.stringify(["body", "connect", "ttfb"]), "phases shown: " + JSON.stringify(phasesSeen));
+  check(rows.some((r) => r[1] === "Aggregated"), "no Aggregated phase rows");
+  await shot(page, "phases.png");
+  result.phaseRows = rows.length;
+}
+
+async function picker(page) {
+  await page.goto(base + "/", { waitUntil: "load", timeout: T });
+  await page.waitForSelector("#start-dialog[open]", { timeout: T });
+  check(await page.isVisible("#class-picker"), "class picker not shown");
+  const boxes = await page.$$eval("#class-picker-list input", (xs) => xs.map((x) => ({ name: x.name, value: x.value, checked: x.checked })));
+  check(boxes.length > 0 && boxes.every((b) => b.name === "user_classes" && b.checked), "class picker boxes: " + JSON.stringify(boxes));
+  await shot(page, "picker.png");
+  await page.click("#start-submit");
+  await page.waitForSelector("#start-dialog", { state: "hidden", timeout: T });
+  result.classes = boxes.map((b) => b.value);
+}
+
 // checkAligned checks that keyed columns (error kinds, workers) that
 // appeared mid-test were padded to the length of the time column by the
 // incremental merge, and returns the error kinds seen.
@@ -441,6 +471,8 @@ try {
   if (mode === "perf") await perf(page);
   else if (mode === "layout") await layout();
   else if (mode === "shape") await shape(page);
+  else if (mode === "picker") await picker(page);
+  else if (mode === "phases") await phases(page);
   else await flow(page);
   if (problems.length) throw new Error(problems.join("\n"));
   result.ok = true;

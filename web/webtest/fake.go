@@ -44,6 +44,10 @@ type Options struct {
 	// request says. If ShapeUsers is zero, 6 is used.
 	Shape      bool
 	ShapeUsers int
+	// Phases records per-phase timings with the requests (TTFB 80 % of
+	// the response time, body the rest; a connect of 1 ms on every tenth),
+	// as cicada workers send them.
+	Phases bool
 }
 
 // Runner is a fake web.Runner. It is safe for concurrent use.
@@ -283,8 +287,16 @@ func (r *Runner) Step(d time.Duration) {
 	}
 	r.mu.Unlock()
 
-	for _, q := range reqs {
-		r.rec.Record("GET", q.name, q.rt, q.size, q.failure)
+	for i, q := range reqs {
+		if !r.opts.Phases {
+			r.rec.Record("GET", q.name, q.rt, q.size, q.failure)
+			continue
+		}
+		p := &stats.Phases{TTFB: q.rt * 8 / 10, Body: q.rt - q.rt*8/10}
+		if i%10 == 0 {
+			p.Connect, p.HasConnect = time.Millisecond, true
+		}
+		r.rec.RecordWithPhases("GET", q.name, q.rt, q.size, q.failure, p)
 	}
 	if exception {
 		r.stats.AddException("deliberate task exception",
