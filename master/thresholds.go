@@ -140,3 +140,7 @@ func generatorLimited(cv *connView) bool {
 	}
 	return false
 }
+
+// StatsJSON is Locust HEAD's --json document of the merged statistics
+// (stats.Stats.AppendJSON), with extra elements appended.
+func (m *Master) StatsJSON(extra ...[]byte) []byte { return m.stats.AppendJSON(nil, extra...) }

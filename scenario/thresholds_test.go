@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -59,4 +60,25 @@ func TestThresholdsErrors(t *testing.T) {
 			t.Errorf("%q: %v, want %q", tc.yaml, err, tc.want)
 		}
 	}
+}
+
+// FuzzParseThresholds: a file's thresholds are refused with ErrInvalid or
+// accepted valid.
+func FuzzParseThresholds(f *testing.F) {
+	f.Add([]byte("thresholds: [p99<5, {threshold: avg<3, name: /a, window: 2s, abort_on_fail: true, delay: 1}]"))
+	f.Add([]byte("thresholds:\n  - fail_ratio<1% abort_on_fail\n  - threshold: rps>1\n    method: POST\n    name: x"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := Parse("fuzz.yaml", append(append([]byte(nil), data...), "\n"+thresholdUsers...), nil)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error %v does not wrap ErrInvalid", err)
+			}
+			return
+		}
+		for _, th := range file.Thresholds {
+			if err := th.Check(); err != nil || th.Source == "" {
+				t.Fatalf("accepted %+v: %v", th, err)
+			}
+		}
+	})
 }

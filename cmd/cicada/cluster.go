@@ -74,6 +74,14 @@ func (a *app) runCluster(ctx context.Context, distributed bool) int {
 	}
 	opts := a.masterOptions(log, distributed, localWorkers)
 	a.statsFormat = opts.StatsFormat
+	var err error
+	if opts.Thresholds, err = a.thresholds(); err != nil {
+		log.Error(err.Error())
+		if rt != nil {
+			_ = rt.Close()
+		}
+		return 1
+	}
 	m, err := master.New(opts)
 	if err != nil {
 		if errors.Is(err, master.ErrBind) {
@@ -173,6 +181,12 @@ func (a *app) runCluster(ctx context.Context, distributed bool) int {
 	}
 	if webFailed.Load() && code == 0 {
 		code = 1
+	}
+	if err := a.writeJSON(m, res.Thresholds); err != nil {
+		log.Error(err.Error())
+		if code == 0 {
+			code = 1
+		}
 	}
 	if cfg.HTMLFile != "" {
 		if err := a.writeHTML(runner, hist); err != nil {
