@@ -61,7 +61,8 @@ func TestThresholdsStandalone(t *testing.T) {
 			dir := t.TempDir()
 			path := writeScenario(t, tt.scenario)
 			args := append([]string{"-f", path, "--headless", "-u", "2", "-r", "2", "-H", srv.URL(), "--only-summary",
-				"--csv", filepath.Join(dir, "run"), "--json", "--json-file", filepath.Join(dir, "out"), "--expect-workers-max-wait", "20"}, tt.args...)
+				"--csv", filepath.Join(dir, "run"), "--json", "--json-file", filepath.Join(dir, "out"), "--html", filepath.Join(dir, "report.html"),
+				"--expect-workers-max-wait", "20"}, tt.args...)
 			var stdout bytes.Buffer
 			var stderr syncBuffer
 			begin := time.Now()
@@ -87,6 +88,13 @@ func TestThresholdsStandalone(t *testing.T) {
 				t.Errorf("--json and --json-file differ:\n%s\n---\n%s", got, file)
 			}
 			checkLocustJSON(t, file, true, tt.passed)
+			html, err := os.ReadFile(filepath.Join(dir, "report.html"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := map[bool]string{true: "<h2>Thresholds: passed</h2>", false: "<h2>Thresholds: FAILED</h2>"}[tt.passed]; !bytes.Contains(html, []byte(want)) {
+				t.Errorf("HTML report lacks %s", want)
+			}
 			csv, err := os.ReadFile(filepath.Join(dir, "run_thresholds.csv"))
 			if err != nil {
 				t.Fatal(err)
