@@ -5,8 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cicada-load/cicada/protocol"
 
 	"github.com/cicada-load/cicada/thresholds"
 )
@@ -141,10 +144,13 @@ func TestThresholdsAbort(t *testing.T) {
 	h := startMaster(t, o, logs)
 	w := h.worker("w_1")
 	w.ready(ready(""))
-	stop := w.beatEvery(20*time.Millisecond, func() string { return "running" })
+	var state atomic.Value
+	state.Store(protocol.StateReady)
+	stop := w.beatEvery(20*time.Millisecond, func() string { return state.Load().(string) })
 	defer stop()
 	w.expect("spawn")
 	w.send("spawning", nil)
+	state.Store(protocol.StateRunning)
 	w.send("stats", report(5, 5, map[string]int64{"A": 1}))
 	w.expect("quit")
 	stop()
