@@ -273,7 +273,7 @@ func (m *Master) Run(ctx context.Context) (Result, error) {
 	m.mainLog.Info(fmt.Sprintf("Shutting down (exit code %d)", res.ExitCode()))
 	csvErr := m.out.finishCSV(final)
 	m.out.summary(final)
-	if err := m.writeThresholds(res.Thresholds); err != nil && csvErr == nil {
+	if err := m.writeVerdicts(res); err != nil && csvErr == nil {
 		csvErr = err
 	}
 	if closeErr != nil && !errors.Is(closeErr, zmtp.ErrClosed) {

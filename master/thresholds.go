@@ -97,9 +97,14 @@ func (m *Master) finalThresholds(snap *stats.Snapshot) *thresholds.Verdict {
 	return &v
 }
 
-// writeThresholds prints the verdict's table after the summary and writes
+// writeVerdicts says, after the summary, why the exit code is
+// ExitCodeGeneratorLimited, prints the thresholds' table and writes
 // <CSVPrefix>_thresholds.csv.
-func (m *Master) writeThresholds(v *thresholds.Verdict) error {
+func (m *Master) writeVerdicts(res Result) error {
+	if res.GeneratorLimited {
+		m.mainLog.Warn(fmt.Sprintf("The load generator itself was the limit (the workers' warnings above): exit code %d", ExitCodeGeneratorLimited))
+	}
+	v := res.Thresholds
 	if v == nil {
 		return nil
 	}
