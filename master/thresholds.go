@@ -21,8 +21,9 @@ const DefaultThresholdInterval = time.Second
 // statistics snapshot every ThresholdInterval while a test spawns or
 // runs; Run takes the final verdict after the loop.
 type thresholdWatch struct {
-	mu   sync.Mutex // the evaluator is not safe for concurrent use
-	eval *thresholds.Evaluator
+	mu    sync.Mutex // the evaluator is not safe for concurrent use
+	eval  *thresholds.Evaluator
+	final *thresholds.Verdict // set once Run has taken it
 }
 
 func (w *thresholdWatch) init(o *Options) error {
@@ -94,6 +95,7 @@ func (m *Master) finalThresholds(snap *stats.Snapshot) *thresholds.Verdict {
 	m.thr.mu.Lock()
 	defer m.thr.mu.Unlock()
 	v := m.thr.eval.Final(snap)
+	m.thr.final = &v
 	return &v
 }
 
@@ -149,3 +151,23 @@ func generatorLimited(cv *connView) bool {
 // StatsJSON is Locust HEAD's --json document of the merged statistics
 // (stats.Stats.AppendJSON), with extra elements appended.
 func (m *Master) StatsJSON(extra ...[]byte) []byte { return m.stats.AppendJSON(nil, extra...) }
+
+// Thresholds returns the thresholds' verdict so far (nil without
+// thresholds): whole-run thresholds on the current statistics, windowed
+// ones from their worst full window yet; after Run, the final verdict.
+func (m *Master) Thresholds() *thresholds.Verdict {
+	if m.thr.eval == nil {
+		return nil
+	}
+	m.thr.mu.Lock()
+	final := m.thr.final
+	m.thr.mu.Unlock()
+	if final != nil {
+		return final
+	}
+	snap := m.stats.Snapshot()
+	m.thr.mu.Lock()
+	defer m.thr.mu.Unlock()
+	v := m.thr.eval.Final(snap)
+	return &v
+}

@@ -112,6 +112,9 @@ func TestThresholdsHeadless(t *testing.T) {
 			if code != tt.want {
 				t.Errorf("exit code %d; want %d\n%s", code, tt.want, stderr.String())
 			}
+			if v := h.m.Thresholds(); v == nil || v.Passed() != (tt.want == 0) || len(v.Results) != 2 {
+				t.Errorf("Thresholds() after the run = %+v", v)
+			}
 			out := stderr.String()
 			if !strings.Contains(out, "28.57%") || !strings.Contains(out, "Thresholds: ") {
 				t.Errorf("no verdict table on stderr:\n%s", out)

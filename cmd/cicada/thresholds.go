@@ -70,3 +70,6 @@ func (a *app) writeJSON(m *master.Master, v *thresholds.Verdict) error {
 	}
 	return nil
 }
+
+// Thresholds serves the web API's GET /thresholds (web.ThresholdSource).
+func (r *masterRunner) Thresholds() *thresholds.Verdict { return r.m.Thresholds() }
