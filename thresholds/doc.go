@@ -16,8 +16,10 @@
 // within stats.ExactRelativeError); when a Python worker contributed to an
 // entry its exact histogram is incomplete, and a whole-run percentile of one
 // entry falls back to Locust's bucketed one (the Result's Note says so),
-// while merged names and windows report no value. Avg, fail_ratio and rps
-// use Locust's figures (avg_response_time, fail_ratio, total_rps).
+// a name merged over several methods reports no value, and so does a
+// window (a windowed threshold that never had a value is measured over the
+// whole run at the end, with a note). Avg, fail_ratio and rps use Locust's
+// figures (avg_response_time, fail_ratio, total_rps).
 //
 // Windows. A threshold with a Window is evaluated at every Observe over
 // the last Window of the run: the Evaluator keeps, per windowed threshold,

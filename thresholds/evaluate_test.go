@@ -288,3 +288,41 @@ func TestReports(t *testing.T) {
 		t.Errorf("JSON %+v", j)
 	}
 }
+
+// A Python worker's report carries no exact histogram: a whole-run
+// percentile of one entry falls back to Locust's buckets; windows have no
+// value (the final verdict then measures the whole run, and says so); a
+// name merged over methods has none (and fails at the end).
+func TestWithoutExactHistograms(t *testing.T) {
+	r := newRun()
+	e, err := New(mustParse(t, "p99{GET /}<250", "p99{GET /}<100 window=2s", "p99{/}<250"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s := 0; s < 4; s++ {
+		for i := 0; i < 10; i++ {
+			r.rec.Record("GET", "/", 210*time.Millisecond, 1, "")
+			r.rec.Record("POST", "/", 20*time.Millisecond, 1, "")
+		}
+		r.now = r.now.Add(time.Second)
+		rep := r.rec.Report(nil, 1)
+		for i := range rep.Stats {
+			rep.Stats[i].Exact = nil
+		}
+		rep.Total.Exact = nil
+		r.st.Merge(rep)
+		if _, ok := e.Observe(r.st.Snapshot(), r.elapsed()); ok {
+			t.Fatal("abort without abort_on_fail")
+		}
+	}
+	v := e.Final(r.st.Snapshot())
+	if res := v.Results[0]; !res.HasValue || res.Measured != 210 || !res.Passed || !strings.Contains(res.Note, "bucketed") {
+		t.Errorf("whole run: %+v", res)
+	}
+	if res := v.Results[1]; res.Passed || res.Measured != 210 || !strings.Contains(res.Note, "no window of 2s had a value: measured over the whole run") {
+		t.Errorf("window: %+v", res)
+	}
+	if res := v.Results[2]; res.HasValue || res.Passed || !strings.Contains(res.Note, "no exact histogram") {
+		t.Errorf("merged: %+v", res)
+	}
+}
