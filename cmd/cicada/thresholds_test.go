@@ -2,14 +2,18 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/internal/testpeer"
 	"github.com/cicada-load/cicada/master"
 )
 
@@ -207,6 +211,50 @@ func TestThresholdOptionsRefused(t *testing.T) {
 		var out, errb bytes.Buffer
 		if code := run(tt.args, &out, &errb); code != tt.code || !strings.Contains(errb.String(), tt.want) {
 			t.Errorf("%q: exit code %d, stderr %q; want %d and %q", tt.args, code, errb.String(), tt.code, tt.want)
+		}
+	}
+}
+
+// TestGeneratorLimitedExitCode: a standalone run whose own open-files
+// limit (256, set with prlimit) is below its 300 users warns about it and
+// exits 98, the load generator being the limit, although the scenario's
+// threshold on the target's latency passes.
+func TestGeneratorLimitedExitCode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a 2 s load test")
+	}
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		testpeer.Missing(t, "prlimit (util-linux): %v", err)
+		return
+	}
+	srv := startTarget(t)
+	path := writeScenario(t, "users:\n  - name: Web\n    wait: constant(0.5)\n    tasks: [{path: /}]\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := testpeer.SelfCommand(ctx, "TestHelperProcess", []string{"CICADA_TEST_HELPER=1", "HOME=" + t.TempDir()},
+		"--", "-f", path, "--headless", "-u", "300", "-r", "300", "-t", "2s", "-H", srv.URL(), "--only-summary",
+		"--threshold", "p50<10s", "--expect-workers-max-wait", "20")
+	cmd.Args = append([]string{prlimit, "--nofile=256:256", cmd.Path}, cmd.Args[1:]...)
+	cmd.Path = prlimit
+	cmd.Dir = t.TempDir()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("cicada did not exit within 60 s; stderr:\n%s", stderr.String())
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	out := stderr.String()
+	if code := cmd.ProcessState.ExitCode(); code != master.ExitCodeGeneratorLimited {
+		t.Fatalf("exit code %d, want %d; stderr:\n%s", code, master.ExitCodeGeneratorLimited, out)
+	}
+	for _, want := range []string{"[open-files]", "The load generator itself was the limit", "Thresholds: all 1 passed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, out)
 		}
 	}
 }
