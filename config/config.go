@@ -261,7 +261,7 @@ func NewParser(out io.Writer, getenv func(string) string, home, workdir string) 
 	str(&cfg.HTMLFile, "html", "", "LOCUST_HTML", "", "Write an HTML report to this file at the end of the run")
 	boolean(&cfg.JSON, "json", "", "", "Print the final per-endpoint stats as JSON on stdout")
 	str(&cfg.JSONFile, "json-file", "", "", "", "Write the final per-endpoint stats as JSON to <filename>.json")
-	fs.StringArrayVar(&cfg.Thresholds, "threshold", nil, "Pass/fail criterion, repeatable: 'p99<500ms', 'fail_ratio<1%', 'avg{GET /api}<200 window=30s abort_on_fail'")
+	fs.StringArrayVar(&cfg.Thresholds, "threshold", nil, "Pass/fail criterion, repeatable: 'p99<500ms', 'fail_ratio<1%', 'avg{GET /api}<200 window=30s abort_on_fail' (exit code 99 when one fails)")
 	p.options = append(p.options, option{name: "threshold"})
 
 	boolean(&cfg.SkipLogSetup, "skip-log-setup", "", "LOCUST_SKIP_LOG_SETUP", "Do not configure logging")
