@@ -616,11 +616,14 @@ func TestResponseReused(t *testing.T) {
 			if _, _, err := readRequest(br); err != nil {
 				return
 			}
-			io.WriteString(c, okResponse("x"))
+			// The flag is read before the response goes out: read after,
+			// it could be the client's next setting, meant for the next
+			// request.
 			mu.Lock()
 			cl := closeNext
 			closeNext = false
 			mu.Unlock()
+			io.WriteString(c, okResponse("x"))
 			if cl {
 				c.Close()
 				return
