@@ -19,7 +19,7 @@ func TestPhases(t *testing.T) {
 		w.WriteHeader(200)
 		_, _ = w.Write([]byte("abcd"))
 		w.(http.Flusher).Flush()
-		time.Sleep(20 * time.Millisecond) // the body's second half comes later: Body ≥ 20 ms
+		time.Sleep(60 * time.Millisecond) // the body's second half comes later
 		_, _ = w.Write([]byte("efgh"))
 	}
 	plain := httptest.NewServer(http.HandlerFunc(slowBody))
@@ -32,9 +32,9 @@ func TestPhases(t *testing.T) {
 		dns, tls      bool
 		wantMinBodyMs int
 	}{
-		{"ip", plain.URL, false, false, 20},
-		{"host name", strings.Replace(plain.URL, "127.0.0.1", "localhost", 1), true, false, 20},
-		{"tls", secure.URL, false, true, 20},
+		{"ip", plain.URL, false, false, 30},
+		{"host name", strings.Replace(plain.URL, "127.0.0.1", "localhost", 1), true, false, 30},
+		{"tls", secure.URL, false, true, 30},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := mustNew(t, tc.base, Options{InsecureSkipVerify: true})
@@ -64,8 +64,11 @@ func TestPhases(t *testing.T) {
 					t.Errorf("request %d: dns %v + connect %v + tls %v ≤ ttfb %v, ttfb + body %v ≤ duration %v does not hold",
 						i, p.DNS, p.Connect, p.TLS, p.TTFB, p.Body, resp.Duration)
 				}
+				// The client may see the first byte late on a busy machine
+				// (not before the server sent it): half the server's pause
+				// is the bound.
 				if p.Body < time.Duration(tc.wantMinBodyMs)*time.Millisecond {
-					t.Errorf("request %d: body time %v; the server sent the second half 20 ms later", i, p.Body)
+					t.Errorf("request %d: body time %v; the server sent the second half 60 ms after the first", i, p.Body)
 				}
 			}
 		})
