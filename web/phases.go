@@ -1,6 +1,7 @@
 package web
 
 import (
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -83,4 +84,10 @@ func phaseJSON(ps *stats.PhaseStats) string {
 	}
 	b.WriteByte('}')
 	return b.String()
+}
+
+// handlePhasesCSV serves the current _phases.csv (cicada's per-phase
+// timings, stats.WritePhasesCSV) as /stats/phases/csv.
+func (s *Server) handlePhasesCSV(w http.ResponseWriter, r *http.Request) {
+	s.writeCSV(w, "phases", stats.WritePhasesCSV)
 }

@@ -430,6 +430,7 @@ func (s *Server) routes() http.Handler {
 	get("/stats/requests", s.handleRequests)
 	get("/stats/requests/csv", s.handleRequestsCSV)
 	get("/stats/failures/csv", s.handleFailuresCSV)
+	get("/stats/phases/csv", s.handlePhasesCSV) // phases.go: cicada's per-phase timings
 	get("/stats/requests_full_history/csv", s.handleFullHistoryCSV)
 	get("/stats/report", s.handleReport)
 	get("/stats/history", s.handleHistory)

@@ -499,6 +499,7 @@ func TestExceptionsAndCSV(t *testing.T) {
 		{"/stats/requests/csv", "requests", stats.WriteStatsCSV},
 		{"/stats/failures/csv", "failures", stats.WriteFailuresCSV},
 		{"/exceptions/csv", "exceptions", stats.WriteExceptionsCSV},
+		{"/stats/phases/csv", "phases", stats.WritePhasesCSV},
 	}
 	for _, c := range csvs {
 		r := e.get(t, c.path)
