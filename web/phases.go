@@ -91,3 +91,37 @@ func phaseJSON(ps *stats.PhaseStats) string {
 func (s *Server) handlePhasesCSV(w http.ResponseWriter, r *http.Request) {
 	s.writeCSV(w, "phases", stats.WritePhasesCSV)
 }
+
+// reportPhase is one row of the HTML report's Request Phases table.
+type reportPhase struct {
+	Method, Name, Phase          string
+	Count                        uint64
+	Avg, Min, P50, P95, P99, Max string // ms, two decimals
+	Total                        bool
+}
+
+// reportPhases returns the HTML report's per-phase rows: each entry's
+// phases, then the Aggregated row's; none without phases.
+func reportPhases(snap *stats.Snapshot) []reportPhase {
+	var out []reportPhase
+	add := func(method, name string, ps *stats.PhaseStats, total bool) {
+		if ps == nil {
+			return
+		}
+		for i := range ps {
+			ph := &ps[i]
+			if ph.Count == 0 {
+				continue
+			}
+			f := func(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 2, 64) }
+			out = append(out, reportPhase{Method: method, Name: name, Phase: stats.PhaseNames[i], Count: ph.Count,
+				Avg: f(ph.Avg), Min: f(ph.Min), P50: f(ph.P50), P95: f(ph.P95), P99: f(ph.P99), Max: f(ph.Max), Total: total})
+		}
+	}
+	for i := range snap.Entries {
+		e := &snap.Entries[i]
+		add(e.Method, e.Name, e.Phases, false)
+	}
+	add("", "Aggregated", snap.Total.Phases, true)
+	return out
+}

@@ -71,3 +71,26 @@ func TestPhaseJSON(t *testing.T) {
 		t.Errorf("phase JSON %v", got)
 	}
 }
+
+// TestReportPhases: the HTML report has a Request Phases table when the
+// stats carry phases, and none otherwise.
+func TestReportPhases(t *testing.T) {
+	for _, withPhases := range []bool{true, false} {
+		snap := phaseSnapshot(t)
+		if !withPhases {
+			snap = stats.New(nil).Snapshot()
+		}
+		var b strings.Builder
+		if err := WriteReport(&b, ReportData{Snapshot: snap}); err != nil {
+			t.Fatal(err)
+		}
+		page := b.String()
+		has := strings.Contains(page, `<h2>Request Phases</h2>`)
+		if has != withPhases {
+			t.Errorf("phases %v: report has the phases table: %v", withPhases, has)
+		}
+		if withPhases && !strings.Contains(page, `<td>GET</td><td>/a</td><td>ttfb</td><td class="num">4</td><td class="num">11.50</td>`) {
+			t.Errorf("report lacks /a's ttfb row:\n%s", page)
+		}
+	}
+}

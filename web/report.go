@@ -70,6 +70,7 @@ type reportView struct {
 	TasksPerClass, TasksTotal        template.HTML
 	Thresholds                       []reportThreshold
 	ThresholdsPassed                 bool
+	Phases                           []reportPhase // phases.go
 }
 
 // WriteReport writes the self-contained HTML report (Locust 2.12.1
@@ -169,6 +170,7 @@ func buildReportView(d ReportData) (*reportView, error) {
 	}
 	v.TasksPerClass, v.TasksTotal = ratioHTML(d.Status, false), ratioHTML(d.Status, true)
 	v.Thresholds, v.ThresholdsPassed = reportThresholds(d.Thresholds)
+	v.Phases = reportPhases(snap)
 	return v, nil
 }
 
@@ -354,6 +356,18 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 <tbody>
 {{- range .Thresholds}}
 <tr><td>{{.Threshold}}</td><td class="num">{{.Measured}}</td><td>{{.Result}}</td><td>{{.Note}}</td></tr>
+{{- end}}
+</tbody>
+</table>
+{{end}}
+
+{{if .Phases}}
+<h2>Request Phases</h2>
+<table class="grid" id="phases-statistics">
+<thead><tr><th>Method</th><th>Name</th><th>Phase</th><th class="num">Count</th><th class="num">Average (ms)</th><th class="num">Min (ms)</th><th class="num">50%ile (ms)</th><th class="num">95%ile (ms)</th><th class="num">99%ile (ms)</th><th class="num">Max (ms)</th></tr></thead>
+<tbody>
+{{- range .Phases}}
+<tr{{if .Total}} class="total"{{end}}><td>{{.Method}}</td><td>{{.Name}}</td><td>{{.Phase}}</td><td class="num">{{.Count}}</td><td class="num">{{.Avg}}</td><td class="num">{{.Min}}</td><td class="num">{{.P50}}</td><td class="num">{{.P95}}</td><td class="num">{{.P99}}</td><td class="num">{{.Max}}</td></tr>
 {{- end}}
 </tbody>
 </table>
