@@ -376,6 +376,8 @@ func (w *Worker) handle(msg protocol.Message) {
 		w.log.Debug("master finished spawning", "data", fmt.Sprint(msg.Data))
 	case protocol.TypeCicadaSecondRound:
 		w.onSecondRound()
+	case protocol.TypeCicadaRate:
+		w.onRate(msg)
 	case protocol.TypeUpdateUserClass, protocol.TypeLocustfile:
 		w.logRepeated(slog.LevelWarn, causeUnsupported+" "+msg.Type, "message type not supported by this worker; ignored", "type", msg.Type)
 	default:
