@@ -36,6 +36,10 @@ func (m *Master) start(users int64, rate float64) error {
 		m.log.Warn("No user classes are known yet: pass them in the options, or wait for a worker to report its classes")
 		return ErrNoUserClasses
 	}
+	if err := m.startRate(); err != nil {
+		m.log.Error(err.Error())
+		return err
+	}
 	st.ramp.rate = rate
 	if st.ramp.disp == nil {
 		var ids []string
@@ -267,6 +271,7 @@ func (m *Master) stopTest(sendStop bool) chan struct{} {
 		st.run.shapeCancel()
 		st.run.shapeCancel = nil
 	}
+	m.stopRate()
 	st.ramp.disp = nil
 	st.ix().pending = false
 	st.ramp.stepping = false
