@@ -30,8 +30,8 @@ import (
 // frame is the run at one moment as the outputs see it. It is immutable.
 type frame struct {
 	snap  *stats.Snapshot
-	users int64     // the users the workers reported
-	conns *connView // the connections table as last published (nil before the first)
+	users int64      // the users the workers reported
+	conns *connView  // the connections table as last published (nil before the first)
 	rate  *rateFrame // the arrival-rate view (rateout.go); nil without a rate
 }
 
