@@ -184,6 +184,7 @@ func (pc *pacer) loop(ctx context.Context) {
 			go u.step()
 			starts[i] = nil
 		}
+		starts = starts[:0]
 		t.Reset(wait)
 		select {
 		case <-ctx.Done():
