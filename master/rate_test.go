@@ -51,7 +51,7 @@ func TestSplitRateModel(t *testing.T) {
 	)
 	workers := map[string]wstate{}
 	received := map[string]int64{} // what each worker was last sent
-	sent := map[string]int64{}      // the master's rateState.sent
+	sent := map[string]int64{}     // the master's rateState.sent
 	global := int64(100_000)
 	for step := range 2000 {
 		id := fmt.Sprintf("w%02d", r.IntN(12))
