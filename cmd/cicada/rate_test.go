@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cicada-load/cicada/internal/testpeer"
+	"github.com/cicada-load/cicada/target"
+)
+
+const rateScenario = `users:
+  - name: RateUser
+    tasks:
+      - path: /
+`
+
+// startStallTarget runs the built-in target with a scripted stall of
+// stallFor, stallAfter after it starts.
+func startStallTarget(t *testing.T, stallAfter, stallFor time.Duration) *target.Server {
+	t.Helper()
+	srv, err := target.New(target.Options{Listen: "127.0.0.1:0", StallAfter: stallAfter, StallFor: stallFor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testpeer.Go(t, "the target", 0, func(ctx context.Context) { _ = srv.Run(ctx) })
+	return srv
+}
+
+func csvFloat(t *testing.T, row map[string]string, col string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(row[col], 64)
+	if err != nil {
+		t.Fatalf("column %q of %v: %v", col, row, err)
+	}
+	return v
+}
+
+// TestRateStallClosedVersusOpen runs the same 5 s test against a target
+// that stalls every response for 1.5 s, 2 s after it starts: closed model
+// (20 users, no wait) and open model (200 iterations/s, at most 20 in
+// flight). The closed model's p99 hides the stall (its 20 users wait with
+// the server, and the few stalled requests are under 1 % of the many fast
+// ones); the open model's corrected p99 shows it, and it drops the
+// iterations due while all 20 users are stuck: rate × stall − in-flight
+// cap = 200 × 1.5 − 20 = 280, within ±60 (0.3 s of the rate: the stall's
+// edges against the pacer's schedule and this busy machine's scheduling).
+func TestRateStallClosedVersusOpen(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two 5 s load tests")
+	}
+	const (
+		rate      = 200
+		inFlight  = 20
+		stall     = 1500 * time.Millisecond
+		wantDrops = rate*1.5 - inFlight
+		slack     = rate * 0.3
+	)
+	path := writeScenario(t, rateScenario)
+	dir := t.TempDir()
+	runOne := func(name string, args ...string) (string, string) {
+		t.Helper()
+		srv := startStallTarget(t, 2*time.Second, stall)
+		prefix := filepath.Join(dir, name)
+		var out, errb syncBuffer
+		code := run(append([]string{"-f", path, "--headless", "-t", "5s", "-H", srv.URL(), "--csv", prefix, "--only-summary"}, args...), &out, &errb)
+		if code != 0 {
+			t.Fatalf("%s: exit code %d; log:\n%s", name, code, errb.String())
+		}
+		return prefix, errb.String()
+	}
+	closed, _ := runOne("closed", "-u", strconv.Itoa(inFlight), "-r", strconv.Itoa(inFlight))
+	open, openLog := runOne("open", "--arrival-rate", strconv.Itoa(rate), "--max-in-flight", strconv.Itoa(inFlight))
+
+	cRow := testpeer.CSVRow(closed+"_stats.csv", "")
+	oRow := testpeer.CSVRow(open+"_stats.csv", "")
+	rRow := testpeer.CSVRow(open+"_rate.csv", "")
+	if cRow == nil || oRow == nil || rRow == nil {
+		t.Fatalf("missing Aggregated rows: closed %v, open %v, rate %v", cRow, oRow, rRow)
+	}
+	closedP99 := csvFloat(t, cRow, "99%")
+	openP99 := csvFloat(t, rRow, "Corrected 99%")
+	dropped := csvFloat(t, rRow, "Dropped Iterations")
+	t.Logf("closed: %s requests, p99 %v ms; open: %s requests, Locust p99 %s ms, corrected p99 %v ms, dropped %v (want %v ± %v)",
+		cRow["Request Count"], closedP99, oRow["Request Count"], oRow["99%"], openP99, dropped, wantDrops, slack)
+	if closedP99 >= 500 {
+		t.Errorf("closed model p99 = %v ms: it should hide the 1.5 s stall", closedP99)
+	}
+	if openP99 < 1000 {
+		t.Errorf("open model corrected p99 = %v ms: it should show the 1.5 s stall", openP99)
+	}
+	if dropped < wantDrops-slack || dropped > wantDrops+slack {
+		t.Errorf("dropped %v iterations, want %v ± %v", dropped, wantDrops, slack)
+	}
+	if !strings.Contains(openLog, "Arrival rate (cicada") || !strings.Contains(openLog, "Response time from the due time") {
+		t.Errorf("the summary has no arrival-rate table:\n%s", openLog)
+	}
+	if strings.Contains(readFile(t, closed+"_stats.csv"), "Dropped") {
+		t.Error("the Locust stats CSV changed its columns")
+	}
+}
+
+// TestRateMixedClusterPythonWorker: a cicada master with an arrival rate,
+// one cicada worker and one Python Locust worker. The master says once that
+// the Python worker keeps its user count; the Python worker runs its users
+// (closed model, its own wait) and the cicada worker takes the whole rate.
+func TestRateMixedClusterPythonWorker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a 6 s cluster test")
+	}
+	srv := startTarget(t)
+	dir := t.TempDir()
+	port := freePort(t)
+	prefix := filepath.Join(dir, "OUT")
+	var mout, merr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run([]string{"-f", writeScenario(t, rateScenario), "--master", "--headless", "--expect-workers", "2",
+			"--master-bind-host", "127.0.0.1", "--master-bind-port", strconv.Itoa(port),
+			"--arrival-rate", "50", "--max-in-flight", "4", "-t", "6s", "-H", srv.URL(), "--csv", prefix}, &mout, &merr)
+	}()
+	py := testpeer.StartLocust(t, testpeer.LocustConfig{Dir: dir, Locustfile: `from locust import HttpUser, task, constant
+class RateUser(HttpUser):
+    wait_time = constant(0.5)
+    @task
+    def index(self):
+        self.client.get("/py")
+`, Args: []string{"--worker", "--master-host", "127.0.0.1", "--master-port", strconv.Itoa(port)}})
+	var wout, werr syncBuffer
+	wdone := make(chan int, 1)
+	go func() {
+		wdone <- run([]string{"-f", writeScenario(t, rateScenario), "--worker", "--master-host", "127.0.0.1",
+			"--master-port", strconv.Itoa(port)}, &wout, &werr)
+	}()
+	var code int
+	select {
+	case code = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the master did not end; log:\n%s", merr.String())
+	}
+	select {
+	case <-wdone:
+	case <-time.After(20 * time.Second):
+		t.Errorf("the cicada worker did not quit")
+	}
+	if exited, _ := py.Wait(20 * time.Second); !exited {
+		t.Errorf("the Python worker did not quit; log:\n%s", py.Log())
+	}
+	log := merr.String()
+	if code != 0 {
+		t.Fatalf("master exit code %d; log:\n%s", code, log)
+	}
+	if n := strings.Count(log, "Python Locust worker(s) cannot pace a rate and keep their user counts"); n != 1 {
+		t.Errorf("%d lines about the Python worker, want 1; log:\n%s", n, log)
+	}
+	// The cicada worker paced 50/s for about 6 s on / (some 300 requests);
+	// the Python worker sent about 2 per second per user on /py.
+	cicada := testpeer.CSVRow(prefix+"_stats.csv", "GET")
+	rows := readFile(t, prefix+"_stats.csv")
+	t.Logf("stats CSV:\n%s", rows)
+	if cicada == nil {
+		t.Fatalf("no GET rows")
+	}
+	var slash, pyN float64
+	for _, line := range strings.Split(rows, "\n") {
+		f := strings.Split(line, ",")
+		if len(f) > 2 && f[0] == "GET" && f[1] == "/" {
+			slash, _ = strconv.ParseFloat(f[2], 64)
+		}
+		if len(f) > 2 && f[0] == "GET" && f[1] == "/py" {
+			pyN, _ = strconv.ParseFloat(f[2], 64)
+		}
+	}
+	if slash < 150 || slash > 330 {
+		t.Errorf("the cicada worker sent %v requests, want about 50/s × 6 s", slash)
+	}
+	if pyN < 4 || pyN > 40 {
+		t.Errorf("the Python worker sent %v requests, want its 2 users' closed-model load (about 24)", pyN)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
