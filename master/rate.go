@@ -16,8 +16,9 @@ import (
 // Arrival-rate (open model) load, issue 13: the master's part.
 //
 // With Options.Rate set, the master still dispatches users as Locust does
-// (Users: the cap on in-flight iterations, max_in_flight), and in addition
-// splits the current global rate among the cicada workers that are ready,
+// (Users: the cap on in-flight iterations, max_in_flight), and once the
+// dispatcher has sent its last step (the users exist; the schedule's time
+// starts then) it splits the current global rate among the cicada workers that are ready,
 // spawning or running, in whole thousandths of an iteration per second:
 // the shares sum to the global rate (rounded to 0.001/s) exactly, the
 // remainder going one thousandth each to the first workers by node id. The
@@ -111,7 +112,8 @@ func SplitRate(milli int64, ids []string) map[string]int64 {
 // loop.
 type rateState struct {
 	cancel       context.CancelFunc // ends the rate goroutine; nil when none runs
-	begin        time.Time          // when the rate test started
+	armed        bool               // the first dispatch is complete: the schedule runs (armRate)
+	begin        time.Time          // when the schedule started
 	sent         map[string]int64   // the share last sent to each worker, thousandths
 	global       int64              // the global rate last split
 	warnedPython bool
@@ -148,14 +150,13 @@ func (m *Master) startRate() error {
 	if rs.cancel != nil {
 		return nil // a running rate test: the new user count only
 	}
-	rs.begin = timeNow()
 	rs.sent = make(map[string]int64)
 	rs.dropped = make(map[string]int64)
 	rs.warnedPython = false
+	rs.armed = false
 	rs.global = -1
 	ctx, cancel := context.WithCancel(context.Background())
 	rs.cancel = cancel
-	m.applyRate()
 	m.goroutine("rate", func() {
 		t := time.NewTicker(RateTick)
 		defer t.Stop()
@@ -177,6 +178,22 @@ func (m *Master) startRate() error {
 	return nil
 }
 
+// armRate starts the schedule once the dispatcher has sent its last
+// step: the users exist (they are the in-flight cap), so iterations are
+// not dropped for want of users not yet spawned. Later dispatches (a
+// worker joined) only re-split. Precondition: loop.
+func (m *Master) armRate() {
+	rs := m.rateState()
+	if rs.cancel == nil {
+		return
+	}
+	if !rs.armed {
+		rs.armed = true
+		rs.begin = timeNow()
+	}
+	m.applyRate()
+}
+
 // stopRate ends the rate goroutine (stopTest). Precondition: loop.
 func (m *Master) stopRate() {
 	rs := m.rateState()
@@ -190,6 +207,9 @@ func (m *Master) stopRate() {
 // Precondition: loop.
 func (m *Master) applyRate() {
 	rs := m.rateState()
+	if !rs.armed {
+		return
+	}
 	global := rateAt(m.opts.Rate, timeNow().Sub(rs.begin))
 	var ids, python []string
 	for id, nd := range m.st.reg.nodes {

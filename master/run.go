@@ -215,6 +215,7 @@ func (m *Master) sendStep(users dispatch.Mapping) {
 // step (Locust waits up to 1 s for user_count == target).
 func (m *Master) dispatchDone() {
 	st := &m.st
+	m.armRate()
 	st.ramp.reportWait = true
 	st.ramp.reportDue = timeNow().Add(m.opts.ReportWait)
 	m.checkReportWait()
