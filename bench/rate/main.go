@@ -72,16 +72,6 @@ func (s *server) take() []int64 {
 	return a
 }
 
-type result struct {
-	tool      string
-	requested float64
-	achieved  float64
-	gapMean   float64 // µs
-	gapStdev  float64
-	gapP99    float64
-	note      string
-}
-
 func analyse(arrivals []int64, start time.Time, d time.Duration) (achieved, mean, stdev, p99 float64) {
 	lo := start.Add(time.Second).UnixNano()
 	hi := start.Add(d).UnixNano()
