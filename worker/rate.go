@@ -31,7 +31,8 @@ import (
 // iteration whose time has come, so at rates above the timer resolution
 // (about 1 ms on a busy Linux host) a few iterations share one wake-up; each
 // keeps its own due time. An iteration started late (the pacer was not
-// scheduled, the process paused) carries its lag: its requests are recorded
+// scheduled, the process paused, its goroutine waited for a CPU) carries
+// its lag, measured when its task begins: its requests are recorded
 // with Recorder.RecordCorrected, service time from the send in Locust's
 // fields and service time plus the lag (the response time from the moment
 // the iteration was due, wrk2's correction) in the exact histogram. Due
@@ -121,9 +122,9 @@ func (pc *pacer) park(u *User) bool {
 	return true
 }
 
-// claim takes the oldest parked user that is still parked (stopped users
+// claimLocked takes the oldest parked user that is still parked (stopped users
 // are discarded), or returns nil. Precondition: pc.mu held.
-func (pc *pacer) claimLocked(lag time.Duration) *User {
+func (pc *pacer) claimLocked(due int64) *User {
 	for pc.head < len(pc.free) {
 		u := pc.free[pc.head]
 		pc.free[pc.head] = nil
@@ -133,7 +134,7 @@ func (pc *pacer) claimLocked(lag time.Duration) *User {
 		if ok {
 			u.state = stRunning
 			u.dispatched = true
-			u.lag = lag
+			u.dueNs = due
 		}
 		u.mu.Unlock()
 		if ok {
@@ -224,7 +225,7 @@ func (pc *pacer) roundLocked(now int64, starts []*User) ([]*User, int64, time.Du
 			return starts, dropped, time.Duration(due - now)
 		}
 		pc.n++
-		if u := pc.claimLocked(time.Duration(now - due)); u != nil {
+		if u := pc.claimLocked(due); u != nil {
 			starts = append(starts, u)
 		} else {
 			dropped++

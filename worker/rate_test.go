@@ -94,7 +94,9 @@ func TestPacerRounds(t *testing.T) {
 			release := make(chan struct{})
 			p, pc, rec := newRatePool(t, tt.users, release)
 			pc.anchor = anchor
-			started, dropped := pc.testRound(anchor + int64(tt.at))
+			now := anchor + int64(tt.at)
+			pc.now = func() time.Time { return time.Unix(0, now) } // the tasks begin "at once"
+			started, dropped := pc.testRound(now)
 			if started != tt.wantStarted || dropped != tt.wantDropped {
 				t.Fatalf("round at +%v: started %d, dropped %d; want %d, %d", tt.at, started, dropped, tt.wantStarted, tt.wantDropped)
 			}

@@ -208,11 +208,13 @@ type User struct {
 	due        int64          // when the timer fires (unix ns), while waiting
 	lastReq    *httpc.Request // the last request sent, for a second round
 	probe      *secondRound   // a second-round request to send after the current step (guarded by mu)
-	// Arrival-rate mode (rate.go): dispatched is set by the pacer when it
-	// starts the user's next iteration (under mu, before the step's go
-	// statement), paced while that iteration's task runs, lag is how late
-	// it started. Owned by the running step otherwise.
+	// Arrival-rate mode (rate.go): dispatched and dueNs (the iteration's
+	// due time, unix ns) are set by the pacer when it starts the user's
+	// next iteration (under mu, before the step's go statement); paced
+	// holds while that iteration's task runs, lag is how late the task
+	// began. Owned by the running step otherwise.
 	dispatched, paced bool
+	dueNs             int64
 	lag               time.Duration
 
 	http httpState
@@ -282,6 +284,7 @@ func (u *User) step() {
 				continue // a stop was requested: finish at the top
 			}
 			u.dispatched, u.paced = false, true
+			u.lag = max(0, time.Duration(pc.now().UnixNano()-u.dueNs))
 		}
 		t := &cc.def.Tasks[u.pick()]
 		stop := u.run(t.Name, t.Fn)
