@@ -373,6 +373,7 @@ func (m *Master) Stop(ctx context.Context) error {
 func (m *Master) ResetStats() {
 	m.stats.Reset()
 	m.stats.ClearExceptions()
+	m.call(func() { clear(m.st.rate.dropped) }) // the per-worker drops too (rate.go)
 }
 
 // Snapshot returns an immutable view of the merged statistics.

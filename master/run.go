@@ -241,6 +241,7 @@ func (m *Master) checkReportWait() {
 	if m.opts.ResetStats {
 		m.log.Info("Resetting stats")
 		m.stats.Reset()
+		clear(m.st.rate.dropped)
 	}
 	st.ramp.spawnComplete = true
 	m.log.Info(fmt.Sprintf("%s: %s", prefix, formatClasses(st.reportedClasses())))
