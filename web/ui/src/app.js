@@ -338,7 +338,7 @@ function renderWorkers(d) {
       (w) =>
         `<tr><td>${esc(w.id)}</td><td>${esc(w.state)}</td><td class="num">${w.user_count}</td>` +
         `<td class="num">${(w.cpu_usage ?? 0).toFixed(1)}%</td><td class="num">${bytes(w.memory_usage)}</td>` +
-        `<td class="num">${w.connections ?? ""}</td></tr>`,
+        `<td class="num">${w.connections ?? ""}</td><td class="num">${w.dropped_iterations ?? ""}</td></tr>`,
     )
     .join("");
 }
