@@ -87,11 +87,22 @@ func newPacer(p *pool, rec rateRecorder, now func() time.Time) *pacer {
 	return &pacer{p: p, rec: rec, now: now, kick: make(chan struct{}, 1)}
 }
 
-// setRate changes the rate; the schedule restarts at the next round.
+// setRate changes the rate. A running schedule continues without a
+// break: the first due time at the new rate is the next one at the old
+// rate, at most one new interval away; a schedule that had no rate starts
+// at the next round.
 func (pc *pacer) setRate(r float64) {
 	pc.mu.Lock()
+	if pc.rate > 0 && r > 0 && !pc.reset {
+		next := pc.dueAt(pc.n)
+		if limit := pc.now().UnixNano() + int64(1e9/r); next > limit {
+			next = limit
+		}
+		pc.anchor, pc.n = next, 0
+	} else {
+		pc.reset = true
+	}
 	pc.rate = r
-	pc.reset = true
 	pc.mu.Unlock()
 	select {
 	case pc.kick <- struct{}{}:

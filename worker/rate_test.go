@@ -215,3 +215,35 @@ func BenchmarkPacerEvenness(b *testing.B) {
 	achieved := float64(len(starts)-1) / (float64(starts[len(starts)-1]-starts[0]) / 1e9)
 	b.ReportMetric(achieved, "achieved/s")
 }
+
+// TestPacerRateChangeContinues: a new rate takes over at the next due time
+// of the old one (no extra iteration at the change), at most one new
+// interval away.
+func TestPacerRateChangeContinues(t *testing.T) {
+	tests := []struct {
+		name       string
+		from, to   float64
+		nextAt     time.Duration // the old schedule's next due time after the change
+		wantAnchor time.Duration
+	}{
+		{"faster", 10, 100, 100 * time.Millisecond, 10 * time.Millisecond}, // capped: one new interval
+		{"slower", 100, 10, 10 * time.Millisecond, 10 * time.Millisecond},
+		{"same", 10, 10, 100 * time.Millisecond, 100 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pc := newPacer(nil, &rateRec{}, func() time.Time { return time.Unix(0, 0) })
+			pc.rate = tt.from
+			pc.anchor, pc.n = int64(tt.nextAt), 0
+			pc.setRate(tt.to)
+			if pc.anchor != int64(tt.wantAnchor) || pc.n != 0 || pc.rate != tt.to || pc.reset {
+				t.Errorf("anchor %v n %d rate %v reset %v; want anchor %v", time.Duration(pc.anchor), pc.n, pc.rate, pc.reset, tt.wantAnchor)
+			}
+		})
+	}
+	pc := newPacer(nil, &rateRec{}, nil)
+	pc.setRate(5)
+	if !pc.reset {
+		t.Error("a first rate does not restart the schedule")
+	}
+}
