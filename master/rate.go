@@ -33,9 +33,14 @@ import (
 // passed since the test started (cumulative, as Stage), start Rate
 // iterations per second in the whole cluster. A single stage with a zero
 // Duration is a constant rate for the whole test.
+//
+// With Ramp, the rate goes linearly during the stage from the previous
+// stage's rate (0 before the first) to Rate, as k6's ramping-arrival-rate
+// stages do; the split follows it every RateTick.
 type RateStage struct {
 	Duration time.Duration
 	Rate     float64
+	Ramp     bool
 }
 
 // MaxRate bounds a global arrival rate (iterations per second).
@@ -78,10 +83,25 @@ func checkRate(o *Options) error {
 // rateAt returns the global rate in thousandths of an iteration per
 // second at elapsed, 0 after the last stage.
 func rateAt(stages []RateStage, elapsed time.Duration) int64 {
+	return int64(math.Round(rateAtF(stages, elapsed) * 1000))
+}
+
+// rateAtF is the rate at elapsed, iterations per second.
+func rateAtF(stages []RateStage, elapsed time.Duration) float64 {
+	var prevEnd time.Duration
+	var prevRate float64
 	for _, s := range stages {
-		if s.Duration == 0 || elapsed < s.Duration {
-			return int64(math.Round(s.Rate * 1000))
+		if s.Duration == 0 {
+			return s.Rate
 		}
+		if elapsed < s.Duration {
+			if !s.Ramp {
+				return s.Rate
+			}
+			f := float64(elapsed-prevEnd) / float64(s.Duration-prevEnd)
+			return prevRate + (s.Rate-prevRate)*f
+		}
+		prevEnd, prevRate = s.Duration, s.Rate
 	}
 	return 0
 }
@@ -116,6 +136,7 @@ type rateState struct {
 	begin        time.Time          // when the schedule started
 	sent         map[string]int64   // the share last sent to each worker, thousandths
 	global       int64              // the global rate last split
+	workers      int                // the cicada workers it was split among
 	warnedPython bool
 	dropped      map[string]int64 // dropped iterations per worker id since the test started
 }
@@ -154,7 +175,7 @@ func (m *Master) startRate() error {
 	rs.dropped = make(map[string]int64)
 	rs.warnedPython = false
 	rs.armed = false
-	rs.global = -1
+	rs.global, rs.workers = -1, -1
 	ctx, cancel := context.WithCancel(context.Background())
 	rs.cancel = cancel
 	m.goroutine("rate", func() {
@@ -228,9 +249,15 @@ func (m *Master) applyRate() {
 		m.log.Warn(fmt.Sprintf("Arrival rate: %d Python Locust worker(s) cannot pace a rate and keep their user counts (closed model): %v", len(python), python))
 	}
 	shares := SplitRate(global, ids)
-	if global != rs.global {
-		rs.global = global
-		m.log.Info(fmt.Sprintf("Arrival rate %s iterations/s split among %d cicada worker(s)", milliString(global), len(ids)))
+	if global != rs.global || len(ids) != rs.workers {
+		// Info when the workers change (and at the start), Debug while a
+		// ramp moves the rate every tick.
+		level := slog.LevelDebug
+		if len(ids) != rs.workers {
+			level = slog.LevelInfo
+		}
+		rs.global, rs.workers = global, len(ids)
+		m.log.Log(context.Background(), level, fmt.Sprintf("Arrival rate %s iterations/s split among %d cicada worker(s)", milliString(global), len(ids)))
 	}
 	for id := range rs.sent {
 		if _, ok := shares[id]; !ok {

@@ -3,6 +3,7 @@ package master
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sort"
 	"testing"
@@ -128,6 +129,32 @@ func TestRateAtAndMean(t *testing.T) {
 		}
 		if got := rateAt([]RateStage{{Rate: 7}}, tt.at); got != tt.constMilli {
 			t.Errorf("constant rateAt(%v) = %d", tt.at, got)
+		}
+	}
+}
+
+func TestRampStages(t *testing.T) {
+	// 0 → 100/s over 10 s, hold 100 until 20 s, 100 → 50 over 10 s.
+	stages := []RateStage{{Duration: 10 * time.Second, Rate: 100, Ramp: true}, {Duration: 20 * time.Second, Rate: 100},
+		{Duration: 30 * time.Second, Rate: 50, Ramp: true}}
+	tests := []struct {
+		at    time.Duration
+		milli int64
+		mean  float64
+	}{
+		{0, 0, 0},
+		{5 * time.Second, 50_000, 25},             // 125 iterations in 5 s
+		{10 * time.Second, 100_000, 50},           // 500 in 10 s
+		{15 * time.Second, 100_000, 1000 / 15.0},  // + 500
+		{25 * time.Second, 75_000, 1937.5 / 25.0}, // + 437.5
+		{30 * time.Second, 0, 2250 / 30.0},
+	}
+	for _, tt := range tests {
+		if got := rateAt(stages, tt.at); got != tt.milli {
+			t.Errorf("rateAt(%v) = %d, want %d", tt.at, got, tt.milli)
+		}
+		if got := meanRate(stages, tt.at); math.Abs(got-tt.mean) > 1e-9 {
+			t.Errorf("meanRate(%v) = %v, want %v", tt.at, got, tt.mean)
 		}
 	}
 }

@@ -63,15 +63,26 @@ func meanRate(stages []RateStage, elapsed time.Duration) float64 {
 	}
 	var sum float64 // iterations
 	var prev time.Duration
+	var prevRate float64
 	for _, s := range stages {
 		end := s.Duration
 		if end == 0 || end > elapsed {
 			end = elapsed
 		}
 		if end > prev {
-			sum += s.Rate * (end - prev).Seconds()
+			// The rate is linear over [prev, end] (constant without Ramp):
+			// the trapezoid is exact.
+			r0, r1 := s.Rate, s.Rate
+			if s.Ramp && s.Duration > 0 {
+				r0 = prevRate
+				if end < s.Duration {
+					r1 = rateAtF(stages, end)
+				}
+			}
+			sum += (r0 + r1) / 2 * (end - prev).Seconds()
 			prev = end
 		}
+		prevRate = s.Rate
 		if prev >= elapsed {
 			break
 		}

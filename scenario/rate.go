@@ -17,14 +17,15 @@ import (
 //	  max_in_flight: 50   # the users pre-allocated to run them (the cap on in-flight iterations)
 //
 // or, instead of rate, stages of rates (durations cumulative, as the
-// user stages; the test ends after the last one; each stage holds its rate,
-// write several stages for a ramp):
+// user stages; the test ends after the last one). A stage holds its rate,
+// or with ramp: true goes linearly from the previous stage's rate (0 for
+// the first) to its own, as k6's ramping-arrival-rate:
 //
 //	load:
 //	  max_in_flight: 200
 //	  stages:
-//	    - {duration: 30s, rate: 100}
-//	    - {duration: 1m, rate: 500}
+//	    - {duration: 30s, rate: 100, ramp: true}   # 0 → 100/s
+//	    - {duration: 1m, rate: 500}                # 500/s until 1 min
 //
 // An iteration is a user's next task. The command line's --arrival-rate
 // and --max-in-flight take precedence over the file.
@@ -95,6 +96,8 @@ func (p *parser) rateStages(n *yaml.Node, path string) ([]master.RateStage, erro
 			case "rate":
 				s.Rate, err = p.rate(v, f)
 				haveR = true
+			case "ramp":
+				s.Ramp, err = p.bool_(v, f)
 			default:
 				return errUnknown
 			}
