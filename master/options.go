@@ -169,7 +169,8 @@ type Options struct {
 	Stages []Stage
 	// Rate, if set, makes the test an arrival-rate test (rate.go, issue
 	// 13): Users is then the cap on in-flight iterations. Rate stages with
-	// durations end the test after the last one (RunTime is set to it).
+	// durations end the test after the last one, counted from the start of
+	// the schedule (RunTime must then be zero).
 	Rate []RateStage
 	// ParsedOptions is sent to workers as the spawn message's
 	// parsed_options (Python workers take custom options, tags and
@@ -284,9 +285,6 @@ func (o *Options) normalize() error {
 	}
 	if err := checkRate(o); err != nil {
 		return err
-	}
-	if n := len(o.Rate); n > 0 && o.Rate[n-1].Duration > 0 {
-		o.RunTime = o.Rate[n-1].Duration
 	}
 	if len(o.Stages) > 0 && o.RunTime > 0 {
 		return fmt.Errorf("%w: a run time cannot be combined with a load shape (stages:); to end the test earlier, end the last stage at that time instead of using -t/--run-time", ErrOptions)

@@ -192,6 +192,7 @@ func (m *Master) startRate() error {
 			m.call(func() {
 				if ctx.Err() == nil {
 					m.applyRate()
+					m.endRateStages()
 				}
 			})
 		}
@@ -215,6 +216,30 @@ func (m *Master) armRate() {
 	m.applyRate()
 }
 
+// rateStagesEnd tells whether o's rate stages end the test.
+func rateStagesEnd(o *Options) bool {
+	n := len(o.Rate)
+	return n > 0 && o.Rate[n-1].Duration > 0
+}
+
+// endRateStages ends the test once the last rate stage is over, as a load
+// shape does: a headless master quits, otherwise the test stops.
+// Precondition: loop.
+func (m *Master) endRateStages() {
+	rs := m.rateState()
+	if !rs.armed || !rateStagesEnd(&m.opts) || timeNow().Sub(rs.begin) < m.opts.Rate[len(m.opts.Rate)-1].Duration {
+		return
+	}
+	m.stopRate()
+	m.log.Info("Rate stages complete")
+	if m.opts.Headless {
+		m.mainLog.Info("--run-time limit reached, shutting down")
+		m.beginQuit()
+	} else {
+		m.stopTest(true)
+	}
+}
+
 // stopRate ends the rate goroutine (stopTest). Precondition: loop.
 func (m *Master) stopRate() {
 	rs := m.rateState()
@@ -231,7 +256,9 @@ func (m *Master) applyRate() {
 	if !rs.armed {
 		return
 	}
-	global := rateAt(m.opts.Rate, timeNow().Sub(rs.begin))
+	// The rate in the middle of the coming tick: a ramp's steps then
+	// average to the ramp.
+	global := rateAt(m.opts.Rate, timeNow().Sub(rs.begin)+RateTick/2)
 	var ids, python []string
 	for id, nd := range m.st.reg.nodes {
 		if !active(nd.state) {

@@ -46,6 +46,9 @@ func (m *Master) rateFrame() *rateFrame {
 	f := &rateFrame{}
 	if !rs.begin.IsZero() {
 		f.elapsed = timeNow().Sub(rs.begin)
+		if rateStagesEnd(&m.opts) {
+			f.elapsed = min(f.elapsed, m.opts.Rate[len(m.opts.Rate)-1].Duration)
+		}
 		f.requested = meanRate(m.opts.Rate, f.elapsed)
 		f.current = float64(rateAt(m.opts.Rate, f.elapsed)) / 1000
 	}

@@ -191,3 +191,41 @@ func readFile(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// TestRateScenarioStages: the scenario's load: form with a ramp, no -t:
+// 0 → 100/s over 2 s, then 100/s until 4 s, 300 iterations; the test ends
+// with the last stage.
+func TestRateScenarioStages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a 4 s load test")
+	}
+	srv := startTarget(t)
+	path := writeScenario(t, rateScenario+`load:
+  max_in_flight: 10
+  stages:
+    - {duration: 2s, rate: 100, ramp: true}
+    - {duration: 4s, rate: 100}
+`)
+	prefix := filepath.Join(t.TempDir(), "OUT")
+	var out, errb syncBuffer
+	begin := time.Now()
+	if code := run([]string{"-f", path, "--headless", "-H", srv.URL(), "--csv", prefix, "--only-summary"}, &out, &errb); code != 0 {
+		t.Fatalf("exit code %d; log:\n%s", code, errb.String())
+	}
+	took := time.Since(begin)
+	r := testpeer.CSVRow(prefix+"_rate.csv", "")
+	if r == nil {
+		t.Fatalf("no rate CSV; log:\n%s", errb.String())
+	}
+	n := csvFloat(t, r, "Request Count") + csvFloat(t, r, "Dropped Iterations")
+	t.Logf("%v iterations (%s dropped), requested mean %s/s, took %v", n, r["Dropped Iterations"], r["Requested Rate"], took)
+	if n < 285 || n > 315 {
+		t.Errorf("%v iterations, want 300 ± 15", n)
+	}
+	if req := csvFloat(t, r, "Requested Rate"); req < 74 || req > 76 {
+		t.Errorf("requested mean rate %v, want 75", req)
+	}
+	if took > 20*time.Second {
+		t.Errorf("the test took %v: it should end with the last stage (4 s)", took)
+	}
+}
