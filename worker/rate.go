@@ -67,6 +67,9 @@ type pacer struct {
 	rec  rateRecorder
 	now  func() time.Time
 	kick chan struct{} // rate changed or a stop: wake the loop
+	// cancel ends loop (Worker.leaveRate); nil for a pacer not run by
+	// SetRate (tests).
+	cancel context.CancelFunc
 
 	started atomic.Int64 // iterations started since the pacer exists
 	dropped atomic.Int64 // iterations dropped since the pacer exists
@@ -261,7 +264,7 @@ type RateStats struct {
 // it directly. It fails for a negative, NaN or infinite rate, before Run,
 // and on a worker with an Options.Runtime (the data plane schedules its own
 // connections and cannot pace a rate). Once in rate mode the worker stays
-// in it; a rate of 0 starts no iterations.
+// in it until the master's next stop; a rate of 0 starts no iterations.
 func (w *Worker) SetRate(perSecond float64) error {
 	if perSecond < 0 || math.IsNaN(perSecond) || math.IsInf(perSecond, 0) {
 		return rateError(perSecond, "not a finite rate >= 0")
@@ -272,17 +275,29 @@ func (w *Worker) SetRate(perSecond float64) error {
 	if w.env.runCtx == nil {
 		return rateError(perSecond, "SetRate before Run")
 	}
+	w.rateMu.Lock()
+	defer w.rateMu.Unlock()
 	pc := w.pool.rate.Load()
 	if pc == nil {
 		pc = newPacer(w.pool, w.rec, w.opts.Now)
-		if w.pool.rate.CompareAndSwap(nil, pc) {
-			go pc.loop(w.env.runCtx)
-		} else {
-			pc = w.pool.rate.Load()
-		}
+		ctx, cancel := context.WithCancel(w.env.runCtx)
+		pc.cancel = cancel
+		w.pool.rate.Store(pc)
+		go pc.loop(ctx)
 	}
 	pc.setRate(perSecond)
 	return nil
+}
+
+// leaveRate ends arrival-rate mode (the master's stop ends the test; its
+// next rate test sends a rate again, and a master without one finds users
+// that pace themselves). Users still parked are being stopped.
+func (w *Worker) leaveRate() {
+	w.rateMu.Lock()
+	defer w.rateMu.Unlock()
+	if pc := w.pool.rate.Swap(nil); pc != nil {
+		pc.cancel()
+	}
 }
 
 // RateStats returns the worker's arrival-rate counters (zero before its

@@ -2,8 +2,10 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -245,5 +247,48 @@ func TestPacerRateChangeContinues(t *testing.T) {
 	pc.setRate(5)
 	if !pc.reset {
 		t.Error("a first rate does not restart the schedule")
+	}
+}
+
+// TestSetRateAndStop: SetRate refuses what it cannot pace; a stop leaves
+// rate mode (the pacer's goroutine ends), and the next rate starts anew.
+func TestSetRateAndStop(t *testing.T) {
+	w, err := New(Options{}, Scenario{Classes: []UserClass{{Name: "A", Tasks: []Task{{Name: "t", Fn: func(context.Context, *User) error { return nil }}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.SetRate(1); !errors.Is(err, ErrRate) {
+		t.Errorf("SetRate before Run = %v, want ErrRate", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w.env.runCtx = ctx
+	for _, bad := range []float64{-1, math.NaN(), math.Inf(1)} {
+		if err := w.SetRate(bad); !errors.Is(err, ErrRate) || !strings.Contains(err.Error(), "finite") {
+			t.Errorf("SetRate(%v) = %v, want ErrRate", bad, err)
+		}
+	}
+	if err := w.SetRate(50); err != nil {
+		t.Fatal(err)
+	}
+	pc := w.pool.rate.Load()
+	if rs := w.RateStats(); pc == nil || rs.Rate != 50 {
+		t.Fatalf("after SetRate(50): pacer %v, stats %+v", pc, rs)
+	}
+	w.leaveRate()
+	if w.pool.rate.Load() != nil || w.RateStats() != (RateStats{}) {
+		t.Error("a stop did not leave rate mode")
+	}
+	if err := w.SetRate(20); err != nil || w.pool.rate.Load() == pc || w.RateStats().Rate != 20 {
+		t.Errorf("SetRate after a stop: %v, same pacer %v", err, w.pool.rate.Load() == pc)
+	}
+	w.leaveRate()
+	rtW, err := New(Options{Runtime: &fakeRuntime{}}, dataOnlyClasses())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rtW.env.runCtx = ctx
+	if err := rtW.SetRate(1); !errors.Is(err, ErrRate) || !strings.Contains(err.Error(), "data plane") {
+		t.Errorf("SetRate with a Runtime = %v, want a refusal naming the data plane", err)
 	}
 }
