@@ -11,6 +11,7 @@ import (
 	"github.com/cicada-load/cicada/master/dispatch"
 	"github.com/cicada-load/cicada/protocol/zmtp"
 	"github.com/cicada-load/cicada/stats"
+	"github.com/cicada-load/cicada/thresholds"
 )
 
 // Defaults for the zero values of Options. The timings are Locust's
@@ -254,6 +255,19 @@ type Options struct {
 
 	// Transport configures the ZeroMQ ROUTER. Its Logger defaults to Logger.
 	Transport zmtp.Options
+	// Thresholds are evaluated on the merged statistics every
+	// ThresholdInterval while a test runs (windows, abort_on_fail) and at
+	// the end (Result.Thresholds): see package thresholds and
+	// thresholds.go. A threshold that fails with abort_on_fail ends a
+	// headless run (Quit) and stops any other test.
+	Thresholds []thresholds.Threshold
+	// DroppedIterations, if set, counts the arrival-rate iterations dropped
+	// so far (dropped thresholds are refused without it).
+	DroppedIterations func(*stats.Snapshot) int64
+	// ThresholdInterval is the period of the live evaluation. If zero,
+	// DefaultThresholdInterval.
+	ThresholdInterval time.Duration
+
 	// ScenarioFile is the scenario file served to workers started with
 	// `-f -` (Locust's locustfile message, ≥ 2.23): read at each request,
 	// so a changed file reaches the workers that join later. Empty: such
@@ -285,6 +299,9 @@ func (o *Options) normalize() error {
 	}
 	if err := checkRate(o); err != nil {
 		return err
+	}
+	if o.DroppedIterations == nil && len(o.Rate) > 0 {
+		o.DroppedIterations = snapshotDropped // rate.go: dropped thresholds need a rate test
 	}
 	if len(o.Stages) > 0 && o.RunTime > 0 {
 		return fmt.Errorf("%w: a run time cannot be combined with a load shape (stages:); to end the test earlier, end the last stage at that time instead of using -t/--run-time", ErrOptions)
@@ -344,6 +361,7 @@ func (o *Options) normalize() error {
 	setDefault(&o.SecondRoundTimeout, DefaultSecondRoundTimeout)
 	setDefault(&o.WaitLogInterval, DefaultWaitLogInterval)
 	setDefault(&o.ShapeTick, DefaultShapeTick)
+	setDefault(&o.ThresholdInterval, DefaultThresholdInterval)
 	if o.Transport.Logger == nil {
 		o.Transport.Logger = o.Logger.With("logger", "cicada.zmtp")
 		if o.Standalone { // the process's own connections: their problems only

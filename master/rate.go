@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cicada-load/cicada/protocol"
+	"github.com/cicada-load/cicada/stats"
 )
 
 // Arrival-rate (open model) load, issue 13: the master's part.
@@ -215,6 +216,10 @@ func (m *Master) armRate() {
 	}
 	m.applyRate()
 }
+
+// snapshotDropped is Options.DroppedIterations for a rate test: the
+// dropped iterations merged from every worker's reports.
+func snapshotDropped(s *stats.Snapshot) int64 { return s.Total.Dropped }
 
 // rateStagesEnd tells whether o's rate stages end the test.
 func rateStagesEnd(o *Options) bool {

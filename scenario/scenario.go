@@ -35,6 +35,7 @@ import (
 	"github.com/cicada-load/cicada/internal/filelimit"
 	"github.com/cicada-load/cicada/internal/timespan"
 	"github.com/cicada-load/cicada/master"
+	"github.com/cicada-load/cicada/thresholds"
 	"github.com/cicada-load/cicada/worker"
 	"github.com/cicada-load/cicada/worker/httpc"
 )
@@ -81,6 +82,9 @@ type File struct {
 	Stages []master.Stage
 	// Load is the optional arrival-rate form (rate.go); nil if none.
 	Load *RateLoad
+	// Thresholds are the pass/fail criteria of the thresholds: list
+	// (thresholds.go), each with its file:line as Source.
+	Thresholds []thresholds.Threshold
 }
 
 // MaxFileSize is the largest scenario file Load reads. Scenario files are
@@ -317,6 +321,8 @@ func (p *parser) file_(root *yaml.Node) (*File, error) {
 			f.Stages, err = p.stages(v, field)
 		case "load":
 			f.Load, err = p.load(v, field)
+		case "thresholds":
+			f.Thresholds, err = p.thresholds(v, field)
 		default:
 			return errUnknown
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cicada-load/cicada/internal/testpeer"
+	"github.com/cicada-load/cicada/master"
 	"github.com/cicada-load/cicada/target"
 )
 
@@ -227,5 +229,43 @@ func TestRateScenarioStages(t *testing.T) {
 	}
 	if took > 20*time.Second {
 		t.Errorf("the test took %v: it should end with the last stage (4 s)", took)
+	}
+}
+
+// TestRateDroppedThreshold: with a rate, the dropped count feeds the
+// thresholds: against a 1 s stall at 100/s with 5 users (about 95 dropped),
+// dropped<10 fails with the thresholds' exit code and dropped<1000
+// passes; without a rate a dropped threshold is refused.
+func TestRateDroppedThreshold(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two 3 s load tests")
+	}
+	path := writeScenario(t, rateScenario)
+	tests := []struct {
+		threshold string
+		rate      bool
+		want      int
+	}{
+		{"dropped<10", true, master.ExitCodeThresholds},
+		{"dropped<1000", true, 0},
+		{"dropped<10", false, 1},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s rate=%v", tt.threshold, tt.rate), func(t *testing.T) {
+			srv := startStallTarget(t, time.Second, time.Second)
+			args := []string{"-f", path, "--headless", "-t", "3s", "-H", srv.URL(), "--only-summary", "--threshold", tt.threshold}
+			if tt.rate {
+				args = append(args, "--arrival-rate", "100", "--max-in-flight", "5")
+			} else {
+				args = append(args, "-u", "5", "-r", "5")
+			}
+			var out, errb syncBuffer
+			if code := run(args, &out, &errb); code != tt.want {
+				t.Errorf("exit code %d, want %d; log:\n%s", code, tt.want, errb.String())
+			}
+			if !tt.rate && !strings.Contains(errb.String(), "counts no dropped iterations") {
+				t.Errorf("the refusal does not say why; log:\n%s", errb.String())
+			}
+		})
 	}
 }
