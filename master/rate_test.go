@@ -206,7 +206,7 @@ func TestRateSplitJoinLeaveMissing(t *testing.T) {
 	o := testOptions(logs)
 	o.UserClasses = []UserClass{{Name: "U", Weight: 1}}
 	o.Rate = []RateStage{{Rate: 100}}
-	o.HeartbeatInterval = 50 * time.Millisecond
+	o.HeartbeatInterval = 100 * time.Millisecond // missing after 300 ms without heartbeats
 	h := startMaster(t, o, logs)
 	a, py := h.worker("a"), h.worker("py")
 	a.ready(skipCheck)

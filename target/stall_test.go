@@ -1,9 +1,9 @@
 package target
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,23 +28,29 @@ func TestStallControl(t *testing.T) {
 	if _, d := get(t, s.URL()+"/"); d > 5*time.Second {
 		t.Fatalf("GET / took %v before any stall", d)
 	}
-	body, d := get(t, s.URL()+"/_cicada/stall?ms=400")
-	if !strings.Contains(body, `"until_unix_ns"`) || d > 300*time.Millisecond {
-		t.Fatalf("stall control answered %q after %v", body, d)
+	body, _ := get(t, s.URL()+"/_cicada/stall?ms=1000")
+	var window struct {
+		From  int64 `json:"from_unix_ns"`
+		Until int64 `json:"until_unix_ns"`
+	}
+	if err := json.Unmarshal([]byte(body), &window); err != nil || window.Until-window.From != int64(time.Second) {
+		t.Fatalf("stall control answered %q (%v)", body, err)
 	}
 	var wg sync.WaitGroup
 	for _, path := range []string{"/", "/status/503", "/delay/0"} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, d := get(t, s.URL()+path); d < 300*time.Millisecond {
-				t.Errorf("GET %s during the stall took %v, want the rest of the 400 ms window", path, d)
+			sent := time.Now().UnixNano()
+			get(t, s.URL()+path)
+			if end := time.Now().UnixNano(); sent < window.Until && end < window.Until {
+				t.Errorf("GET %s sent during the stall was answered %v before the window's end", path, time.Duration(window.Until-end))
 			}
 		}()
 	}
 	wg.Wait()
-	if _, d := get(t, s.URL()+"/"); d > 300*time.Millisecond {
-		t.Errorf("GET / after the stall took %v", d)
+	if _, d := get(t, s.URL()+"/"); d > 900*time.Millisecond {
+		t.Errorf("GET / after the stall took %v: the window should be over", d)
 	}
 	if got := s.Counters().Requests; got != 5 {
 		t.Errorf("requests = %d, want 5 (the control is not counted)", got)
@@ -61,14 +67,21 @@ func TestStallControl(t *testing.T) {
 	}
 }
 
-// TestStallOptions: the scripted window of StallAfter/StallFor.
+// TestStallOptions: the scripted window of StallAfter/StallFor holds a
+// request sent inside it until the window's end.
 func TestStallOptions(t *testing.T) {
-	s := startServer(t, Options{StallAfter: 300 * time.Millisecond, StallFor: 500 * time.Millisecond})
-	if _, d := get(t, s.URL()+"/"); d > 250*time.Millisecond {
+	const after, length = 300 * time.Millisecond, 1500 * time.Millisecond
+	s := startServer(t, Options{StallAfter: after, StallFor: length})
+	if _, d := get(t, s.URL()+"/"); time.Since(s.start) >= after {
 		t.Skipf("the first request took %v: too busy a machine to see the window", d)
 	}
-	waitFor(t, "the window to open", func() bool { return time.Since(s.start) > 300*time.Millisecond })
-	if _, d := get(t, s.URL()+"/"); d < 100*time.Millisecond || time.Since(s.start) < 800*time.Millisecond {
-		t.Errorf("a request in the window took %v and ended %v after the start, want at the window's end (800ms)", d, time.Since(s.start))
+	waitFor(t, "the window to open", func() bool { return time.Since(s.start) > after })
+	sent := time.Since(s.start)
+	get(t, s.URL()+"/")
+	if sent >= after+length {
+		t.Skipf("the request went out %v after the start, past the window", sent)
+	}
+	if end := time.Since(s.start); end < after+length {
+		t.Errorf("a request sent %v after the start was answered at %v, before the window's end (%v)", sent, end, after+length)
 	}
 }
