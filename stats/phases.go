@@ -222,7 +222,14 @@ func DecodePhases(b []byte) (*PhaseStats, error) {
 
 // RecordWithPhases is Record with the request's phase times.
 func (r *Recorder) RecordWithPhases(method, name string, rt time.Duration, contentLength int64, failure string, p *Phases) {
-	r.record(method, name, rt, false, contentLength, failure, p)
+	r.record(method, name, rt, rt, false, contentLength, failure, p)
+}
+
+// RecordCorrectedWithPhases is RecordCorrected (an arrival-rate iteration's
+// request: service time rt, corrected time for the exact histogram) with
+// the request's phase times.
+func (r *Recorder) RecordCorrectedWithPhases(method, name string, rt, corrected time.Duration, contentLength int64, failure string, p *Phases) {
+	r.record(method, name, rt, corrected, false, contentLength, failure, p)
 }
 
 // recordPhases adds p to e. Precondition: e.mu held.

@@ -111,6 +111,10 @@ func runMode(cfg *config.Config, dp *dataplaneOpts, stdout, stderr io.Writer) in
 		return a.showTaskRatio() // taskratio.go
 	}
 	a.applyEqualWeights() // options.go: after the ratio, as Locust
+	if err := a.checkRate(); err != nil {
+		a.log.Error(err.Error())
+		return 1
+	}
 	if cfg.List {
 		fmt.Fprintln(stdout, "Available Users:")
 		if a.learnClasses { // a master without -f: the names given, if any

@@ -74,6 +74,8 @@ var optionActors = map[string]struct{ kind, why string }{
 	"json":                    {readByCmd, "the final stats as JSON on stdout (issue #13)"},
 	"json-file":               {readByCmd, "the final stats as JSON in a file (issue #13)"},
 	"threshold":               {readByCmd, "pass/fail thresholds on the merged stats (issue #13)"},
+	"arrival-rate":            {readByCmd, "open model: the master's arrival rate (issue #13)"},
+	"max-in-flight":           {actedByConfig, "open model: becomes -u, the users pre-allocated for the rate (config/rate.go, issue #13)"},
 	"skip-log-setup":          {readByCmd, "logging"},
 	"loglevel":                {readByCmd, "logging"},
 	"logfile":                 {readByCmd, "logging"},
