@@ -1,0 +1,2 @@
+// Package locustfile reads Python locustfiles without Python.
+package locustfile
