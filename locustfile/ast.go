@@ -53,8 +53,8 @@ type (
 		Index expr
 	}
 	sliceExpr struct {
-		P             Pos
-		Lo, Hi, Step  expr
+		P            Pos
+		Lo, Hi, Step expr
 	}
 	listExpr struct {
 		P    Pos
@@ -95,8 +95,8 @@ type (
 		Ys  []expr
 	}
 	ifExpr struct {
-		P                 Pos
-		Test, Body, Else  expr
+		P                Pos
+		Test, Body, Else expr
 	}
 	lambdaExpr struct {
 		P    Pos
@@ -153,7 +153,7 @@ type (
 		Names []alias
 		Level int // leading dots of a relative import
 	}
-	alias struct{ Name, As string }
+	alias     struct{ Name, As string }
 	classStmt struct {
 		P          Pos
 		Name       string

@@ -250,4 +250,3 @@ func (l *Loaded) RefusalReport() string {
 	}
 	return b.String()
 }
-
