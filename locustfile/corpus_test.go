@@ -23,7 +23,7 @@ var corpus = []struct {
 	line      int
 	construct string
 }{
-	{"add_command_line_argument.py", 5, "event hook @events.init_command_line_parser.add_listener"},
+	{"add_command_line_argument.py", 4, "event hook @events.init_command_line_parser.add_listener"},
 	{"basic.py", 0, ""},
 	{"bottlenecked_server.py", 12, "import threading"},
 	{"browse_docs_sequence_test.py", 8, "import pyquery"},
@@ -43,7 +43,7 @@ var corpus = []struct {
 	{"dispatch_test_scripts/locustfile.py", 64, "LoadTestShape RampUpThenDownLoadShape: for loop"},
 	{"dns_ex.py", 6, "import dns.message"},
 	{"dynamic_user_credentials.py", 14, "if statement"},
-	{"events.py", 29, "event hook @events.init.add_listener"},
+	{"events.py", 28, "event hook @events.init.add_listener"},
 	{"extend_web_ui.py", 13, "import flask"},
 	{"fast_http_locust.py", 0, ""},
 	{"grpc/grpc_user.py", 8, "import grpc"},
@@ -52,7 +52,7 @@ var corpus = []struct {
 	{"grpc/hello_server.py", 3, "import concurrent"},
 	{"grpc/locustfile.py", 3, "import gevent"},
 	{"locustfile.py", 16, "for loop"},
-	{"manual_stats_reporting.py", 28, "decorator @contextmanager"},
+	{"manual_stats_reporting.py", 27, "decorator @contextmanager"},
 	{"markov_taskset.py", 16, "base class MarkovTaskSet"},
 	{"milvus/locustfile.py", 10, "import pymilvus"},
 	{"mongodb/locustfile.py", 7, "base class MongoDBUser"},
@@ -64,7 +64,7 @@ var corpus = []struct {
 	{"openai_ex.py", 10, "base class OpenAIUser"},
 	{"postgres/locustfile.py", 7, "module-level assignment logger = getLogger(...)"},
 	{"qdrant/locustfile.py", 10, "import qdrant_client.models"},
-	{"response_validations.py", 40, "event hook @events.init.add_listener"},
+	{"response_validations.py", 39, "event hook @events.init.add_listener"},
 	{"rest.py", 16, "with self.rest"},
 	{"sdk_session_patching/session_patch_locustfile.py", 4, "import archivist.archivist"},
 	{"semaphore_wait.py", 3, "import gevent.lock"},

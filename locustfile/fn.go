@@ -146,7 +146,7 @@ func (f *fnCtx) request(c *callExpr, with bool) (*Request, error) {
 		}
 		m, err := f.r.constValue(mx, f.cls)
 		ms, ok := m.(string)
-		if err != nil || !ok || !regexp.MustCompile(`^[A-Za-z]+$`).MatchString(ms) {
+		if err != nil || !ok || !methodName.MatchString(ms) {
 			return nil, f.errf(mx.pos(), "self.client.request method "+describeExpr(mx), "the method must be a string constant")
 		}
 		req.Method = strings.ToUpper(ms)
@@ -518,6 +518,8 @@ func (f *fnCtx) capture(e expr) (*Request, Capture, bool, error) {
 	}
 	return f.resps[n.ID], Capture{JSONPath: path}, true, nil
 }
+
+var methodName = regexp.MustCompile(`^[A-Za-z]+$`)
 
 var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 

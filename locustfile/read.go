@@ -107,6 +107,7 @@ type reader struct {
 	classes map[string]*classInfo
 	order   []*classInfo
 	imports map[string]string // local name -> "module.name" or "module"
+	budget  int               // constValue's remaining steps
 }
 
 func (r *reader) errf(p Pos, class, construct, format string, args ...any) *Error {
@@ -162,11 +163,14 @@ func (r *reader) module(stmts []stmt) error {
 		case *defStmt:
 			if len(s.Decorators) > 0 {
 				d := describeExpr(s.Decorators[0])
+				if c, ok := s.Decorators[0].(*callExpr); ok {
+					d = describeExpr(c.Fn)
+				}
 				if strings.HasPrefix(d, "events.") {
-					return r.errf(s.P, "", "event hook @"+d,
+					return r.errf(s.Decorators[0].pos(), "", "event hook @"+d,
 						"event hooks run Python code inside Locust; cicada has no Python: keep this locustfile on Python workers, or drop the hook")
 				}
-				return r.errf(s.P, "", "decorator @"+d, "module-level decorated functions are not read; %s", moduleHelp)
+				return r.errf(s.Decorators[0].pos(), "", "decorator @"+d, "module-level decorated functions are not read; %s", moduleHelp)
 			}
 			r.funcs[s.Name] = s
 		case *classStmt:
@@ -274,6 +278,13 @@ func (r *reader) class(s *classStmt, outer *classInfo) error {
 	}
 	r.classes[s.Name] = c
 	if outer == nil {
+		// A later definition rebinds the name, as in Python.
+		for i, o := range r.order {
+			if o.stmt.Name == s.Name {
+				r.order = append(r.order[:i:i], r.order[i+1:]...)
+				break
+			}
+		}
 		r.order = append(r.order, c)
 	}
 	setErr := func(e *Error) {

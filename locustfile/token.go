@@ -45,7 +45,8 @@ const maxIndentDepth = 100
 // line joining inside brackets and backslash continuations. Comments are
 // dropped. Errors are *Error values naming the line.
 func tokenize(file, src string) ([]token, error) {
-	lx := &lexer{file: file, src: src, line: 1, lineStart: 0, indents: []int{0}}
+	lx := &lexer{file: file, src: src, line: 1, lineStart: 0, indents: []int{0},
+		toks: make([]token, 0, len(src)/6+16)} // about one token per 6 bytes of Python
 	return lx.run()
 }
 
@@ -58,7 +59,8 @@ type lexer struct {
 	depth     int // bracket nesting
 	indents   []int
 	toks      []token
-	atBOL     bool // at the beginning of a logical line
+	atBOL     bool    // at the beginning of a logical line
+	open      []token // the open brackets
 }
 
 func (lx *lexer) errf(line, col int, format string, args ...any) error {
@@ -146,7 +148,8 @@ func (lx *lexer) run() ([]token, error) {
 		}
 	}
 	if lx.depth > 0 {
-		return nil, lx.errf(lx.line, lx.col(), "unclosed bracket at the end of the file")
+		o := lx.open[len(lx.open)-1]
+		return nil, lx.errf(o.Line, o.Col, "%q is never closed", o.Val)
 	}
 	if n := len(lx.toks); n > 0 && lx.toks[n-1].Kind != tNewline && lx.toks[n-1].Kind != tDedent {
 		lx.emit(tNewline, "", lx.line, lx.col())
@@ -464,11 +467,16 @@ func (lx *lexer) op() error {
 	switch c {
 	case '(', '[', '{':
 		lx.depth++
+		lx.open = append(lx.open, token{Val: string(c), Line: line, Col: col})
 	case ')', ']', '}':
 		if lx.depth == 0 {
 			return lx.errf(line, col, "unmatched %q", c)
 		}
+		if o := lx.open[len(lx.open)-1]; o.Val != string("([{"[strings.IndexByte(")]}", c)]) {
+			return lx.errf(line, col, "%q does not match %q at line %d", c, o.Val, o.Line)
+		}
 		lx.depth--
+		lx.open = lx.open[:len(lx.open)-1]
 	case '+', '-', '*', '/', '%', '@', '&', '|', '^', '~', '<', '>', '=', '.', ',', ':', ';':
 	default:
 		return lx.errf(line, col, "unexpected character %q", c)

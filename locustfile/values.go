@@ -40,12 +40,18 @@ const maxConstLen = 1 << 20
 // of constants. Values: string, int64, float64, bool, nil, []any,
 // *orderedMap.
 func (r *reader) constValue(e expr, cls *classInfo) (any, error) {
+	r.budget = maxConstSteps
 	return r.constDepth(e, cls, 0)
 }
 
+// maxConstSteps bounds the work of one constant: class attributes that
+// refer to each other (x = x + x) would otherwise take exponential time.
+const maxConstSteps = 100_000
+
 func (r *reader) constDepth(e expr, cls *classInfo, depth int) (any, error) {
-	if depth > 50 {
-		return nil, fmt.Errorf("constant nested too deeply")
+	r.budget--
+	if depth > 50 || r.budget < 0 {
+		return nil, fmt.Errorf("constant nested too deeply or too large")
 	}
 	switch x := e.(type) {
 	case *constExpr:
