@@ -1,10 +1,12 @@
 package locustfile
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/big"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxFileSize is the largest locustfile Read accepts.
@@ -18,6 +20,18 @@ const MaxFileSize = 4 << 20
 func Read(name string, src []byte) (*Module, error) {
 	if len(src) > MaxFileSize {
 		return nil, &Error{File: name, Line: 1, Col: 1, Construct: "syntax", Msg: fmt.Sprintf("larger than %d bytes", MaxFileSize)}
+	}
+	if !utf8.Valid(src) {
+		bad := 0
+		for len(src[bad:]) > 0 {
+			r, n := utf8.DecodeRune(src[bad:])
+			if r == utf8.RuneError && n <= 1 {
+				break
+			}
+			bad += n
+		}
+		line := 1 + bytes.Count(src[:bad], []byte("\n"))
+		return nil, &Error{File: name, Line: line, Col: 1, Construct: "syntax", Msg: "not UTF-8 (Python reads source files as UTF-8)"}
 	}
 	stmts, err := parseModule(name, string(src))
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cicada-load/cicada/locustfile"
 )
 
 // TestWorkerFetchesScenario: a worker started with -f - runs the scenario
@@ -75,8 +77,10 @@ func TestParseServedScenario(t *testing.T) {
 	}{
 		{"YAML scenario", file("shop.yaml", yamlFile), "", false},
 		{"2.23-2.30 format", map[string]any{"filename": "shop.yaml", "contents": yamlFile}, "", false},
-		{"Python master's locustfile", file("locustfile.py", "from locust import HttpUser\n"), "Python locustfile locustfile.py", true},
-		{"Python under another name", file("load", "from locust import HttpUser, task\n\nclass U(HttpUser):\n    pass\n"), "Python locustfile", true},
+		{"Python master's locustfile", file("locustfile.py", "from locust import HttpUser, task\n\nclass A(HttpUser):\n    @task\n    def t(self):\n        self.client.get('/')\n"), "", false},
+		{"Python without a user class", file("locustfile.py", "from locust import HttpUser\n"), "locustfile.py (from the master) defines no HttpUser", true},
+		{"Python under another name", file("load", "from locust import HttpUser, task\n\nclass U(HttpUser):\n    pass\n"), "load (from the master):3:1: class U: class without tasks", true},
+		{"Python outside the subset", file("locustfile.py", "import gevent\n"), "locustfile.py (from the master):1:1: import gevent", true},
 		{"master error", map[string]any{"error": "no such file"}, "the master answered: no such file", false},
 		{"two files", map[string]any{"locustfiles": []any{map[string]any{}, map[string]any{}}}, "serves 2 files", false},
 		{"a URL", map[string]any{"locustfiles": []any{"https://example.com/l.py"}}, "not a file", false},
@@ -86,7 +90,7 @@ func TestParseServedScenario(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := parseServedScenario(tc.data)
+			f, err := (*app)(nil).parseServedScenario(tc.data)
 			if tc.wantErr == "" {
 				if err != nil || f == nil || len(f.Scenario.Classes) != 1 {
 					t.Fatalf("got %v, %v", f, err)
@@ -96,8 +100,9 @@ func TestParseServedScenario(t *testing.T) {
 			if !errors.Is(err, ErrScenarioFetch) || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("err %v, want ErrScenarioFetch containing %q", err, tc.wantErr)
 			}
-			if errors.Is(err, ErrPythonLocustfile) != tc.python {
-				t.Errorf("errors.Is(ErrPythonLocustfile) = %v, want %v", !tc.python, tc.python)
+			isReader := errors.Is(err, locustfile.ErrNoUsers) || errors.Is(err, locustfile.ErrUnsupported)
+			if isReader != tc.python {
+				t.Errorf("a locustfile reader error: %v, want %v (%v)", isReader, tc.python, err)
 			}
 		})
 	}
@@ -107,7 +112,7 @@ func FuzzParseServedScenario(f *testing.F) {
 	f.Add("shop.yaml", "users:\n  - name: A\n    tasks: [{path: /}]\n")
 	f.Add("locustfile.py", "import locust\n")
 	f.Fuzz(func(t *testing.T, name, contents string) {
-		file, err := parseServedScenario(map[string]any{"locustfiles": []any{map[string]any{"filename": name, "contents": contents}}})
+		file, err := (*app)(nil).parseServedScenario(map[string]any{"locustfiles": []any{map[string]any{"filename": name, "contents": contents}}})
 		if (err == nil) == (file == nil) {
 			t.Fatalf("file %v and err %v", file, err)
 		}
