@@ -445,21 +445,11 @@ func (r *reader) taskList(c *classInfo) ([]taskRef, error) {
 	if c == nil {
 		return nil, nil
 	}
-	var out []taskRef
-	if _, own := c.attrs["tasks"]; !own && c.base != nil {
-		b, err := r.taskList(c.base)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, b...)
-	} else if c.base != nil {
-		// Locust: a tasks attribute replaces nothing inherited from
-		// bases' @task members; bases' collected tasks come first.
-		b, err := r.taskList(c.base)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, b...)
+	// The bases' collected tasks come first (a tasks attribute adds to
+	// them, as Locust's metaclass does).
+	out, err := r.taskList(c.base)
+	if err != nil {
+		return nil, err
 	}
 	if v, ok := c.attrs["tasks"]; ok {
 		ts, err := r.tasksAttr(v, c)
@@ -619,6 +609,7 @@ func (r *reader) user(c *classInfo) (*User, error) {
 	if err := r.flatten(c, c, top, big.NewRat(1, 1), nil, 0, &leaves, name); err != nil {
 		return nil, err
 	}
+	leaves = mergeLeaves(leaves)
 	if len(leaves) == 0 {
 		return nil, r.errf(c.stmt.P, name, "class without tasks", "a user class needs at least one task (@task or tasks = [...])")
 	}
@@ -722,6 +713,27 @@ func (r *reader) flatten(user, owner *classInfo, refs []taskRef, ratio *big.Rat,
 		}
 	}
 	return nil
+}
+
+// mergeLeaves adds up the shares of a function listed more than once in
+// the same class (tasks = [a, a, b]), as Locust's ratio does.
+func mergeLeaves(leaves []leaf) []leaf {
+	type key struct {
+		fn    *defStmt
+		owner *classInfo
+	}
+	at := map[key]int{}
+	var out []leaf
+	for _, l := range leaves {
+		k := key{l.ref.fn, l.owner}
+		if i, ok := at[k]; ok {
+			out[i].ratio = new(big.Rat).Add(out[i].ratio, l.ratio)
+			continue
+		}
+		at[k] = len(out)
+		out = append(out, l)
+	}
+	return out
 }
 
 // intWeights scales the leaves' exact shares to the smallest integers with

@@ -387,3 +387,38 @@ func TestReadSelfReferentialAttributeIsBounded(t *testing.T) {
 		t.Fatal("reading a self-referential class attribute does not end")
 	}
 }
+
+func TestReadMergesRepeatedTasks(t *testing.T) {
+	src := `from locust import HttpUser, task
+
+def a(u):
+    u.client.get("/a")
+
+def b(u):
+    u.client.get("/b")
+
+class Base(HttpUser):
+    abstract = True
+    @task(2)
+    def c(self):
+        self.client.get("/c")
+
+class U(Base):
+    tasks = [a, a, b]
+`
+	m, err := Read("m.py", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, tk := range m.Users[0].Tasks {
+		got[tk.Name] = tk.Weight
+	}
+	// Locust: c twice (inherited), a twice, b once.
+	if len(got) != 3 || got["c"] != 2 || got["a"] != 2 || got["b"] != 1 {
+		t.Errorf("weights %v, want c 2, a 2, b 1", got)
+	}
+	if len(m.Users) != 1 {
+		t.Errorf("the abstract base was read as a user: %d users", len(m.Users))
+	}
+}
