@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,8 +20,35 @@ func TestWorkerFetchesScenario(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a 3 s distributed load test")
 	}
+	wlog := fetchRun(t, writeScenario(t, "users:\n  - name: Fetched\n    wait: constant(0.05)\n    tasks: [{path: /fetched}]\n"))
+	if strings.Contains(wlog, "Python locustfile") {
+		t.Errorf("a YAML scenario was read as Python; stderr:\n%s", wlog)
+	}
+}
+
+// TestWorkerFetchesLocustfile: the same with a master started with -f
+// locustfile.py: the worker runs the served Python through the reader (as
+// under a Python Locust master >= 2.23).
+func TestWorkerFetchesLocustfile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a 3 s distributed load test")
+	}
+	lf := filepath.Join(t.TempDir(), "locustfile.py")
+	py := "from locust import HttpUser, task, constant\n\nclass Fetched(HttpUser):\n    wait_time = constant(0.05)\n\n" +
+		"    @task\n    def fetched(self):\n        self.client.get(\"/fetched\")\n"
+	if err := os.WriteFile(lf, []byte(py), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if wlog := fetchRun(t, lf); !strings.Contains(wlog, "read the master's Python locustfile locustfile.py: 1 user classes") {
+		t.Errorf("the worker did not read the served locustfile; stderr:\n%s", wlog)
+	}
+}
+
+// fetchRun runs a master with -f scen and a worker with -f - for 3 s and
+// returns the worker's log.
+func fetchRun(t *testing.T, scen string) string {
+	t.Helper()
 	srv := startTarget(t)
-	scen := writeScenario(t, "users:\n  - name: Fetched\n    wait: constant(0.05)\n    tasks: [{path: /fetched}]\n")
 	port := strconv.Itoa(freePort(t))
 	prefix := filepath.Join(t.TempDir(), "run")
 	var mlog, wlog syncBuffer
@@ -52,6 +80,7 @@ func TestWorkerFetchesScenario(t *testing.T) {
 	if !strings.Contains(mlog.String(), "Sending scenario file") || !strings.Contains(mlog.String(), "/fetched") {
 		t.Errorf("the master did not serve the scenario, or its users did not run it; stderr:\n%s", mlog.String())
 	}
+	return wlog.String()
 }
 
 // TestFetchOnlyForWorkers: -f - on a master or standalone is a usage error.
