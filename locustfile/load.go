@@ -160,6 +160,9 @@ func Translate(mods []*Module, lookup func(string) (string, bool)) (*Loaded, err
 		f, err := scenario.Parse(name+" (translated)", data, lookup)
 		if err == nil {
 			f.Path = name
+			// The class names are the locustfile's: a name the master
+			// sends that is not here is a class left out of the read.
+			f.Scenario.ExactClassNames = true
 			l.File = f
 			return l, nil
 		}

@@ -163,6 +163,9 @@ func TestTranslateRefusesWhatScenarioCannotHold(t *testing.T) {
 	// Sequential needs nothing beyond today's scenario; Buyer needs the
 	// agreed capture/tags/json checks, which the scenario package reads
 	// once issue #15's work is merged.
+	if !l.File.Scenario.ExactClassNames {
+		t.Error("a locustfile's scenario lets one class serve any name")
+	}
 	names := map[string]bool{}
 	for _, c := range l.File.Scenario.Classes {
 		names[c.Name] = true
