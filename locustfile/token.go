@@ -470,10 +470,10 @@ func (lx *lexer) op() error {
 		lx.open = append(lx.open, token{Val: string(c), Line: line, Col: col})
 	case ')', ']', '}':
 		if lx.depth == 0 {
-			return lx.errf(line, col, "unmatched %q", c)
+			return lx.errf(line, col, "unmatched %q", string(c))
 		}
 		if o := lx.open[len(lx.open)-1]; o.Val != string("([{"[strings.IndexByte(")]}", c)]) {
-			return lx.errf(line, col, "%q does not match %q at line %d", c, o.Val, o.Line)
+			return lx.errf(line, col, "%q does not match %q at line %d", string(c), o.Val, o.Line)
 		}
 		lx.depth--
 		lx.open = lx.open[:len(lx.open)-1]
