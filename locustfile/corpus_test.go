@@ -51,7 +51,7 @@ var corpus = []struct {
 	{"grpc/hello_pb2_grpc.py", 4, "import grpc"},
 	{"grpc/hello_server.py", 3, "import concurrent"},
 	{"grpc/locustfile.py", 3, "import gevent"},
-	{"locustfile.py", 16, "for loop"},
+	{"locustfile.py", 18, "call of time.sleep"},
 	{"manual_stats_reporting.py", 27, "decorator @contextmanager"},
 	{"markov_taskset.py", 16, "base class MarkovTaskSet"},
 	{"milvus/locustfile.py", 10, "import pymilvus"},

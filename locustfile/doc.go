@@ -26,7 +26,9 @@
 // (status_code, "x" in text, json()[...] == v, elapsed.total_seconds() <
 // s, combined with not/and/or); values from module and class constants,
 // f-strings and + of them, os.environ/os.getenv (${NAME} and
-// ${NAME:-default}), and captures: x = resp.json()[...] or
+// ${NAME:-default}), for loops over range(n) or a constant list
+// (unrolled), self.helper() calls without arguments (inlined), and
+// captures: x = resp.json()[...] or
 // resp.headers["X"] after a request, self.x = ... in on_start; a
 // LoadTestShape whose tick() walks a stage table. Imports of locust and of
 // side-effect-free standard modules are accepted; what is used from them

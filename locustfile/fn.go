@@ -21,6 +21,7 @@ type fnCtx struct {
 	resps   map[string]*Request // local name -> the request whose response it holds
 	reqs    []*Request
 	reqName string // self.client.request_name
+	inlined int    // depth of helper calls being inlined
 }
 
 var errNotConst = errors.New("not a constant")
@@ -64,6 +65,9 @@ func (f *fnCtx) stmt(s stmt, first bool) error {
 		if f.isSelfCall(call, "interrupt") && f.taskSet {
 			return nil // the flattened task tree has no stack to leave
 		}
+		if done, err := f.inline(call); done || err != nil {
+			return err
+		}
 		req, err := f.request(call, false)
 		if err != nil {
 			return err
@@ -79,10 +83,117 @@ func (f *fnCtx) stmt(s stmt, first bool) error {
 		return f.assign(s)
 	case *withStmt:
 		return f.with(s)
+	case *forStmt:
+		return f.unroll(s)
 	case *ifStmt:
 		return f.errf(s.P, "if statement", "a task's requests are a fixed list in cicada (if is read only in a catch_response block as a check); %s", taskHelp)
 	}
 	return f.errf(s.pos(), describeStmt(s), "not read in a task; %s", taskHelp)
+}
+
+// maxInline bounds helper calls inside helper calls (and recursion).
+const maxInline = 8
+
+// inline translates self.helper() (a method of the class without
+// arguments) in place: its requests become the caller's.
+func (f *fnCtx) inline(c *callExpr) (bool, error) {
+	a, ok := c.Fn.(*attrExpr)
+	if !ok {
+		return false, nil
+	}
+	if n, ok := a.X.(*nameExpr); !ok || n.ID != f.self {
+		return false, nil
+	}
+	m := f.r.method(f.cls, a.Name)
+	if m == nil {
+		return false, nil
+	}
+	if len(c.Args) > 0 || len(c.Kw) > 0 || len(m.Params) != 1 {
+		return true, f.errf(c.P, "call of self."+a.Name+" with arguments", "helper methods are read (inlined) without arguments only; %s", taskHelp)
+	}
+	if f.inlined >= maxInline {
+		return true, f.errf(c.P, "call of self."+a.Name, "helper calls nested more than %d deep (recursion?)", maxInline)
+	}
+	if m.Async || len(m.Decorators) > 0 {
+		return true, f.errf(c.P, "call of self."+a.Name, "decorated or async helpers are not read; %s", taskHelp)
+	}
+	inner := &fnCtx{r: f.r, cls: f.cls, class: f.class, self: m.Params[0].Name, taskSet: f.taskSet,
+		locals: map[string]string{}, resps: map[string]*Request{}, reqName: f.reqName, inlined: f.inlined + 1}
+	for i, s := range m.Body {
+		if err := inner.stmt(s, i == 0); err != nil {
+			return true, err
+		}
+	}
+	f.reqs = append(f.reqs, inner.reqs...)
+	f.reqName = inner.reqName
+	return true, nil
+}
+
+// maxUnroll bounds the requests a for loop may unroll into.
+const maxUnroll = 1000
+
+// unroll translates "for x in range(n)" or "for x in CONSTANT_LIST" whose
+// body the reader can translate: the body once per value, x a constant.
+func (f *fnCtx) unroll(s *forStmt) error {
+	bad := func(why string) error {
+		return f.errf(s.P, "for loop", "%s; cicada unrolls loops over range(n) or a constant list into a fixed list of requests; %s", why, taskHelp)
+	}
+	target, ok := s.Target.(*nameExpr)
+	if !ok || s.Else != nil {
+		return bad("the loop variable must be one name, without else")
+	}
+	var values []any
+	if call, ok := s.Iter.(*callExpr); ok && describeExpr(call.Fn) == "range" && len(call.Kw) == 0 && len(call.Args) >= 1 && len(call.Args) <= 3 {
+		var n [3]int64
+		for i, a := range call.Args {
+			v, err := f.r.constValue(a, f.cls)
+			x, isInt := v.(int64)
+			if err != nil || !isInt {
+				return bad("range() takes integer constants")
+			}
+			n[i] = x
+		}
+		lo, hi, step := int64(0), n[0], int64(1)
+		if len(call.Args) >= 2 {
+			lo, hi = n[0], n[1]
+		}
+		if len(call.Args) == 3 {
+			step = n[2]
+		}
+		if step == 0 {
+			return bad("range() step 0")
+		}
+		for x := lo; (step > 0 && x < hi || step < 0 && x > hi) && len(values) <= maxUnroll; x += step {
+			values = append(values, x)
+		}
+	} else {
+		v, err := f.r.constValue(s.Iter, f.cls)
+		l, isList := v.([]any)
+		if err != nil || !isList {
+			return bad("the loop is not over range(n) or a constant list")
+		}
+		values = l
+	}
+	if len(values) > maxUnroll {
+		return bad(fmt.Sprintf("more than %d iterations", maxUnroll))
+	}
+	for _, v := range values {
+		switch v.(type) {
+		case string, int64, float64, bool:
+		default:
+			return bad("the values must be strings or numbers")
+		}
+		f.locals[target.ID] = escapeDollar(pyStr(v))
+		for _, st := range s.Body {
+			if err := f.stmt(st, false); err != nil {
+				return err
+			}
+		}
+		if len(f.reqs) > maxUnroll {
+			return bad(fmt.Sprintf("more than %d requests", maxUnroll))
+		}
+	}
+	return nil
 }
 
 func (f *fnCtx) isSelfCall(c *callExpr, method string) bool {

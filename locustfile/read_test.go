@@ -273,7 +273,10 @@ func TestReadRefusals(t *testing.T) {
 		{"event hook", "from locust import events\n@events.test_start.add_listener\ndef f(environment, **kw):\n    pass\n", false, 3, "event hook @events.test_start.add_listener"},
 		{"module code", "print('x')\n", false, 2, "print(...)"},
 		{"module call assignment", "X = open('f')\n", false, 2, "module-level assignment X = open(...)"},
-		{"for loop in task", "class U(HttpUser):\n    @task\n    def t(self):\n        for i in range(3):\n            self.client.get('/')\n", true, 5, "for loop"},
+		{"while loop in task", "class U(HttpUser):\n    @task\n    def t(self):\n        while True:\n            self.client.get('/')\n", true, 5, "while loop"},
+		{"for over a call", "class U(HttpUser):\n    @task\n    def t(self):\n        for i in self.items():\n            self.client.get('/')\n", true, 5, "for loop"},
+		{"recursive helper", "class U(HttpUser):\n    def h(self):\n        self.h()\n    @task\n    def t(self):\n        self.h()\n", true, 4, "call of self.h"},
+		{"helper with arguments", "class U(HttpUser):\n    def h(self, x):\n        pass\n    @task\n    def t(self):\n        self.h(1)\n", true, 7, "call of self.h with arguments"},
 		{"sleep", "import time\nclass U(HttpUser):\n    @task\n    def t(self):\n        time.sleep(1)\n", true, 6, "call of time.sleep"},
 		{"random", "import random\nclass U(HttpUser):\n    @task\n    def t(self):\n        self.client.get(f'/i/{random.randint(1, 9)}')\n", true, 6, "URL f-string"},
 		{"lambda wait", "class U(HttpUser):\n    wait_time = lambda self: 1\n    @task\n    def t(self):\n        pass\n", true, 3, "wait_time = lambda"},
@@ -423,5 +426,41 @@ class U(Base):
 	}
 	if len(m.Users) != 1 {
 		t.Errorf("the abstract base was read as a user: %d users", len(m.Users))
+	}
+}
+
+func TestReadUnrollsLoopsAndInlinesHelpers(t *testing.T) {
+	src := `from locust import HttpUser, task
+
+IDS = ["a", "b"]
+
+class U(HttpUser):
+    def login(self):
+        self.client.post("/login")
+
+    def on_start(self):
+        self.login()
+
+    @task
+    def t(self):
+        for i in range(1, 7, 2):
+            self.client.get(f"/item/{i}", name="/item")
+        for x in IDS:
+            self.client.get("/id/" + x)
+`
+	m, err := Read("u.py", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := m.Users[0]
+	var paths []string
+	for _, r := range u.Tasks[0].Requests {
+		paths = append(paths, r.Path)
+	}
+	if got := strings.Join(paths, " "); got != "/item/1 /item/3 /item/5 /id/a /id/b" {
+		t.Errorf("unrolled paths %q", got)
+	}
+	if len(u.OnStart) != 1 || u.OnStart[0].Path != "/login" || u.OnStart[0].Method != "POST" {
+		t.Errorf("on_start %+v", u.OnStart)
 	}
 }
