@@ -22,6 +22,7 @@ type fnCtx struct {
 	reqs    []*Request
 	reqName string // self.client.request_name
 	inlined int    // depth of helper calls being inlined
+	steps   *int   // loop iterations unrolled, shared with inlined helpers
 }
 
 var errNotConst = errors.New("not a constant")
@@ -35,7 +36,7 @@ func (r *reader) function(d *defStmt, owner *classInfo, taskSet bool, class stri
 		return nil, r.errf(d.P, class, "def "+d.Name, "a task takes exactly one parameter (self)")
 	}
 	f := &fnCtx{r: r, cls: owner, class: class, self: d.Params[0].Name, taskSet: taskSet,
-		locals: map[string]string{}, resps: map[string]*Request{}}
+		locals: map[string]string{}, resps: map[string]*Request{}, steps: new(int)}
 	for i, s := range d.Body {
 		if err := f.stmt(s, i == 0); err != nil {
 			return nil, err
@@ -118,7 +119,7 @@ func (f *fnCtx) inline(c *callExpr) (bool, error) {
 		return true, f.errf(c.P, "call of self."+a.Name, "decorated or async helpers are not read; %s", taskHelp)
 	}
 	inner := &fnCtx{r: f.r, cls: f.cls, class: f.class, self: m.Params[0].Name, taskSet: f.taskSet,
-		locals: map[string]string{}, resps: map[string]*Request{}, reqName: f.reqName, inlined: f.inlined + 1}
+		locals: map[string]string{}, resps: map[string]*Request{}, reqName: f.reqName, inlined: f.inlined + 1, steps: f.steps}
 	for i, s := range m.Body {
 		if err := inner.stmt(s, i == 0); err != nil {
 			return true, err
@@ -182,6 +183,9 @@ func (f *fnCtx) unroll(s *forStmt) error {
 		case string, int64, float64, bool:
 		default:
 			return bad("the values must be strings or numbers")
+		}
+		if *f.steps++; *f.steps > maxUnroll*10 {
+			return bad(fmt.Sprintf("more than %d loop iterations in one function", maxUnroll*10))
 		}
 		f.locals[target.ID] = escapeDollar(pyStr(v))
 		for _, st := range s.Body {

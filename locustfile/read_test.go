@@ -276,6 +276,7 @@ func TestReadRefusals(t *testing.T) {
 		{"while loop in task", "class U(HttpUser):\n    @task\n    def t(self):\n        while True:\n            self.client.get('/')\n", true, 5, "while loop"},
 		{"for over a call", "class U(HttpUser):\n    @task\n    def t(self):\n        for i in self.items():\n            self.client.get('/')\n", true, 5, "for loop"},
 		{"recursive helper", "class U(HttpUser):\n    def h(self):\n        self.h()\n    @task\n    def t(self):\n        self.h()\n", true, 4, "call of self.h"},
+		{"nested empty loops", "class U(HttpUser):\n    @task\n    def t(self):\n        for a in range(1000):\n            for b in range(1000):\n                for c in range(1000):\n                    pass\n", true, 7, "for loop"},
 		{"helper with arguments", "class U(HttpUser):\n    def h(self, x):\n        pass\n    @task\n    def t(self):\n        self.h(1)\n", true, 7, "call of self.h with arguments"},
 		{"sleep", "import time\nclass U(HttpUser):\n    @task\n    def t(self):\n        time.sleep(1)\n", true, 6, "call of time.sleep"},
 		{"random", "import random\nclass U(HttpUser):\n    @task\n    def t(self):\n        self.client.get(f'/i/{random.randint(1, 9)}')\n", true, 6, "URL f-string"},
