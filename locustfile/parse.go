@@ -11,6 +11,10 @@ import (
 // blocks) so that hostile input cannot exhaust the stack.
 const maxNesting = 200
 
+// maxChain bounds a run of same-level operators (a + b + ...) or trailers
+// (a.b(c)[d]...), which nest the tree without recursion in the parser.
+const maxChain = 2000
+
 // parseModule tokenizes and parses a Python module into statements.
 func parseModule(file, src string) ([]stmt, error) {
 	toks, err := tokenize(file, src)
@@ -771,7 +775,10 @@ func (p *parser) binary(level int) expr {
 	}
 	t := p.peek()
 	x := p.binary(level + 1)
-	for {
+	for chain := 0; ; chain++ {
+		if chain > maxChain {
+			p.fail(t, "expression too long (more than %d operators in a row)", maxChain)
+		}
 		n := p.peek()
 		matched := ""
 		if n.Kind == tOp {
@@ -817,8 +824,11 @@ func (p *parser) power() expr {
 
 func (p *parser) primary() expr {
 	x := p.atom()
-	for {
+	for chain := 0; ; chain++ {
 		t := p.peek()
+		if chain > maxChain {
+			p.fail(t, "expression too long (more than %d attributes, calls or subscripts in a row)", maxChain)
+		}
 		switch {
 		case t.Kind == tOp && t.Val == ".":
 			p.next()

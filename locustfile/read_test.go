@@ -465,3 +465,15 @@ class U(HttpUser):
 		t.Errorf("on_start %+v", u.OnStart)
 	}
 }
+
+func TestReadLongChainsAreBounded(t *testing.T) {
+	for _, src := range []string{
+		"x = " + strings.Repeat("'a' + ", 100_000) + "'a'\n",
+		"x = a" + strings.Repeat(".b", 100_000) + "\n",
+	} {
+		_, err := Read("c.py", []byte(src))
+		if !errors.Is(err, ErrSyntax) || !strings.Contains(err.Error(), "expression too long") {
+			t.Errorf("err %v, want expression too long", err)
+		}
+	}
+}
