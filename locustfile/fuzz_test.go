@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func addCorpusSeeds(f *testing.F) {
@@ -61,6 +62,14 @@ func FuzzTokenize(f *testing.F) {
 func FuzzRead(f *testing.F) {
 	addCorpusSeeds(f)
 	f.Fuzz(func(t *testing.T, src string) {
+		begin := time.Now()
+		defer func() {
+			// A slow input is a bug of its own (an unbounded loop or
+			// exponential work); fail it so that the fuzzer keeps it.
+			if d := time.Since(begin); d > 2*time.Second {
+				t.Fatalf("reading %d bytes took %v", len(src), d)
+			}
+		}()
 		m, err := Read("f.py", []byte(src))
 		if err != nil {
 			if !errors.Is(err, ErrSyntax) && !errors.Is(err, ErrUnsupported) && !errors.Is(err, ErrNoUsers) {
