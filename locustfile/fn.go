@@ -200,6 +200,24 @@ func (f *fnCtx) unroll(s *forStmt) error {
 	return nil
 }
 
+// yamlHint says what to do about a call the reader does not translate:
+// the YAML equivalent where the agreed syntax has one.
+func yamlHint(fn string) string {
+	switch {
+	case fn == "time.sleep" || fn == "gevent.sleep":
+		return "a pause inside a task has no YAML form: split the task and use wait_time, or keep this class on Python workers"
+	case strings.HasPrefix(fn, "random."):
+		return "per-user random values are YAML variables (variables: {n: {random_int: [1, 100]}}, doc/locustfile.md); per-call ones need Python workers"
+	case strings.HasSuffix(fn, ".pop") || strings.HasPrefix(fn, "csv."):
+		return "test data taken per user is a YAML feed (feeds: with mode: unique, doc/locustfile.md)"
+	case strings.HasPrefix(fn, "re."):
+		return "a value cut from a response is a YAML capture (capture: {x: {regex: '...'}}, doc/locustfile.md)"
+	case fn == "print" || strings.HasPrefix(fn, "logging.") || strings.Contains(fn, "logger."):
+		return "logging from a task has no YAML form: drop it, or keep this class on Python workers"
+	}
+	return taskHelp
+}
+
 func (f *fnCtx) isSelfCall(c *callExpr, method string) bool {
 	a, ok := c.Fn.(*attrExpr)
 	if !ok || a.Name != method {
@@ -234,7 +252,8 @@ var clientMethods = map[string]string{"get": "GET", "post": "POST", "put": "PUT"
 func (f *fnCtx) request(c *callExpr, with bool) (*Request, error) {
 	a, ok := c.Fn.(*attrExpr)
 	if !ok || !f.isClient(a.X) {
-		return nil, f.errf(c.P, "call of "+describeExpr(c.Fn), "only self.client requests are read in a task; %s", taskHelp)
+		fn := describeExpr(c.Fn)
+		return nil, f.errf(c.P, "call of "+fn, "only self.client requests are read in a task; %s", yamlHint(fn))
 	}
 	method, known := clientMethods[a.Name]
 	if !known {

@@ -477,3 +477,20 @@ func TestReadLongChainsAreBounded(t *testing.T) {
 		}
 	}
 }
+
+func TestRefusalsSayWhatToDo(t *testing.T) {
+	head := "from locust import HttpUser, task\nimport time, re, random\nclass U(HttpUser):\n    @task\n    def t(self):\n"
+	tests := []struct{ body, hint string }{
+		{"        time.sleep(1)\n", "use wait_time"},
+		{"        m = re.search('x', 'y')\n", "capture: {x: {regex:"},
+		{"        print('x')\n", "logging from a task"},
+		{"        self.client.get(f'/{random.choice([1, 2])}')\n", "variables:"},
+		{"        x = DATA.pop()\n", "feeds: with mode: unique"},
+	}
+	for _, tt := range tests {
+		_, err := Read("h.py", []byte(head+tt.body))
+		if err == nil || !strings.Contains(err.Error(), tt.hint) {
+			t.Errorf("%q: err %v, want the hint %q", tt.body, err, tt.hint)
+		}
+	}
+}

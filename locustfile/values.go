@@ -373,6 +373,12 @@ func (r *reader) template(e expr, f *fnCtx) (string, error) {
 			return r.envRef([]expr{x.Index}, cls)
 		}
 	}
+	if c, ok := e.(*callExpr); ok {
+		fn := describeExpr(c.Fn)
+		if h := yamlHint(fn); h != taskHelp {
+			return "", fmt.Errorf("%s is not a value cicada reads: %s", describeExpr(e), h)
+		}
+	}
 	return "", fmt.Errorf("%s is not a value cicada reads (constants, f-strings, captured response values, os.environ)", describeExpr(e))
 }
 
