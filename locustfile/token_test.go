@@ -1,6 +1,7 @@
 package locustfile
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -75,8 +76,8 @@ func TestTokenizeErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := tokenize("t.py", tt.src)
-			e, ok := err.(*Error)
-			if !ok || e.Line != tt.line || e.Col != tt.col || !strings.Contains(e.Msg, tt.msg) {
+			var e *Error
+			if !errors.As(err, &e) || e.Line != tt.line || e.Col != tt.col || !strings.Contains(e.Msg, tt.msg) {
 				t.Errorf("err %v, want t.py:%d:%d: ...%s", err, tt.line, tt.col, tt.msg)
 			}
 		})
