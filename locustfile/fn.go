@@ -603,9 +603,22 @@ func (f *fnCtx) assign(s *assignStmt) error {
 	if err != nil {
 		return f.errf(s.Value.pos(), "assignment "+name+" = "+describeExpr(s.Value), "%v; %s", err, taskHelp)
 	}
+	if _, isAttr := s.Targets[0].(*attrExpr); isAttr && !f.r.inOnStart {
+		return f.errf(s.P, "assignment self."+name+" = "+describeExpr(s.Value),
+			"a value kept on the user is read when on_start sets it (tasks run in any order); %s", taskHelp)
+	}
 	f.locals[name] = t
+	if _, isAttr := s.Targets[0].(*attrExpr); isAttr {
+		// self.x = value: later self.x reads the template (not the
+		// expression, so self.x = self.x + "a" cannot loop).
+		f.cls.attrs[name] = &nameExpr{P: s.P, ID: tmplMarker + t}
+	}
 	return nil
 }
+
+// tmplMarker prefixes a class attribute set by self.x = value in a
+// function: the rest is the value's template.
+const tmplMarker = "\x00template:"
 
 // capture reads resp.json()[...]... or resp.headers["X"] of a response
 // held by a local name (or the with statement's name).

@@ -122,6 +122,9 @@ type reader struct {
 	order   []*classInfo
 	imports map[string]string // local name -> "module.name" or "module"
 	budget  int               // constValue's remaining steps
+	// inOnStart is set while a user's on_start (its own or its only
+	// TaskSet's) is translated: self.x = constant is read there only.
+	inOnStart bool
 }
 
 func (r *reader) errf(p Pos, class, construct, format string, args ...any) *Error {
@@ -561,7 +564,10 @@ func (r *reader) user(c *classInfo) (*User, error) {
 		return nil, err
 	}
 	if m := r.method(c, "on_start"); m != nil {
-		if u.OnStart, err = r.function(m, c, false, name); err != nil {
+		r.inOnStart = true
+		u.OnStart, err = r.function(m, c, false, name)
+		r.inOnStart = false
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -583,7 +589,9 @@ func (r *reader) user(c *classInfo) (*User, error) {
 			return nil, e
 		}
 		if m := r.method(ts, "on_start"); m != nil {
+			r.inOnStart = true
 			reqs, err := r.function(m, ts, true, name)
+			r.inOnStart = false
 			if err != nil {
 				return nil, err
 			}

@@ -277,6 +277,7 @@ func TestReadRefusals(t *testing.T) {
 		{"for over a call", "class U(HttpUser):\n    @task\n    def t(self):\n        for i in self.items():\n            self.client.get('/')\n", true, 5, "for loop"},
 		{"recursive helper", "class U(HttpUser):\n    def h(self):\n        self.h()\n    @task\n    def t(self):\n        self.h()\n", true, 4, "call of self.h"},
 		{"nested empty loops", "class U(HttpUser):\n    @task\n    def t(self):\n        for a in range(1000):\n            for b in range(1000):\n                for c in range(1000):\n                    pass\n", true, 7, "for loop"},
+		{"self attribute set in a task", "class U(HttpUser):\n    @task\n    def t(self):\n        self.page = '2'\n", true, 5, "assignment self.page = '2'"},
 		{"helper with arguments", "class U(HttpUser):\n    def h(self, x):\n        pass\n    @task\n    def t(self):\n        self.h(1)\n", true, 7, "call of self.h with arguments"},
 		{"sleep", "import time\nclass U(HttpUser):\n    @task\n    def t(self):\n        time.sleep(1)\n", true, 6, "call of time.sleep"},
 		{"random", "import random\nclass U(HttpUser):\n    @task\n    def t(self):\n        self.client.get(f'/i/{random.randint(1, 9)}')\n", true, 6, "URL f-string"},
@@ -492,5 +493,26 @@ func TestRefusalsSayWhatToDo(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.hint) {
 			t.Errorf("%q: err %v, want the hint %q", tt.body, err, tt.hint)
 		}
+	}
+}
+
+func TestReadSelfAttributesSetInOnStart(t *testing.T) {
+	src := `from locust import HttpUser, task
+
+class U(HttpUser):
+    def on_start(self):
+        self.prefix = "/v2"
+        self.prefix = self.prefix + "/shop"
+
+    @task
+    def t(self):
+        self.client.get(self.prefix + "/items")
+`
+	m, err := Read("s.py", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := m.Users[0].Tasks[0].Requests[0].Path; p != "/v2/shop/items" {
+		t.Errorf("path %q", p)
 	}
 }

@@ -324,6 +324,9 @@ func (r *reader) template(e expr, f *fnCtx) (string, error) {
 				if m, ok := v.(*nameExpr); ok && strings.HasPrefix(m.ID, "\x00capture:") {
 					return "${" + x.Name + "}", nil
 				}
+				if m, ok := v.(*nameExpr); ok && strings.HasPrefix(m.ID, tmplMarker) {
+					return strings.TrimPrefix(m.ID, tmplMarker), nil
+				}
 			}
 		}
 	case *fstringExpr:
