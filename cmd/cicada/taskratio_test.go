@@ -148,6 +148,12 @@ func TestShowTaskRatioAsLocust(t *testing.T) {
 				if out.String() != string(want) {
 					t.Errorf("cicada %s %v:\n%s\nLocust:\n%s", flag, tc.args, out.String(), want)
 				}
+				// The same locustfile through cicada's locustfile reader.
+				out.Reset()
+				errb.Reset()
+				if code := run(append([]string{"-f", py, flag}, tc.args...), &out, &errb); code != 0 || out.String() != string(want) {
+					t.Errorf("cicada -f locustfile.py %s %v: exit %d, stderr %q:\n%s\nLocust:\n%s", flag, tc.args, code, errb.String(), out.String(), want)
+				}
 			}
 		})
 	}
