@@ -120,6 +120,13 @@ const (
 	FailureCanceled          = "canceled"
 	FailureInvalidRequest    = "invalid request"
 	FailureClientClosed      = "client closed"
+	// The TLS handshake failures (issue 16): the certificate did not
+	// verify, no common protocol version, the server sent an alert, the
+	// handshake timed out. FailureTLS is every other TLS failure.
+	FailureTLSCertificate = "TLS certificate"
+	FailureTLSVersion     = "TLS version"
+	FailureTLSAlert       = "TLS alert"
+	FailureTLSTimeout     = "TLS handshake timeout"
 )
 
 // failureKinds is the one table of the failure kinds and of which are the
@@ -145,6 +152,10 @@ var failureKinds = map[string]bool{
 	FailureCanceled:          true,
 	FailureInvalidRequest:    true,
 	FailureClientClosed:      true,
+	FailureTLSCertificate:    false,
+	FailureTLSVersion:        false,
+	FailureTLSAlert:          false,
+	FailureTLSTimeout:        false,
 }
 
 // KnownFailureKind reports whether kind is one of the Failure* labels.

@@ -433,6 +433,10 @@ func TestGeneratorSideKind(t *testing.T) {
 		{"HTTP status", false, true},
 		{"protocol error", false, true},
 		{"network unreachable", false, true},
+		{"TLS certificate", false, true},
+		{"TLS version", false, true},
+		{"TLS alert", false, true},
+		{"TLS handshake timeout", false, true},
 		{"", false, false},
 		{"Local ports exhausted", false, false},
 		{"made up", false, false},
@@ -445,7 +449,7 @@ func TestGeneratorSideKind(t *testing.T) {
 			t.Errorf("KnownFailureKind(%q) = %v; want %v", tt.kind, got, tt.known)
 		}
 	}
-	if n := len(failureKinds); n != 19 {
-		t.Errorf("len(failureKinds) = %d; want the 19 kinds above", n)
+	if n := len(failureKinds); n != 23 {
+		t.Errorf("len(failureKinds) = %d; want the 23 kinds above", n)
 	}
 }
