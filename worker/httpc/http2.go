@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -54,6 +55,7 @@ type h2state struct {
 	mu      sync.Mutex
 	cc      *http2.ClientConn
 	conn    net.Conn
+	sniff   *h2sniffConn
 	hadConn bool
 	closed  bool
 	sem     chan struct{}
@@ -207,9 +209,9 @@ func (c *Client) h2Conn(ctx context.Context, h *h2state, cl *call) (*http2.Clien
 		if h.cc.CanTakeNewRequest() {
 			return h.cc, true, nil
 		}
-		cause := CloseServerRequested // GOAWAY, or the server closed it
-		if h.cc.State().Closed {
-			cause = CloseServerIdle
+		cause := CloseServerIdle // the server closed it
+		if h.sniff.goaway.Load() {
+			cause = CloseServerRequested // it sent GOAWAY
 		}
 		h.cc.Close()
 		h.conn.Close()
@@ -229,7 +231,7 @@ func (c *Client) h2Conn(ctx context.Context, h *h2state, cl *call) (*http2.Clien
 		return nil, false, c.connectError(ctx, cl, "dial", err)
 	}
 	conn.SetDeadline(time.Time{})
-	h.cc, h.conn = cc, conn
+	h.cc, h.conn, h.sniff = cc, conn, sn
 	c.counterSet().connected(h.hadConn)
 	h.hadConn = true
 	return cc, false, nil
@@ -444,8 +446,9 @@ func (c *Client) h2Body(hresp *http.Response, resp *Response) error {
 // (a server's bytes are frames from the first one on).
 type h2sniffConn struct {
 	net.Conn
-	cs counterSet
-	fs frameScanner
+	cs     counterSet
+	fs     frameScanner
+	goaway atomic.Bool
 }
 
 func (s *h2sniffConn) Read(p []byte) (int, error) {
@@ -454,6 +457,7 @@ func (s *h2sniffConn) Read(p []byte) (int, error) {
 		s.fs.scan(p[:n], func(typ uint8) {
 			switch typ {
 			case frameGoAway:
+				s.goaway.Store(true)
 				s.cs.h2Frame(true)
 			case frameRSTStream:
 				s.cs.h2Frame(false)
