@@ -126,6 +126,8 @@ func Parse(name string, data []byte, lookup func(string) (string, bool)) (*File,
 type parser struct {
 	file   string
 	lookup func(string) (string, bool)
+	tls    *tlsBlock    // the http.tls block, if any (tls.go)
+	par    []parallelAt // the parallel: true of tasks, checked against http2
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
@@ -309,6 +311,9 @@ func (p *parser) file_(root *yaml.Node) (*File, error) {
 			f.Scenario.Host, err = p.str(v, field)
 		case "http":
 			err = p.httpOptions(v, field, &f.Scenario.HTTP)
+			if err == nil {
+				err = p.checkProtocols(v, &f.Scenario.HTTP, p.tls)
+			}
 		case "users":
 			usersNode = v
 		case "stages":
@@ -343,6 +348,9 @@ func (p *parser) file_(root *yaml.Node) (*File, error) {
 	if len(f.Scenario.Classes) == 0 {
 		return nil, p.errf(usersNode, "users", "needs at least one user class")
 	}
+	if len(p.par) > 0 && !f.Scenario.HTTP.HTTP2 {
+		return nil, p.errf(p.par[0].n, p.par[0].field, "%v", errParallel)
+	}
 	return f, nil
 }
 
@@ -364,6 +372,12 @@ func (p *parser) httpOptions(n *yaml.Node, path string, o *httpc.Options) error 
 			o.DisableCookies, err = p.bool_(v, field)
 		case "disable_compression":
 			o.DisableCompression, err = p.bool_(v, field)
+		case "http2":
+			o.HTTP2, err = p.bool_(v, field)
+		case "streams":
+			o.HTTP2Streams, err = p.int_(v, field, 1)
+		case "tls":
+			p.tls, err = p.tlsOptions(v, field, &o.TLS)
 		case "max_redirects":
 			var n int
 			n, err = p.int_(v, field, -1)
@@ -575,8 +589,9 @@ func (p *parser) task(n *yaml.Node, path string) (worker.Task, error) {
 	t := worker.Task{}
 	single := &request{}
 	var reqs []*request
-	var isSingle bool
+	var isSingle, parallel bool
 	var name string
+	var parNode *yaml.Node
 	err := p.fields(n, path, func(key string, v *yaml.Node, field string) error {
 		var err error
 		switch key {
@@ -586,6 +601,9 @@ func (p *parser) task(n *yaml.Node, path string) (worker.Task, error) {
 			t.Weight, err = p.int_(v, field, 1)
 		case "requests":
 			reqs, err = p.requests(v, field)
+		case "parallel":
+			parallel, err = p.bool_(v, field)
+			parNode = v
 		default:
 			isSingle = true
 			err = p.requestField(single, key, v, field)
@@ -615,6 +633,14 @@ func (p *parser) task(n *yaml.Node, path string) (worker.Task, error) {
 	}
 	t.Requests = asRequests(reqs)
 	t.Fn = worker.RequestsFunc(t.Requests)
+	if parallel {
+		if isSingle {
+			return t, p.errf(parNode, path+".parallel", "needs a list of requests")
+		}
+		t.Parallel = true
+		t.Fn = worker.ParallelRequestsFunc(t.Requests)
+		p.par = append(p.par, parallelAt{parNode, path + ".parallel"})
+	}
 	return t, nil
 }
 

@@ -44,6 +44,11 @@ type Task struct {
 	// sends instead of calling Fn. Package scenario fills both. A task
 	// with only Fn cannot run on such a runtime, which refuses it by name.
 	Requests []Request
+	// Parallel marks a task made by ParallelRequestsFunc: its Requests go
+	// out at once (streams of the user's HTTP/2 connection), not in
+	// order. A runtime that sends Requests itself must honour it or
+	// refuse the task.
+	Parallel bool
 }
 
 // Request is one HTTP request as data, with the checks that decide its

@@ -154,6 +154,17 @@ func TestNewRefuses(t *testing.T) {
 		{"tls", func() worker.Scenario {
 			return parseScenario(t, okHTTP+"host: https://198.18.1.1\nusers: [{name: U, tasks: [{path: /}]}]")
 		}, nil, ErrRefused, "no TLS"},
+		{"tls options", func() worker.Scenario {
+			return parseScenario(t, "host: "+serverHost+"\nhttp: {disable_cookies: true, max_redirects: 0, tls: {min_version: '1.3'}}\nusers: [{name: U, tasks: [{path: /}]}]")
+		}, nil, ErrRefused, "http.tls"},
+		{"http2", func() worker.Scenario {
+			return parseScenario(t, "host: "+serverHost+"\nhttp: {disable_cookies: true, max_redirects: 0, http2: true}\nusers: [{name: U, tasks: [{path: /}]}]")
+		}, nil, ErrRefused, "http.http2"},
+		{"parallel task", func() worker.Scenario {
+			sc := parseScenario(t, task(""))
+			sc.Classes[0].Tasks[0].Parallel = true
+			return sc
+		}, nil, ErrRefused, `task 0 ("/x") parallel`},
 		{"dns name", func() worker.Scenario {
 			return parseScenario(t, okHTTP+"host: http://example.test:8080\nusers: [{name: U, tasks: [{path: /}]}]")
 		}, nil, ErrRefused, "not an IPv4 address"},

@@ -43,9 +43,20 @@ var ErrNoH2 = errors.New("httpc: the server did not select h2 in ALPN")
 // origin only (a redirect to another origin fails with InvalidRequest);
 // requests to absolute URLs of another origin are refused the same way.
 
+// x/net deprecates its Transport and ClientConn for net/http's own
+// (Transport.NewClientConn, Go 1.26). cicada keeps x/net's because only it
+// runs over a net.Conn the caller made: net/http must see the *tls.Conn
+// itself, so its ClientConn cannot sit on the frame-counting wrapper.
+//
+//nolint:staticcheck // SA1019, see above
+type (
+	h2Transport  = http2.Transport
+	h2ClientConn = http2.ClientConn
+)
+
 // h2shared is the HTTP/2 part of a config, shared by its Clients.
 type h2shared struct {
-	t       *http2.Transport
+	t       *h2Transport
 	once    sync.Once
 	headers []Header // the default headers then Options.Headers, parsed once
 }
@@ -53,7 +64,7 @@ type h2shared struct {
 // h2state is one Client's HTTP/2 connection.
 type h2state struct {
 	mu      sync.Mutex
-	cc      *http2.ClientConn
+	cc      *h2ClientConn
 	conn    net.Conn
 	sniff   *h2sniffConn
 	hadConn bool
@@ -71,7 +82,7 @@ func (cfg *config) applyProtocolOptions(opts *Options) error {
 	if opts.HTTP2Streams > 0 && !opts.HTTP2 {
 		return fmt.Errorf("%w: Options.HTTP2Streams needs Options.HTTP2", ErrInvalidRequest)
 	}
-	if !opts.TLS.isZero() || opts.HTTP2 {
+	if !opts.TLS.IsZero() || opts.HTTP2 {
 		t, err := opts.TLS.Build(opts.TLSConfig, opts.HTTP2)
 		if err != nil {
 			return err
@@ -84,7 +95,8 @@ func (cfg *config) applyProtocolOptions(opts *Options) error {
 		if cfg.streams == 0 {
 			cfg.streams = DefaultHTTP2Streams
 		}
-		cfg.h2 = &h2shared{t: &http2.Transport{
+		//nolint:staticcheck // SA1019: x/net's Transport, see h2Transport
+		cfg.h2 = &h2shared{t: &h2Transport{
 			AllowHTTP:                  true,
 			DisableCompression:         true, // Accept-Encoding is ours; bodies are decoded here
 			StrictMaxConcurrentStreams: true,
@@ -199,7 +211,7 @@ func (c *Client) h2CtxError(ctx context.Context, cl *call) error {
 
 // h2Conn returns a ClientConn that can take a request, dialing one if
 // the current one is gone or going away. reused is false for a new one.
-func (c *Client) h2Conn(ctx context.Context, h *h2state, cl *call) (*http2.ClientConn, bool, error) {
+func (c *Client) h2Conn(ctx context.Context, h *h2state, cl *call) (*h2ClientConn, bool, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed || c.isClosed() {
@@ -225,7 +237,7 @@ func (c *Client) h2Conn(ctx context.Context, h *h2state, cl *call) (*http2.Clien
 		return nil, false, err
 	}
 	sn := &h2sniffConn{Conn: conn, cs: c.counterSet()}
-	cc, err := c.cfg.h2.t.NewClientConn(sn)
+	cc, err := c.cfg.h2.t.NewClientConn(sn) //nolint:staticcheck // SA1019: see h2Transport
 	if err != nil {
 		conn.Close()
 		return nil, false, c.connectError(ctx, cl, "dial", err)
@@ -302,14 +314,11 @@ func (c *Client) h2Failure(ctx context.Context, cl *call, err error) error {
 	if c.isClosed() {
 		return c.closedError()
 	}
-	var (
-		se http2.StreamError
-		ge http2.GoAwayError
-	)
-	kind := Other
+	var se http2.StreamError
+	var kind Kind
 	switch {
-	case errors.As(err, &se), errors.As(err, &ge):
-		kind = Reset
+	case errors.As(err, &se), strings.Contains(errText(err), "GOAWAY"):
+		kind = Reset // the server reset the stream or refused it in GOAWAY
 	case errors.Is(err, ErrBodyTooLarge):
 		kind = BodyTooLarge
 	default:

@@ -290,4 +290,3 @@ func FuzzFrameScanner(f *testing.F) {
 		}
 	})
 }
-

@@ -51,7 +51,8 @@ type TLSOptions struct {
 	ALPN []string
 }
 
-func (o *TLSOptions) isZero() bool {
+// IsZero reports whether o sets nothing.
+func (o *TLSOptions) IsZero() bool {
 	return o.CAFile == "" && o.CertFile == "" && o.KeyFile == "" && o.ServerName == "" &&
 		o.MinVersion == 0 && o.MaxVersion == 0 && len(o.CipherSuites) == 0 && !o.SessionResumption && len(o.ALPN) == 0
 }
