@@ -7,6 +7,9 @@
 //	/status/<code>   answers with that status (100-599); 3xx redirect to /
 //	/delay/<ms>      waits ms milliseconds (at most Options.MaxDelay), then serves the page
 //	/_cicada/stats   the counters as JSON (not counted as a request)
+//
+// With Options.H2C the same routes are served over h2c (HTTP/2 with prior
+// knowledge) on the same port.
 //	POST, PUT, PATCH any other path: the length of the request body, in decimal
 //	anything else    the page (Options.Body); HEAD gets its headers only
 //
@@ -76,6 +79,10 @@ type Options struct {
 	IdleTimeout time.Duration
 	// MaxDelay caps /delay/<ms>. If zero, DefaultMaxDelay.
 	MaxDelay time.Duration
+	// H2C also serves HTTP/2 cleartext with prior knowledge (h2c) on the
+	// same port: connections that open with the HTTP/2 preface get the
+	// same routes over HTTP/2 (see h2c.go).
+	H2C bool
 	// Logger receives a warning when accepting fails (at most one per
 	// 10 s, with the count of failures) and a note when it works again.
 	// If nil, nothing is logged.
@@ -177,7 +184,13 @@ func (s *Server) Run(ctx context.Context) error {
 	default:
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- s.srv.Serve(&retryListener{Listener: s.ln, s: s}) }()
+	var ln net.Listener = &retryListener{Listener: s.ln, s: s}
+	if s.opts.H2C {
+		m := newH2CMux(s, ln)
+		go m.run()
+		ln = m.h1
+	}
+	go func() { errc <- s.srv.Serve(ln) }()
 	select {
 	case err := <-errc:
 		select {

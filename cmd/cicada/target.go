@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -45,6 +44,7 @@ func runTarget(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.SortFlags = false
 	listen := fs.String("listen", target.DefaultListen, "Address to listen on (host:port; port 0 picks a free port; with --dataplane the address the stack answers for, port 0 is 80)")
+	h2c := fs.Bool("h2c", false, "Also serve HTTP/2 cleartext with prior knowledge (h2c) on the same port (not with --dataplane)")
 	idle := fs.Duration("idle-timeout", 0, "Close keep-alive connections idle this long (0: never; 24h with --dataplane)")
 	dp := fs.String("dataplane", "", "Serve from a userspace TCP stack: afpacket, afxdp or dpdk (Linux, root; dpdk: make build-dpdk)")
 	iface := fs.String("interface", "", "Data plane: the interface to serve on")
@@ -82,7 +82,11 @@ func runTarget(args []string, stdout, stderr io.Writer) int {
 				return 2
 			}
 		}
-		return runKernelTarget(ctx, *listen, *idle, log, stderr)
+		return runKernelTarget(ctx, target.Options{Listen: *listen, IdleTimeout: *idle, H2C: *h2c, Logger: log}, stderr)
+	}
+	if *h2c {
+		fmt.Fprintln(stderr, "cicada target: error: --h2c is not served by the data plane (it speaks HTTP/1.1 only)")
+		return 2
 	}
 	o := target.DataplaneOptions{Link: *dp, Interface: *iface, Cores: *cores, BodySize: *body, IdleTimeout: *idle,
 		Dedicated: *dedicated, ReportEvery: *every, Logger: log}
@@ -139,8 +143,8 @@ func runTarget(args []string, stdout, stderr io.Writer) int {
 	return runDataplaneTarget(ctx, o, stderr)
 }
 
-func runKernelTarget(ctx context.Context, listen string, idle time.Duration, log *slog.Logger, stderr io.Writer) int {
-	srv, err := target.New(target.Options{Listen: listen, IdleTimeout: idle, Logger: log})
+func runKernelTarget(ctx context.Context, opts target.Options, stderr io.Writer) int {
+	srv, err := target.New(opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "cicada target: %v\n", err)
 		return 1
