@@ -142,16 +142,21 @@ func (p *parser) checkProtocols(httpNode *yaml.Node, o *httpc.Options, b *tlsBlo
 	if b == nil {
 		return p.errf(httpNode, "http", "%s", msg)
 	}
+	// The field the message names first is the one at fault.
+	at, key := -1, ""
 	for _, f := range tlsGoFields {
-		if strings.Contains(msg, f.goName) {
-			node := b.nodes[f.key]
-			if node == nil {
-				node = b.node
-			}
-			return p.errf(node, b.path+"."+f.key, "%s", msg)
+		if i := strings.Index(msg, f.goName); i >= 0 && (at < 0 || i < at) {
+			at, key = i, f.key
 		}
 	}
-	return p.errf(b.node, b.path, "%s", msg)
+	if key == "" {
+		return p.errf(b.node, b.path, "%s", msg)
+	}
+	node := b.nodes[key]
+	if node == nil {
+		node = b.node
+	}
+	return p.errf(node, b.path+"."+key, "%s", msg)
 }
 
 // errParallel is the refusal of a parallel task without HTTP/2.
