@@ -170,4 +170,3 @@ func (l *chanListener) close() { l.closer.Do(func() { close(l.done) }) }
 func (l *chanListener) Close() error { l.close(); return nil }
 
 func (l *chanListener) Addr() net.Addr { return l.addr }
-

@@ -10,6 +10,7 @@
 //
 // With Options.H2C the same routes are served over h2c (HTTP/2 with prior
 // knowledge) on the same port.
+//
 //	POST, PUT, PATCH any other path: the length of the request body, in decimal
 //	anything else    the page (Options.Body); HEAD gets its headers only
 //

@@ -145,6 +145,9 @@ func certReason(err error) string {
 	)
 	switch {
 	case errors.As(err, &hn):
+		if net.ParseIP(hn.Host) != nil {
+			return "IP address mismatch, certificate is not valid for '" + hn.Host + "'."
+		}
 		return "Hostname mismatch, certificate is not valid for '" + hn.Host + "'."
 	case errors.As(err, &ua):
 		if c := ua.Cert; c != nil && string(c.RawIssuer) == string(c.RawSubject) {
