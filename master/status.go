@@ -70,6 +70,9 @@ type WorkerInfo struct {
 	// ConnectsPerSec is the worker's connect rate between its last two
 	// heartbeats.
 	ConnectsPerSec float64
+	// TLSHandshakesPerSec is the worker's TLS handshake rate (full and
+	// resumed) between its last two heartbeats.
+	TLSHandshakesPerSec float64
 }
 
 func (s Status) clone() Status {
@@ -120,6 +123,8 @@ func (s *loopState) status(o *Options) Status {
 			Adopted:          nd.adopted,
 			Connections:      copyConns(nd.conn.c),
 			ConnectsPerSec:   nd.conn.rate,
+
+			TLSHandshakesPerSec: nd.conn.tls.rate,
 		})
 	}
 	return out

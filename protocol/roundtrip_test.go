@@ -225,6 +225,10 @@ func (g gen) message() Message {
 		if g.n(2) == 0 {
 			hb.Connections = &ConnCounters{Open: g.int(), Established: g.int(), Connects: g.count(), Reconnects: g.count(),
 				Closes: g.classes(), ConnectErrors: g.classes(), Errors: g.classes()}
+			if g.n(2) == 0 {
+				c := hb.Connections
+				c.TLSHandshakes, c.TLSResumed, c.TLSHandshakeMicros, c.H2GoAways, c.H2ResetStreams = g.count(), g.count(), g.count(), g.count(), g.count()
+			}
 		}
 		m.Type, m.Data = TypeHeartbeat, hb
 	case 3:
