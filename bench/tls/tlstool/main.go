@@ -107,16 +107,19 @@ func (c *common) flags(fs *flag.FlagSet) {
 
 // run starts users goroutines running fn until the duration is over.
 func (c *common) run(fn func(ctx context.Context, user int) error) (ok, failed int64) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.duration)
+	end := time.Now().Add(c.duration)
+	ctx, cancel := context.WithDeadline(context.Background(), end)
 	defer cancel()
 	var okN, failN atomic.Int64
+	var firstErr sync.Once
 	var wg sync.WaitGroup
 	for i := range c.users {
 		wg.Go(func() {
-			for ctx.Err() == nil {
+			for time.Now().Before(end) {
 				if err := fn(ctx, i); err != nil {
-					if ctx.Err() == nil {
+					if time.Now().Before(end) { // not the end of the run cutting a request short
 						failN.Add(1)
+						firstErr.Do(func() { fmt.Fprintf(os.Stderr, "first failure: %v (%v)\n", err, httpc.Classify(err)) })
 					}
 				} else {
 					okN.Add(1)
