@@ -68,6 +68,21 @@ users:
 	}
 }
 
+func TestLoadHTTP2Example(t *testing.T) {
+	t.Setenv("TARGET", "")
+	f, err := Load("../examples/http2.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := f.Scenario.HTTP
+	if tk := f.Scenario.Classes[0].Tasks[0]; !h.HTTP2 || h.HTTP2Streams != 8 || !tk.Parallel || len(tk.Requests) != 3 {
+		t.Errorf("http = %+v, task = %+v", h, tk)
+	}
+	if _, err := worker.New(worker.Options{}, f.Scenario); err != nil {
+		t.Fatalf("worker.New = %v", err)
+	}
+}
+
 func TestTLSAndHTTP2OptionErrors(t *testing.T) {
 	dir := t.TempDir()
 	junk := filepath.Join(dir, "junk.pem")
