@@ -290,3 +290,31 @@ func FuzzFrameScanner(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkHTTP2Do: one user's requests over h2c to a Go server in the
+// same process, 8 streams in flight (go test -bench HTTP2 -benchtime 2000x).
+func BenchmarkHTTP2Do(b *testing.B) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello\n") }))
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	srv.Config.Protocols = &p
+	srv.Start()
+	defer srv.Close()
+	c, err := New(srv.URL, Options{HTTP2: true, HTTP2Streams: 8})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	req := &Request{Path: "/"}
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		var resp Response
+		for pb.Next() {
+			if err := c.DoInto(context.Background(), req, &resp); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
