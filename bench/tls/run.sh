@@ -104,9 +104,9 @@ done
 
 echo "== 3. idle held connections: RSS growth from $IDLE_FROM to $IDLE_TO users (one request each, then held)"
 $M -name cicada-idle-tls -rss-at "$IDLE_FROM,$IDLE_TO" -timeout 90s -- \
-	"$TMP/tlstool" idle -url "$URL" -ca "$CA" -users "$IDLE_TO" -rate 2000 -hold 90s 2>&1 | tee -a "$RESULTS" | grep -E "RESULT|RSS|idle:"
+	"$TMP/tlstool" idle -url "$URL" -ca "$CA" -users "$IDLE_TO" -rate 500 -hold 90s 2>&1 | tee -a "$RESULTS" | grep -E "RESULT|RSS|idle:"
 "$TMP/benchtool" measure -log "$TMP/plain/access.log" -name cicada-idle-plain -rss-at "$IDLE_FROM,$IDLE_TO" -timeout 90s -- \
-	"$TMP/tlstool" idle -url "http://127.0.0.1:$PLAIN_PORT" -users "$IDLE_TO" -rate 2000 -hold 90s 2>&1 | tee -a "$RESULTS" | grep -E "RESULT|RSS|idle:"
+	"$TMP/tlstool" idle -url "http://127.0.0.1:$PLAIN_PORT" -users "$IDLE_TO" -rate 500 -hold 90s 2>&1 | tee -a "$RESULTS" | grep -E "RESULT|RSS|idle:"
 
 echo "== summary (median over rounds; req/s/core = requests per CPU-second of the generator)"
 grep '^RESULT' "$RESULTS" | awk '

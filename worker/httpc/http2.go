@@ -413,18 +413,24 @@ func parseHeaderLines(b []byte) []Header {
 // h2Body reads (and decodes) the response body into resp.
 func (c *Client) h2Body(hresp *http.Response, resp *Response) error {
 	limit := c.cfg.maxBody
-	r := io.Reader(hresp.Body)
-	if limit > 0 {
-		r = io.LimitReader(r, int64(limit)+1)
-	}
-	buf := bytes.NewBuffer(resp.Body[:0])
-	if _, err := buf.ReadFrom(r); err != nil {
-		return err
-	}
-	body := buf.Bytes()
-	if limit > 0 && len(body) > limit {
-		resp.Body = body[:0]
-		return &bodyTooLargeError{limit: limit}
+	body := resp.Body[:0]
+	for {
+		if len(body) == cap(body) {
+			body = append(body, 0)[:len(body)] // grow
+		}
+		n, err := hresp.Body.Read(body[len(body):cap(body)])
+		body = body[:len(body)+n]
+		if limit > 0 && len(body) > limit {
+			resp.Body = body[:0]
+			return &bodyTooLargeError{limit: limit}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			resp.Body = body[:0]
+			return err
+		}
 	}
 	enc := hresp.Header.Get("Content-Encoding")
 	var decode func(io.Writer, []byte) (int, error)
