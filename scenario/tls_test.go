@@ -223,3 +223,32 @@ func runUntil(t *testing.T, sc worker.Scenario, class string, done func(map[stri
 	}
 	return counts
 }
+
+// FuzzParseTLS: the http block's TLS and HTTP/2 options and parallel
+// tasks either parse or fail with ErrInvalid, never panic.
+func FuzzParseTLS(f *testing.F) {
+	f.Add([]byte("http: {http2: true, streams: 3, tls: {min_version: '1.2', max_version: TLSv1.3, alpn: [h2], session_resumption: true}}\n" +
+		"users: [{name: A, tasks: [{name: t, parallel: true, requests: [{path: /a}, {path: /b}]}]}]"))
+	f.Add([]byte("http: {tls: {cipher_suites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256], server_name: x, ca_file: /nonexistent}}\nusers: [{name: A, tasks: [{path: /}]}]"))
+	f.Add([]byte("http: {tls: {cert_file: a, key_file: b, alpn: ''}}\nusers: [{name: A, tasks: [{path: /, parallel: false}]}]"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := Parse("fuzz.yaml", data, nil)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error %v does not wrap ErrInvalid", err)
+			}
+			return
+		}
+		h := file.Scenario.HTTP
+		if h.HTTP2Streams > 0 && !h.HTTP2 {
+			t.Fatal("streams without http2 accepted")
+		}
+		for _, c := range file.Scenario.Classes {
+			for _, tk := range c.Tasks {
+				if tk.Parallel && !h.HTTP2 {
+					t.Fatal("a parallel task without http2 accepted")
+				}
+			}
+		}
+	})
+}
