@@ -73,6 +73,7 @@ func TestDataplaneUsage(t *testing.T) {
 		{"target option alone", []string{"target", "--client-ips", "198.18.0.1"}, "--client-ips requires --dataplane"},
 		{"target body alone", []string{"target", "--body-size", "10"}, "--body-size requires --dataplane"},
 		{"target extra argument", []string{"target", "extra"}, "unexpected arguments"},
+		{"target h2c on the data plane", []string{"target", "--dataplane", "afpacket", "--h2c"}, "--h2c is not served by the data plane"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
