@@ -9,7 +9,7 @@
 #   2. HTTP/2 requests per generator core: httpc (10 connections x 10
 #      streams) vs vegeta -http2 vs h2load (-c10 -m10);
 #   3. RSS per idle held connection from 5,000 to 15,000: httpc over TLS
-#      vs plain keep-alive (a second, plain nginx).
+#      (HTTP/1.1 and h2) vs plain keep-alive (a second, plain nginx).
 # Bounded: about 3 minutes. k6 is not run: the project's package list
 # marks it not-to-use (AGPL). Needs nginx; vegeta (go install
 # github.com/tsenart/vegeta/v12@v12.13.0), wrk and h2load (Debian
@@ -105,6 +105,8 @@ done
 echo "== 3. idle held connections: RSS growth from $IDLE_FROM to $IDLE_TO users (one request each, then held)"
 $M -name cicada-idle-tls -rss-at "$IDLE_FROM,$IDLE_TO" -timeout 90s -- \
 	"$TMP/tlstool" idle -url "$URL" -ca "$CA" -users "$IDLE_TO" -rate 500 -hold 90s 2>&1 | tee -a "$RESULTS" | grep -E "RESULT|RSS|idle:"
+$M -name cicada-idle-h2 -rss-at "$IDLE_FROM,$IDLE_TO" -timeout 90s -- \
+	"$TMP/tlstool" idle -http2 -url "$URL" -ca "$CA" -users "$IDLE_TO" -rate 500 -hold 90s 2>&1 | tee -a "$RESULTS" | grep -E "RESULT|RSS|idle:"
 "$TMP/benchtool" measure -log "$TMP/plain/access.log" -name cicada-idle-plain -rss-at "$IDLE_FROM,$IDLE_TO" -timeout 90s -- \
 	"$TMP/tlstool" idle -url "http://127.0.0.1:$PLAIN_PORT" -users "$IDLE_TO" -rate 500 -hold 90s 2>&1 | tee -a "$RESULTS" | grep -E "RESULT|RSS|idle:"
 

@@ -195,8 +195,9 @@ func idle(args []string) error {
 	c.flags(fs)
 	rate := fs.Float64("rate", 2000, "users started per second")
 	hold := fs.Duration("hold", time.Minute, "how long to keep the users")
+	http2 := fs.Bool("http2", false, "speak HTTP/2 (h2 over https)")
 	_ = fs.Parse(args)
-	opts := httpc.Options{}
+	opts := httpc.Options{HTTP2: *http2}
 	if c.ca != "" {
 		opts.TLS.CAFile = c.ca
 	}
