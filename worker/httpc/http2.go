@@ -67,6 +67,7 @@ type h2state struct {
 	cc      *h2ClientConn
 	conn    net.Conn
 	sniff   *h2sniffConn
+	dialing chan struct{} // closed when the connect in progress ends
 	hadConn bool
 	closed  bool
 	sem     chan struct{}
@@ -213,14 +214,31 @@ func (c *Client) h2CtxError(ctx context.Context, cl *call) error {
 // the current one is gone or going away. reused is false for a new one.
 func (c *Client) h2Conn(ctx context.Context, h *h2state, cl *call) (*h2ClientConn, bool, error) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed || c.isClosed() {
-		return nil, false, c.closedError()
+	for {
+		if h.closed || c.isClosed() {
+			h.mu.Unlock()
+			return nil, false, c.closedError()
+		}
+		if h.cc != nil && h.cc.CanTakeNewRequest() {
+			cc := h.cc
+			h.mu.Unlock()
+			return cc, true, nil
+		}
+		if h.dialing == nil {
+			break
+		}
+		// Another stream of this user is connecting: wait for its
+		// connection instead of dialing a second one.
+		ch := h.dialing
+		h.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, false, c.h2CtxError(ctx, cl)
+		}
+		h.mu.Lock()
 	}
 	if h.cc != nil {
-		if h.cc.CanTakeNewRequest() {
-			return h.cc, true, nil
-		}
 		cause := CloseServerIdle // the server closed it
 		if h.sniff.goaway.Load() {
 			cause = CloseServerRequested // it sent GOAWAY
@@ -230,23 +248,42 @@ func (c *Client) h2Conn(ctx context.Context, h *h2state, cl *call) (*h2ClientCon
 		h.cc, h.conn = nil, nil
 		c.counterSet().closed(cause)
 	}
-	// The connect is made under h.mu: a user's concurrent streams wait for
-	// its one connection instead of each dialing their own.
-	conn, _, err := c.dial(ctx, cl)
+	ch := make(chan struct{})
+	h.dialing = ch
+	h.mu.Unlock()
+	cc, conn, sn, err := c.h2Dial(ctx, cl)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.dialing = nil
+	close(ch)
 	if err != nil {
 		return nil, false, err
+	}
+	if h.closed {
+		cc.Close()
+		conn.Close()
+		return nil, false, c.closedError()
+	}
+	h.cc, h.conn, h.sniff = cc, conn, sn
+	c.counterSet().connected(h.hadConn)
+	h.hadConn = true
+	return cc, false, nil
+}
+
+// h2Dial connects (TLS and ALPN included) and starts a ClientConn.
+func (c *Client) h2Dial(ctx context.Context, cl *call) (*h2ClientConn, net.Conn, *h2sniffConn, error) {
+	conn, _, err := c.dial(ctx, cl)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	sn := &h2sniffConn{Conn: conn, cs: c.counterSet()}
 	cc, err := c.cfg.h2.t.NewClientConn(sn) //nolint:staticcheck // SA1019: see h2Transport
 	if err != nil {
 		conn.Close()
-		return nil, false, c.connectError(ctx, cl, "dial", err)
+		return nil, nil, nil, c.connectError(ctx, cl, "dial", err)
 	}
 	conn.SetDeadline(time.Time{})
-	h.cc, h.conn, h.sniff = cc, conn, sn
-	c.counterSet().connected(h.hadConn)
-	h.hadConn = true
-	return cc, false, nil
+	return cc, conn, sn, nil
 }
 
 // h2Exchange sends cl as one stream and reads the whole response.

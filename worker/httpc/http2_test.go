@@ -318,3 +318,26 @@ func BenchmarkHTTP2Do(b *testing.B) {
 		}
 	})
 }
+
+// TestHTTP2ConcurrentFirstRequests: streams that start together on a new
+// Client share the one connection the first of them dials.
+func TestHTTP2ConcurrentFirstRequests(t *testing.T) {
+	srv := startH2(t, true, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	c := mustNew(t, srv.URL, h2Options(srv, 0))
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			if _, err := c.Do(context.Background(), &Request{Path: "/"}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if got, s := srv.conns.Load(), c.Counters(); got != 1 || s.Connects != 1 || s.TLSHandshakes != 1 {
+		t.Errorf("server saw %d connections, counters %+v; want one connection and handshake", got, s)
+	}
+	c.Close()
+	if _, err := c.Do(context.Background(), &Request{Path: "/"}); Classify(err) != ClientClosed {
+		t.Errorf("Do after Close = %v; want ClientClosed", err)
+	}
+}
