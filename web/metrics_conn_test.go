@@ -81,3 +81,18 @@ func TestConnectionMetrics(t *testing.T) {
 		t.Error("a worker without counters has connection metrics")
 	}
 }
+
+// TestStatsJSONTLSRate: /stats/requests' workers carry the TLS handshake
+// rate only for workers that made TLS handshakes.
+func TestStatsJSONTLSRate(t *testing.T) {
+	st := &Status{State: protocol.StateRunning, Distributed: true, Workers: []WorkerInfo{
+		{ID: "tls_1", State: protocol.StateRunning, Connections: 1, Conn: &ConnStats{Established: 1, TLSHandshakes: 4, TLSHandshakesPerSec: 2.5}},
+		{ID: "plain_1", State: protocol.StateRunning, Connections: 1, Conn: &ConnStats{Established: 1}},
+	}}
+	w := &jsonWriter{}
+	appendRequestsJSON(w, st, stats.New(nil).Snapshot())
+	out := string(w.buf)
+	if strings.Count(out, `"tls_handshakes_per_sec"`) != 1 || !strings.Contains(out, `"tls_handshakes_per_sec": 2.5`) && !strings.Contains(out, `"tls_handshakes_per_sec":2.5`) {
+		t.Errorf("workers JSON = %s; want tls_handshakes_per_sec 2.5 for the TLS worker only", out)
+	}
+}
