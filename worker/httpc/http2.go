@@ -101,7 +101,6 @@ func (cfg *config) applyProtocolOptions(opts *Options) error {
 			AllowHTTP:                  true,
 			DisableCompression:         true, // Accept-Encoding is ours; bodies are decoded here
 			StrictMaxConcurrentStreams: true,
-			MaxReadFrameSize:           1 << 20,
 		}}
 	}
 	return nil
@@ -117,7 +116,7 @@ func (c *Client) handshakeDone(tconn *tls.Conn, d time.Duration) error {
 	return nil
 }
 
-// h2 returns the Client's HTTP/2 state, creating it.
+// h2state returns the Client's HTTP/2 state, creating it.
 func (c *Client) h2state() *h2state {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -127,7 +126,7 @@ func (c *Client) h2state() *h2state {
 	return c.mu.h2
 }
 
-// closeH2 closes the HTTP/2 connection (Client.Close).
+// close closes the HTTP/2 connection (Client.Close).
 func (h *h2state) close(cs counterSet) {
 	h.mu.Lock()
 	h.closed = true
