@@ -218,7 +218,9 @@ func (c *Client) h2Conn(ctx context.Context, h *h2state, cl *call) (*h2ClientCon
 			h.mu.Unlock()
 			return nil, false, c.closedError()
 		}
-		if h.cc != nil && h.cc.CanTakeNewRequest() {
+		// The frame scanner may see a GOAWAY before the ClientConn's read
+		// loop has handled it: then the connection is already going away.
+		if h.cc != nil && h.cc.CanTakeNewRequest() && !h.sniff.goaway.Load() {
 			cc := h.cc
 			h.mu.Unlock()
 			return cc, true, nil
@@ -287,17 +289,28 @@ func (c *Client) h2Dial(ctx context.Context, cl *call) (*h2ClientConn, net.Conn,
 
 // h2Exchange sends cl as one stream and reads the whole response.
 func (c *Client) h2Exchange(ctx context.Context, h *h2state, cl *call, resp *Response) error {
-	cc, reused, err := c.h2Conn(ctx, h, cl)
-	if err != nil {
-		return err
-	}
-	hreq, err := c.h2Request(ctx, h, cl)
-	if err != nil {
-		return &Error{Kind: InvalidRequest, Op: "request", URL: cl.url(), Err: err}
-	}
-	hresp, err := cc.RoundTrip(hreq)
-	if err != nil {
-		return c.h2Failure(ctx, cl, err)
+	var hresp *http.Response
+	var reused bool
+	for attempt := 0; ; attempt++ {
+		cc, r, err := c.h2Conn(ctx, h, cl)
+		if err != nil {
+			return err
+		}
+		hreq, err := c.h2Request(ctx, h, cl)
+		if err != nil {
+			return &Error{Kind: InvalidRequest, Op: "request", URL: cl.url(), Err: err}
+		}
+		hresp, err = cc.RoundTrip(hreq)
+		if err == nil {
+			reused = r
+			break
+		}
+		if attempt > 0 || !unprocessed(err) || ctxErr(ctx) != nil {
+			return c.h2Failure(ctx, cl, err)
+		}
+		// The server did not process the stream (GOAWAY before it,
+		// REFUSED_STREAM): once more, on a new connection if this one is
+		// going away, as x/net's Transport does.
 	}
 	defer hresp.Body.Close()
 	resp.StatusCode = hresp.StatusCode
@@ -336,6 +349,19 @@ func (c *Client) h2Exchange(ctx context.Context, h *h2state, cl *call, resp *Res
 		resp.Reused = reused
 	}
 	return nil
+}
+
+// unprocessed reports a stream the server did not process, which x/net's
+// Transport retries: a GOAWAY that came before it was sent (x/net's
+// unexported errClientConnGotGoAway and errClientConnUnusable, matched by
+// text) or REFUSED_STREAM.
+func unprocessed(err error) bool {
+	var se http2.StreamError
+	if errors.As(err, &se) {
+		return se.Code == http2.ErrCodeRefusedStream
+	}
+	s := err.Error()
+	return s == "http2: Transport received Server's graceful shutdown GOAWAY" || s == "http2: client conn not usable"
 }
 
 // h2Failure classifies a failed stream.

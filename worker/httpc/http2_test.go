@@ -190,6 +190,7 @@ func TestHTTP2GoAway(t *testing.T) {
 				fr.WriteHeaders(http2.HeadersFrameParam{StreamID: hf.StreamID, BlockFragment: hb.Bytes(), EndHeaders: true})
 				fr.WriteData(hf.StreamID, true, []byte("bye"))
 				fr.WriteGoAway(hf.StreamID, http2.ErrCodeNo, nil)
+				return // as a server that shuts down: no stream after the last one
 			}
 		}
 	})
@@ -339,5 +340,51 @@ func TestHTTP2ConcurrentFirstRequests(t *testing.T) {
 	c.Close()
 	if _, err := c.Do(context.Background(), &Request{Path: "/"}); Classify(err) != ClientClosed {
 		t.Errorf("Do after Close = %v; want ClientClosed", err)
+	}
+}
+
+// TestHTTP2RefusedStreamRetried: a stream the server refuses
+// (RST_STREAM REFUSED_STREAM: not processed) is sent once more, as x/net's
+// Transport does; a second refusal is the request's failure.
+func TestHTTP2RefusedStreamRetried(t *testing.T) {
+	for _, tt := range []struct {
+		refuse int // streams refused before the server answers
+		ok     bool
+	}{{1, true}, {2, false}} {
+		srv := startRaw(t, func(c net.Conn) {
+			preface := make([]byte, len(http2.ClientPreface))
+			if _, err := io.ReadFull(c, preface); err != nil {
+				return
+			}
+			fr := http2.NewFramer(c, c)
+			fr.WriteSettings()
+			refused := 0
+			for {
+				f, err := fr.ReadFrame()
+				if err != nil {
+					return
+				}
+				hf, ok := f.(*http2.HeadersFrame)
+				if !ok {
+					continue
+				}
+				if refused < tt.refuse {
+					refused++
+					fr.WriteRSTStream(hf.StreamID, http2.ErrCodeRefusedStream)
+					continue
+				}
+				fr.WriteHeaders(http2.HeadersFrameParam{StreamID: hf.StreamID, BlockFragment: []byte{0x88}, EndHeaders: true})
+				fr.WriteData(hf.StreamID, true, []byte("ok"))
+			}
+		})
+		c := mustNew(t, srv.URL(), Options{HTTP2: true})
+		resp, err := c.Do(context.Background(), &Request{Path: "/"})
+		if tt.ok && (err != nil || string(resp.Body) != "ok") {
+			t.Errorf("refused %d: Do = %v, %q; want ok after one retry", tt.refuse, err, resp.Body)
+		}
+		if !tt.ok && Classify(err) != Reset {
+			t.Errorf("refused %d: Do = %v; want a Reset failure", tt.refuse, err)
+		}
+		testpeer.Eventually(t, 5*time.Second, "the refusals counted", func() bool { return c.Counters().H2ResetStreams == int64(tt.refuse) })
 	}
 }
