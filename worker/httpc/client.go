@@ -352,6 +352,10 @@ func tlsConfigFor(tmpl *tls.Config, host string, insecure, keepALPN bool) *tls.C
 	}
 	if !keepALPN {
 		c.NextProtos = []string{"http/1.1"}
+	} else {
+		// tmpl was built for one Config (TLSOptions.Build): caching it
+		// process-wide would keep every such Config alive.
+		return c
 	}
 	v, _ := tlsConfigs.LoadOrStore(key, c)
 	return v.(*tls.Config)
