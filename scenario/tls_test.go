@@ -252,3 +252,47 @@ func FuzzParseTLS(f *testing.F) {
 		}
 	})
 }
+
+// TestTLSScenarioAgainstNginx runs a scenario with TLS files, a minimum
+// version and HTTP/2 against an https nginx: every request arrives over
+// h2 and TLS 1.3, none fails.
+func TestTLSScenarioAgainstNginx(t *testing.T) {
+	dir := t.TempDir()
+	ca := testpeer.MustTestCA(t)
+	if _, err := ca.WriteCA(dir); err != nil {
+		t.Fatal(err)
+	}
+	cert, key, err := ca.MustIssue(t, testpeer.CertSpec{Names: []string{"gateway.test"}}).WriteFiles(dir, "server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := testpeer.StartNginx(t, testpeer.NginxConfig{AccessLog: true, TLS: &testpeer.NginxTLS{CertFile: cert, KeyFile: key, HTTP2: true}})
+	f, err := Parse(filepath.Join(dir, "tls.yaml"), []byte(`
+host: `+n.URL()+`
+http:
+  http2: true
+  tls: {ca_file: ca.crt, server_name: gateway.test, min_version: "1.3"}
+users:
+  - name: U
+    wait: constant(0.01)
+    tasks:
+      - {name: pair, parallel: true, requests: [{path: /a, name: a}, {path: /b, name: b}]}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := runUntil(t, f.Scenario, "U", func(c map[string]int64) bool { return c["a"] >= 3 && c["b"] >= 3 })
+	if counts["fail:a"]+counts["fail:b"] != 0 {
+		t.Errorf("failures %v; want none", counts)
+	}
+	var lines []testpeer.TLSLine
+	testpeer.Eventually(t, 10*time.Second, "nginx logs the requests", func() bool {
+		lines, err = n.TLSRequests()
+		return err == nil && len(lines) >= 6
+	})
+	for _, l := range lines {
+		if l.Protocol != "HTTP/2.0" || l.TLSVersion != "TLSv1.3" || l.Status != "200" {
+			t.Fatalf("nginx logged %+v; want 200 over HTTP/2.0 and TLSv1.3", l)
+		}
+	}
+}
