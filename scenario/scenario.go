@@ -16,6 +16,10 @@
 // variables ($$ is a literal $); nothing else is expanded and no shell is
 // involved. Unknown fields are errors. Errors name the file, line, column
 // and field.
+//
+// The http block's http2, streams and tls options and a task's parallel
+// flag (issue 16) are described in tls.go; TLS files are read at load,
+// relative to the scenario file's directory.
 package scenario
 
 import (
