@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"crypto/tls"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -23,6 +24,7 @@ import (
 //	    min_version: "1.2"        # 1.0 1.1 1.2 1.3 (or TLSv1.2)
 //	    max_version: "1.3"
 //	    cipher_suites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256]   # TLS 1.0-1.2 only
+//	    curves: [X25519, P-256]   # key exchange groups (default: Go's, with X25519MLKEM768)
 //	    session_resumption: false # off (default): a full handshake per connection
 //	    alpn: [http/1.1]          # default http/1.1, or h2 with http2
 //
@@ -44,6 +46,7 @@ var tlsGoFields = []struct{ goName, key string }{
 	{"TLS.MaxVersion", "max_version"},
 	{"TLS.CipherSuites", "cipher_suites"},
 	{"TLS.ALPN", "alpn"},
+	{"TLS.Curves", "curves"},
 }
 
 // tlsBlock is a parsed `tls:` mapping with the nodes of its keys, for
@@ -85,6 +88,20 @@ func (p *parser) tlsOptions(n *yaml.Node, path string, o *httpc.TLSOptions) (*tl
 					err = p.errf(v, field, "%s", strings.TrimPrefix(err.Error(), httpc.ErrInvalidTLS.Error()+": "))
 				}
 				o.CipherSuites = append(o.CipherSuites, id)
+			}
+		case "curves":
+			var names []string
+			names, err = p.strOrList(v, field)
+			for _, name := range names {
+				if err != nil {
+					break
+				}
+				var id tls.CurveID
+				id, err = httpc.ParseCurve(strings.TrimSpace(name))
+				if err != nil {
+					err = p.errf(v, field, "%s", strings.TrimPrefix(err.Error(), httpc.ErrInvalidTLS.Error()+": "))
+				}
+				o.Curves = append(o.Curves, id)
 			}
 		case "session_resumption":
 			o.SessionResumption, err = p.bool_(v, field)

@@ -42,6 +42,7 @@ http:
     max_version: TLSv1.3
     cipher_suites: [TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256]
     session_resumption: true
+    curves: [X25519, P-256]
     alpn: [h2, http/1.1]
 users:
   - name: U
@@ -59,6 +60,7 @@ users:
 	if !h.HTTP2 || h.HTTP2Streams != 16 || o.CAFile != filepath.Join(dir, "ca.crt") || o.CertFile != filepath.Join(dir, "client.crt") ||
 		o.KeyFile != filepath.Join(dir, "client.key") || o.ServerName != "gateway.test" || o.MinVersion != tls.VersionTLS12 ||
 		o.MaxVersion != tls.VersionTLS13 || !o.SessionResumption || !slices.Equal(o.ALPN, []string{"h2", "http/1.1"}) ||
+		!slices.Equal(o.Curves, []tls.CurveID{tls.X25519, tls.CurveP256}) ||
 		!slices.Equal(o.CipherSuites, []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256}) {
 		t.Errorf("http options = %+v", h)
 	}
@@ -100,6 +102,7 @@ func TestTLSAndHTTP2OptionErrors(t *testing.T) {
 		{"min above max", "http:\n  tls: {min_version: '1.3', max_version: '1.2'}\n" + users, "http.tls.min_version: TLS.MinVersion 1.3 is above TLS.MaxVersion 1.2"},
 		{"TLS 1.3 suite", "http:\n  tls: {cipher_suites: [TLS_AES_128_GCM_SHA256]}\n" + users, "http.tls.cipher_suites: cipher suite TLS_AES_128_GCM_SHA256 is TLS 1.3 only"},
 		{"unknown suite", "http:\n  tls: {cipher_suites: NOPE}\n" + users, `http.tls.cipher_suites: unknown cipher suite "NOPE"`},
+		{"unknown curve", "http:\n  tls: {curves: [X25519, brainpool]}\n" + users, `http.tls.curves: unknown key exchange group "brainpool"`},
 		{"h2 ALPN without http2", "http:\n  tls: {alpn: [h2]}\n" + users, "http.tls.alpn: TLS.ALPN offers h2 without HTTP2"},
 		{"unknown tls field", "http:\n  tls: {ocsp: true}\n" + users, `http.tls.ocsp: unknown field "ocsp"`},
 		{"streams without http2", "http: {streams: 4}\n" + users, "s.yaml:1:7: http.streams: needs http2: true"},

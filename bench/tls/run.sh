@@ -15,7 +15,7 @@
 # github.com/tsenart/vegeta/v12@v12.13.0), wrk and h2load (Debian
 # nghttp2-client) are skipped when missing.
 #
-#   ROUNDS=2 DURATION=5 IDLE_FROM=5000 IDLE_TO=15000 bench/tls/run.sh
+#   ROUNDS=2 DURATION=5 IDLE_FROM=5000 IDLE_TO=15000 PARTS=123 bench/tls/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="$PATH:/usr/local/go/bin:$HOME/go/bin"
@@ -25,6 +25,7 @@ DURATION=${DURATION:-5}
 USERS=${USERS:-20}
 IDLE_FROM=${IDLE_FROM:-5000}
 IDLE_TO=${IDLE_TO:-15000}
+PARTS=${PARTS:-123} # which of the three parts to run
 PORT=${PORT:-$((20000 + RANDOM % 20000))}
 PLAIN_PORT=$((PORT + 1))
 
@@ -72,11 +73,13 @@ reused() {
 }
 have() { command -v "$1" >/dev/null; }
 
+if [[ $PARTS == *1* ]]; then
 echo "== 1. full TLS handshakes (resumption off, a new connection per request), $USERS concurrent, ${DURATION}s, $ROUNDS rounds"
 for r in $(seq "$ROUNDS"); do
 	from=$(wc -l <"$LOG")
 	$M -name cicada-hs -- "$TMP/tlstool" handshakes -url "$URL" -ca "$CA" -users "$USERS" -duration "${DURATION}s" 2>&1 | tee -a "$RESULTS" | grep -E 'RESULT|handshakes:'
 	reused cicada-hs "$from"
+	$M -name cicada-hs-x25519 -- "$TMP/tlstool" handshakes -curves X25519 -url "$URL" -ca "$CA" -users "$USERS" -duration "${DURATION}s" 2>&1 | tee -a "$RESULTS" | grep -E 'RESULT'
 	if have vegeta; then
 		from=$(wc -l <"$LOG")
 		$M -name vegeta-hs -- vegeta attack -targets "$TMP/targets" -root-certs "$CA" -keepalive=false -http2=false -rate=0 \
@@ -90,6 +93,9 @@ for r in $(seq "$ROUNDS"); do
 	fi
 done
 
+fi
+
+if [[ $PARTS == *2* ]]; then
 echo "== 2. HTTP/2 requests: 10 connections x 10 streams, ${DURATION}s, $ROUNDS rounds"
 for r in $(seq "$ROUNDS"); do
 	$M -name cicada-h2 -- "$TMP/tlstool" h2 -url "$URL" -ca "$CA" -users 10 -streams 10 -duration "${DURATION}s" 2>&1 | tee -a "$RESULTS" | grep -E 'RESULT|h2:'
@@ -102,6 +108,9 @@ for r in $(seq "$ROUNDS"); do
 	fi
 done
 
+fi
+
+if [[ $PARTS == *3* ]]; then
 echo "== 3. idle held connections: RSS growth from $IDLE_FROM to $IDLE_TO users (one request each, then held)"
 $M -name cicada-idle-tls -rss-at "$IDLE_FROM,$IDLE_TO" -timeout 90s -- \
 	"$TMP/tlstool" idle -url "$URL" -ca "$CA" -users "$IDLE_TO" -rate 500 -hold 90s 2>&1 | tee -a "$RESULTS" | grep -E "RESULT|RSS|idle:"
@@ -109,6 +118,8 @@ $M -name cicada-idle-h2 -rss-at "$IDLE_FROM,$IDLE_TO" -timeout 90s -- \
 	"$TMP/tlstool" idle -http2 -url "$URL" -ca "$CA" -users "$IDLE_TO" -rate 500 -hold 90s 2>&1 | tee -a "$RESULTS" | grep -E "RESULT|RSS|idle:"
 "$TMP/benchtool" measure -log "$TMP/plain/access.log" -name cicada-idle-plain -rss-at "$IDLE_FROM,$IDLE_TO" -timeout 90s -- \
 	"$TMP/tlstool" idle -url "http://127.0.0.1:$PLAIN_PORT" -users "$IDLE_TO" -rate 500 -hold 90s 2>&1 | tee -a "$RESULTS" | grep -E "RESULT|RSS|idle:"
+
+fi
 
 echo "== summary (median over rounds; req/s/core = requests per CPU-second of the generator)"
 grep '^RESULT' "$RESULTS" | awk '
@@ -126,8 +137,8 @@ grep '^RESULT' "$RESULTS" | awk '
 	}
 	END {
 		printf "%-12s %10s %10s %12s\n", "generator", "req/s", "cpu cores", "req/s/core"
-		split("cicada-hs vegeta-hs wrk-hs cicada-h2 vegeta-h2 h2load", order, " ")
-		for (o = 1; o <= 6; o++) { g = order[o]; if (g in names)
+		split("cicada-hs cicada-hs-x25519 vegeta-hs wrk-hs cicada-h2 vegeta-h2 h2load", order, " ")
+		for (o = 1; o <= 7; o++) { g = order[o]; if (g in names)
 			printf "%-12s %10d %10.2f %12d\n", g, median(g, "rps"), median(g, "cpu_cores"), median(g, "rps_per_core") }
 		for (g in idle) printf "%-18s RSS growth %d bytes per idle held connection\n", g, idle[g]
 	}'

@@ -39,6 +39,12 @@ type TLSOptions struct {
 	// means crypto/tls's default. TLS 1.3 suites cannot be chosen
 	// (crypto/tls does not allow it), so naming one is refused.
 	CipherSuites []uint16
+	// Curves are the key exchange groups offered, in order of preference
+	// (tls.X25519, tls.CurveP256, tls.X25519MLKEM768, ...); empty means
+	// crypto/tls's default, which also sends a post-quantum X25519MLKEM768
+	// key share. Against servers without it, [X25519] makes a full
+	// handshake about 13 % cheaper for the generator (bench/tls).
+	Curves []tls.CurveID
 	// SessionResumption shares one client session cache among the Clients
 	// of a Config, so a new connection resumes an earlier session (an
 	// abbreviated handshake). Off (the default, like Python's ssl module
@@ -54,7 +60,8 @@ type TLSOptions struct {
 // IsZero reports whether o sets nothing.
 func (o *TLSOptions) IsZero() bool {
 	return o.CAFile == "" && o.CertFile == "" && o.KeyFile == "" && o.ServerName == "" &&
-		o.MinVersion == 0 && o.MaxVersion == 0 && len(o.CipherSuites) == 0 && !o.SessionResumption && len(o.ALPN) == 0
+		o.MinVersion == 0 && o.MaxVersion == 0 && len(o.CipherSuites) == 0 && !o.SessionResumption && len(o.ALPN) == 0 &&
+		len(o.Curves) == 0
 }
 
 // Build returns base (nil: an empty configuration) cloned, with o applied.
@@ -127,6 +134,14 @@ func (o *TLSOptions) Build(base *tls.Config, http2 bool) (*tls.Config, error) {
 			}
 		}
 		c.CipherSuites = slices.Clone(o.CipherSuites)
+	}
+	if len(o.Curves) > 0 {
+		for _, id := range o.Curves {
+			if CurveName(id) == "" {
+				return nil, fmt.Errorf("%w: TLS.Curves: unknown key exchange group %d", ErrInvalidTLS, id)
+			}
+		}
+		c.CurvePreferences = slices.Clone(o.Curves)
 	}
 	if o.SessionResumption {
 		c.ClientSessionCache = tls.NewLRUClientSessionCache(0)
@@ -231,4 +246,44 @@ func ParseCipherSuite(name string) (uint16, error) {
 		}
 	}
 	return 0, fmt.Errorf("%w: unknown cipher suite %q (IANA names, e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256)", ErrInvalidTLS, name)
+}
+
+// curves are the key exchange groups crypto/tls implements, with the
+// names ParseCurve accepts (the first is CurveName's).
+var curves = []struct {
+	id    tls.CurveID
+	names []string
+}{
+	{tls.X25519, []string{"X25519"}},
+	{tls.CurveP256, []string{"P-256", "P256", "secp256r1", "prime256v1", "CurveP256"}},
+	{tls.CurveP384, []string{"P-384", "P384", "secp384r1", "CurveP384"}},
+	{tls.CurveP521, []string{"P-521", "P521", "secp521r1", "CurveP521"}},
+	{tls.X25519MLKEM768, []string{"X25519MLKEM768"}},
+	{tls.SecP256r1MLKEM768, []string{"SecP256r1MLKEM768"}},
+	{tls.SecP384r1MLKEM1024, []string{"SecP384r1MLKEM1024"}},
+}
+
+// ParseCurve reads a key exchange group name: X25519, P-256 (or P256,
+// secp256r1, prime256v1), P-384, P-521, X25519MLKEM768, SecP256r1MLKEM768,
+// SecP384r1MLKEM1024 (case-insensitive).
+func ParseCurve(name string) (tls.CurveID, error) {
+	for _, c := range curves {
+		for _, n := range c.names {
+			if strings.EqualFold(name, n) {
+				return c.id, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown key exchange group %q (X25519, P-256, P-384, P-521, X25519MLKEM768, ...)", ErrInvalidTLS, name)
+}
+
+// CurveName is "P-256" for tls.CurveP256, "" for a group crypto/tls does
+// not implement.
+func CurveName(id tls.CurveID) string {
+	for _, c := range curves {
+		if c.id == id {
+			return c.names[0]
+		}
+	}
+	return ""
 }

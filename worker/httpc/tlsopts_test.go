@@ -245,3 +245,51 @@ func TestParseTLSNames(t *testing.T) {
 		}
 	}
 }
+
+func TestTLSCurves(t *testing.T) {
+	ca := testpeer.MustTestCA(t)
+	cert := ca.MustIssue(t, testpeer.CertSpec{})
+	for _, tt := range []struct {
+		name   string
+		curves []tls.CurveID
+		want   tls.CurveID
+	}{
+		{"default", nil, tls.X25519MLKEM768}, // a Go server takes the post-quantum share
+		{"X25519", []tls.CurveID{tls.X25519}, tls.X25519},
+		{"P-256 only", []tls.CurveID{tls.CurveP256}, tls.CurveP256}, // (a Go server picks by its own order)
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := make(chan tls.CurveID, 1)
+			srv := startRaw(t, func(c net.Conn) {
+				tc := tls.Server(c, &tls.Config{Certificates: []tls.Certificate{cert.TLS}})
+				tc.SetDeadline(time.Now().Add(10 * time.Second))
+				if tc.Handshake() == nil {
+					got <- tc.ConnectionState().CurveID
+					serveFixed(okResponse("x"))(tc)
+				}
+			})
+			c := mustNew(t, strings.Replace(srv.URL(), "http://", "https://", 1), Options{TLSConfig: &tls.Config{RootCAs: ca.Pool}, TLS: TLSOptions{Curves: tt.curves}})
+			if _, err := c.Do(context.Background(), &Request{Path: "/"}); err != nil {
+				t.Fatal(err)
+			}
+			if g := <-got; g != tt.want {
+				t.Errorf("server negotiated %v; want %v", g, tt.want)
+			}
+		})
+	}
+	if _, err := NewConfig("https://127.0.0.1:1", Options{TLS: TLSOptions{Curves: []tls.CurveID{7}}}); !errors.Is(err, ErrInvalidTLS) || !strings.Contains(err.Error(), "TLS.Curves") {
+		t.Errorf("NewConfig with an unknown group = %v; want ErrInvalidTLS naming TLS.Curves", err)
+	}
+	for _, tt := range []struct {
+		in   string
+		want tls.CurveID
+	}{{"x25519", tls.X25519}, {"prime256v1", tls.CurveP256}, {"P-384", tls.CurveP384}, {"X25519MLKEM768", tls.X25519MLKEM768}, {"brainpool", 0}} {
+		got, err := ParseCurve(tt.in)
+		if got != tt.want || (err == nil) != (tt.want != 0) {
+			t.Errorf("ParseCurve(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
+		}
+		if err == nil && CurveName(got) == "" {
+			t.Errorf("CurveName(%v) is empty", got)
+		}
+	}
+}

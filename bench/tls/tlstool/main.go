@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -137,8 +138,20 @@ func handshakes(args []string) error {
 	fs := flag.NewFlagSet("handshakes", flag.ExitOnError)
 	var c common
 	c.flags(fs)
+	curves := fs.String("curves", "", "key exchange groups offered, comma-separated (default: Go's)")
 	_ = fs.Parse(args)
-	cfg, err := httpc.NewConfig(c.url, httpc.Options{TLS: httpc.TLSOptions{CAFile: c.ca}})
+	o := httpc.Options{TLS: httpc.TLSOptions{CAFile: c.ca}}
+	for name := range strings.SplitSeq(*curves, ",") {
+		if name == "" {
+			continue
+		}
+		id, err := httpc.ParseCurve(name)
+		if err != nil {
+			return err
+		}
+		o.TLS.Curves = append(o.TLS.Curves, id)
+	}
+	cfg, err := httpc.NewConfig(c.url, o)
 	if err != nil {
 		return err
 	}
