@@ -233,6 +233,7 @@ func FuzzParseTLS(f *testing.F) {
 	f.Add([]byte("http: {http2: true, streams: 3, tls: {min_version: '1.2', max_version: TLSv1.3, alpn: [h2], session_resumption: true}}\n" +
 		"users: [{name: A, tasks: [{name: t, parallel: true, requests: [{path: /a}, {path: /b}]}]}]"))
 	f.Add([]byte("http: {tls: {cipher_suites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256], server_name: x, ca_file: /nonexistent}}\nusers: [{name: A, tasks: [{path: /}]}]"))
+	f.Add([]byte("http: {tls: {curves: [X25519, p-256, secp384r1]}}\nusers: [{name: A, tasks: [{path: /}]}]"))
 	f.Add([]byte("http: {tls: {cert_file: a, key_file: b, alpn: ''}}\nusers: [{name: A, tasks: [{path: /, parallel: false}]}]"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := Parse("fuzz.yaml", data, nil)
@@ -274,7 +275,7 @@ func TestTLSScenarioAgainstNginx(t *testing.T) {
 host: `+n.URL()+`
 http:
   http2: true
-  tls: {ca_file: ca.crt, server_name: gateway.test, min_version: "1.3"}
+  tls: {ca_file: ca.crt, server_name: gateway.test, min_version: "1.3", curves: [X25519]}
 users:
   - name: U
     wait: constant(0.01)
