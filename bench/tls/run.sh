@@ -136,9 +136,9 @@ grep '^RESULT' "$RESULTS" | awk '
 		return a[int((k + 1) / 2)]
 	}
 	END {
-		printf "%-12s %10s %10s %12s\n", "generator", "req/s", "cpu cores", "req/s/core"
+		printf "%-17s %10s %10s %12s\n", "generator", "req/s", "cpu cores", "req/s/core"
 		split("cicada-hs cicada-hs-x25519 vegeta-hs wrk-hs cicada-h2 vegeta-h2 h2load", order, " ")
 		for (o = 1; o <= 7; o++) { g = order[o]; if (g in names)
-			printf "%-12s %10d %10.2f %12d\n", g, median(g, "rps"), median(g, "cpu_cores"), median(g, "rps_per_core") }
+			printf "%-17s %10d %10.2f %12d\n", g, median(g, "rps"), median(g, "cpu_cores"), median(g, "rps_per_core") }
 		for (g in idle) printf "%-18s RSS growth %d bytes per idle held connection\n", g, idle[g]
 	}'
