@@ -73,6 +73,9 @@ type WorkerInfo struct {
 	// TLSHandshakesPerSec is the worker's TLS handshake rate (full and
 	// resumed) between its last two heartbeats.
 	TLSHandshakesPerSec float64
+	// Dropped counts the arrival-rate iterations this worker dropped in
+	// the current test (issue 13); 0 for Python workers.
+	Dropped int64
 }
 
 func (s Status) clone() Status {
@@ -125,6 +128,7 @@ func (s *loopState) status(o *Options) Status {
 			ConnectsPerSec:   nd.conn.rate,
 
 			TLSHandshakesPerSec: nd.conn.tls.rate,
+			Dropped:             s.rate.dropped[id],
 		})
 	}
 	return out

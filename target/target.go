@@ -7,12 +7,12 @@
 //	/status/<code>   answers with that status (100-599); 3xx redirect to /
 //	/delay/<ms>      waits ms milliseconds (at most Options.MaxDelay), then serves the page
 //	/_cicada/stats   the counters as JSON (not counted as a request)
+//	/_cicada/stall?ms=N  every response paused for N ms from now (stall.go)
+//	POST, PUT, PATCH any other path: the length of the request body, in decimal
+//	anything else    the page (Options.Body); HEAD gets its headers only
 //
 // With Options.H2C the same routes are served over h2c (HTTP/2 with prior
 // knowledge) on the same port.
-//
-//	POST, PUT, PATCH any other path: the length of the request body, in decimal
-//	anything else    the page (Options.Body); HEAD gets its headers only
 //
 // The server is fasthttp's with ReduceMemoryUsage: an idle keep-alive
 // connection keeps its goroutine but no read or write buffer.
@@ -84,6 +84,9 @@ type Options struct {
 	// same port: connections that open with the HTTP/2 preface get the
 	// same routes over HTTP/2 (see h2c.go).
 	H2C bool
+	// StallAfter and StallFor script one stall (stall.go): every request
+	// is held from StallAfter after New for StallFor. Zero StallFor: none.
+	StallAfter, StallFor time.Duration
 	// Logger receives a warning when accepting fails (at most one per
 	// 10 s, with the count of failures) and a note when it works again.
 	// If nil, nothing is logged.
@@ -113,6 +116,9 @@ type Server struct {
 	open         atomic.Int64
 	acceptErrors atomic.Int64
 
+	stallMu               sync.Mutex
+	stallFrom, stallUntil int64 // the stall window, unix ns (stall.go)
+
 	done      chan struct{} // closed when shutting down; wakes /delay
 	closeOnce sync.Once
 	running   atomic.Bool
@@ -140,6 +146,10 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("target: listen %s: %w", opts.Listen, err)
 	}
 	s := &Server{opts: opts, ln: ln, page: opts.Body, ctype: []byte(opts.ContentType), start: time.Now(), done: make(chan struct{})}
+	if opts.StallFor > 0 {
+		from := s.start.Add(opts.StallAfter).UnixNano()
+		s.setStall(from, from+int64(opts.StallFor))
+	}
 	s.srv = &fasthttp.Server{
 		Handler:                       s.handle,
 		Name:                          "cicada-target",
@@ -311,6 +321,12 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	case string(path) == string(pathStats):
 		s.serveStats(ctx)
 		return
+	case string(path) == string(pathStall):
+		s.serveStall(ctx)
+		return
+	}
+	s.stallWait()
+	switch {
 	case hasPrefix(path, prefixStatus):
 		s.requests.Add(1)
 		code, ok := atoiPath(path[len(prefixStatus):])

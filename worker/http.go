@@ -163,7 +163,7 @@ func (u *User) send(ctx context.Context, req *httpc.Request, expect *Expect, res
 	}
 	c, err := u.HTTP()
 	if err != nil {
-		u.p.env.rec.Record(method, req.StatsName(), 0, 0, err.Error())
+		u.record(method, req.StatsName(), 0, 0, err.Error())
 		return err
 	}
 	if track {
@@ -174,7 +174,7 @@ func (u *User) send(ctx context.Context, req *httpc.Request, expect *Expect, res
 		if ctx.Err() != nil || u.ctx.Err() != nil || httpc.Classify(err) == httpc.Canceled {
 			return err // interrupted by a stop: not a measurement
 		}
-		u.p.env.rec.Record(method, req.StatsName(), resp.Duration, 0, err.Error())
+		u.record(method, req.StatsName(), resp.Duration, 0, err.Error())
 		return err
 	}
 	fail := expect.check(resp, req.Name)
@@ -182,7 +182,7 @@ func (u *User) send(ctx context.Context, req *httpc.Request, expect *Expect, res
 	if fail != nil {
 		failure = fail.Error()
 	}
-	u.p.env.rec.Record(method, req.StatsName(), resp.Duration, resp.ContentLength(), failure)
+	u.record(method, req.StatsName(), resp.Duration, resp.ContentLength(), failure)
 	return fail
 }
 
