@@ -7,6 +7,7 @@
 //	/status/<code>   answers with that status (100-599); 3xx redirect to /
 //	/delay/<ms>      waits ms milliseconds (at most Options.MaxDelay), then serves the page
 //	/_cicada/stats   the counters as JSON (not counted as a request)
+//	/ws              WebSocket echo (see WSPath); /ws/set-cookie?k=v sets cookie k=v
 //	POST, PUT, PATCH any other path: the length of the request body, in decimal
 //	anything else    the page (Options.Body); HEAD gets its headers only
 //
@@ -296,6 +297,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	switch {
 	case string(path) == string(pathStats):
 		s.serveStats(ctx)
+		return
+	case hasPrefix(path, prefixWS):
+		s.requests.Add(1)
+		s.serveWSPaths(ctx)
 		return
 	case hasPrefix(path, prefixStatus):
 		s.requests.Add(1)
