@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -302,7 +301,20 @@ func (s *Server) ListenTCPEcho(addr string) (net.Addr, error) {
 					sk.remove(c)
 					sk.tcpOpen.Add(-1)
 				}()
-				_, _ = io.CopyBuffer(c, c, make([]byte, 4096))
+				// A plain loop: io.Copy of a socket onto itself would splice
+				// through a pipe and wait to fill it.
+				b := make([]byte, 4096)
+				for {
+					n, err := c.Read(b)
+					if n > 0 {
+						if _, werr := c.Write(b[:n]); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
 			}()
 		}
 	}()

@@ -146,9 +146,7 @@ func (c *WSConn) handshake(ctx context.Context, u *url.URL, headers []httpc.Head
 	if _, err := io.WriteString(c.conn, b.String()); err != nil {
 		return ioError(ctx, err, "handshake", c.url)
 	}
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
-	br := bufio.NewReaderSize(c.conn, len(*bp)) // the handshake is rare: a bufio of its own
+	br := bufio.NewReaderSize(c.conn, 4096) // once per connection: a bufio of its own
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
@@ -193,6 +191,9 @@ func (r *rawReader) Read(p []byte) (int, error) {
 	return r.conn.Read(p)
 }
 
+// wbufPool holds frame buffers lent to one write at a time.
+var wbufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
 var brPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
 
 // Send sends one message (Text or Binary) in one frame.
@@ -211,14 +212,14 @@ func (c *WSConn) writeFrame(ctx context.Context, op byte, payload []byte, timeou
 	var mask [4]byte
 	m := rand.Uint32() //nolint:gosec // a frame mask, not a secret
 	mask[0], mask[1], mask[2], mask[3] = byte(m), byte(m>>8), byte(m>>16), byte(m>>24)
-	bp := bufPool.Get().(*[]byte)
+	bp := wbufPool.Get().(*[]byte)
 	frame := wsframe.AppendFrame((*bp)[:0], op, payload, &mask)
 	stop := deadline(ctx, c.conn, timeout)
 	_, err := c.conn.Write(frame)
 	stop()
 	if cap(frame) <= 64<<10 {
 		*bp = frame[:0]
-		bufPool.Put(bp)
+		wbufPool.Put(bp)
 	}
 	if err != nil {
 		return ioError(ctx, err, "write", c.url)
