@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +35,17 @@ func (k SocketKind) Method() string {
 		return "TCP"
 	}
 	return "WS"
+}
+
+// String returns "websocket" or "tcp".
+func (k SocketKind) String() string {
+	switch k {
+	case WebSocket:
+		return "websocket"
+	case TCP:
+		return "tcp"
+	}
+	return "SocketKind(" + strconv.Itoa(int(k)) + ")"
 }
 
 // ErrSocket is wrapped by a socket task that cannot run as written (a

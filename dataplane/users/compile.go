@@ -123,6 +123,9 @@ func compile(sc *worker.Scenario) (*plan, error) {
 		for ti := range c.Tasks {
 			t := &c.Tasks[ti]
 			tw := fmt.Sprintf("%s task %d (%q)", cw, ti, t.Name)
+			if t.Socket != nil {
+				return nil, refused(tw, "a %s task cannot run on the data plane, which speaks HTTP/1.1 only; run this class on a worker without --dataplane", t.Socket.Kind)
+			}
 			if len(t.Requests) == 0 {
 				return nil, refused(tw, "a Go task function cannot run on the data plane; give the task's requests as data (Task.Requests)")
 			}
