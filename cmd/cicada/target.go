@@ -45,6 +45,7 @@ func runTarget(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.SortFlags = false
 	listen := fs.String("listen", target.DefaultListen, "Address to listen on (host:port; port 0 picks a free port; with --dataplane the address the stack answers for, port 0 is 80)")
+	tcpEcho := fs.String("tcp-echo", "", "Also echo raw TCP on this address (host:port) for tcp users; the WebSocket echo is always on /ws")
 	idle := fs.Duration("idle-timeout", 0, "Close keep-alive connections idle this long (0: never; 24h with --dataplane)")
 	dp := fs.String("dataplane", "", "Serve from a userspace TCP stack: afpacket, afxdp or dpdk (Linux, root; dpdk: make build-dpdk)")
 	iface := fs.String("interface", "", "Data plane: the interface to serve on")
@@ -82,7 +83,11 @@ func runTarget(args []string, stdout, stderr io.Writer) int {
 				return 2
 			}
 		}
-		return runKernelTarget(ctx, *listen, *idle, log, stderr)
+		return runKernelTarget(ctx, *listen, *idle, *tcpEcho, log, stderr)
+	}
+	if *tcpEcho != "" {
+		fmt.Fprintln(stderr, "cicada target: error: --tcp-echo is served by the kernel target, not with --dataplane")
+		return 2
 	}
 	o := target.DataplaneOptions{Link: *dp, Interface: *iface, Cores: *cores, BodySize: *body, IdleTimeout: *idle,
 		Dedicated: *dedicated, ReportEvery: *every, Logger: log}
@@ -139,13 +144,22 @@ func runTarget(args []string, stdout, stderr io.Writer) int {
 	return runDataplaneTarget(ctx, o, stderr)
 }
 
-func runKernelTarget(ctx context.Context, listen string, idle time.Duration, log *slog.Logger, stderr io.Writer) int {
+func runKernelTarget(ctx context.Context, listen string, idle time.Duration, tcpEcho string, log *slog.Logger, stderr io.Writer) int {
 	srv, err := target.New(target.Options{Listen: listen, IdleTimeout: idle, Logger: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "cicada target: %v\n", err)
 		return 1
 	}
 	fmt.Fprintf(stderr, "cicada target serving %s\n", srv.URL())
+	if tcpEcho != "" {
+		a, err := srv.ListenTCPEcho(tcpEcho)
+		if err != nil {
+			srv.Close()
+			fmt.Fprintf(stderr, "cicada target: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "cicada target echoing TCP on %s\n", a)
+	}
 	err = srv.Run(ctx)
 	c := srv.Counters()
 	fmt.Fprintf(stderr, "cicada target served %d requests on %d connections\n", c.Requests, c.ConnectionsAccepted)
