@@ -12,6 +12,9 @@
 //	    tasks:
 //	      - path: /
 //
+// User classes of kind websocket or tcp have tasks of steps instead of
+// requests (scenario/socket.go documents them).
+//
 // Every string value may use ${VAR} and ${VAR:-default} to read environment
 // variables ($$ is a literal $); nothing else is expanded and no shell is
 // involved. Unknown fields are errors. Errors name the file, line, column
