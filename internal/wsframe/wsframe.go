@@ -282,7 +282,7 @@ func (r *Reader) Next(buf []byte) (Frame, error) {
 	for {
 		h, err := r.header()
 		if err != nil {
-			if err == io.EOF && r.inMessage {
+			if errors.Is(err, io.EOF) && r.inMessage {
 				err = io.ErrUnexpectedEOF
 			}
 			return Frame{}, err
@@ -348,7 +348,7 @@ func (r *Reader) header() (Header, error) {
 		m, err := io.ReadFull(r.R, b[n:need])
 		n += m
 		if err != nil {
-			if err == io.EOF && n > 0 {
+			if errors.Is(err, io.EOF) && n > 0 {
 				err = io.ErrUnexpectedEOF
 			}
 			return Header{}, err
@@ -376,7 +376,7 @@ func (r *Reader) header() (Header, error) {
 
 func (r *Reader) payload(p []byte, h Header) error {
 	if _, err := io.ReadFull(r.R, p); err != nil {
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
 		return err

@@ -29,7 +29,7 @@ func TestRoundTrip(t *testing.T) {
 			if err != nil || f.Op != OpText || !bytes.Equal(f.Payload, p) {
 				t.Fatalf("n=%d server=%v: op %d, %d bytes, err %v", n, server, f.Op, len(f.Payload), err)
 			}
-			if _, err := r.Next(nil); err != io.EOF {
+			if _, err := r.Next(nil); !errors.Is(err, io.EOF) {
 				t.Fatalf("after the frame: %v, want EOF", err)
 			}
 		}
