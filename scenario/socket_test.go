@@ -272,3 +272,14 @@ users:
 		t.Fatalf("rows %v, failures %v", reqs, fails)
 	}
 }
+
+func TestSocketExampleLoads(t *testing.T) {
+	f, err := Load("../examples/websocket.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Scenario.Classes) != 2 || f.Scenario.Classes[0].Tasks[0].Socket.Kind != worker.WebSocket ||
+		f.Scenario.Classes[1].Tasks[0].Socket.Kind != worker.TCP {
+		t.Fatalf("classes %+v", f.Scenario.Classes)
+	}
+}
