@@ -230,3 +230,27 @@ func BenchmarkWSExchange(b *testing.B) {
 		}
 	}
 }
+
+// TestWSManyMessagesInOneRead: messages that arrive together, more than
+// one read buffer of them, are all delivered in order.
+func TestWSManyMessagesInOneRead(t *testing.T) {
+	wsURL, _ := echo(t)
+	c, err := DialWS(context.Background(), wsURL, nil, &Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(0, "", false)
+	const n = 300 // 300 frames of 102 bytes: several 4 KiB buffers
+	msg := func(i int) string { return strings.Repeat(string(rune('a'+i%26)), 100) }
+	for i := range n {
+		if err := c.Send(context.Background(), Text, []byte(msg(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		_, p, err := c.Recv(context.Background(), nil)
+		if err != nil || string(p) != msg(i) {
+			t.Fatalf("message %d: %.10q %v", i, p, err)
+		}
+	}
+}

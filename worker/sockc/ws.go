@@ -244,8 +244,9 @@ func (c *WSConn) Recv(ctx context.Context, buf []byte) (op byte, payload []byte,
 	c.rd.R = br
 	defer func() {
 		if n := br.Buffered(); n > 0 {
+			// br's bytes come before what it did not take from pending.
 			p, _ := br.Peek(n)
-			c.pending = append(c.pending[:0:0], p...)
+			c.pending = append(append(make([]byte, 0, n+len(c.pending)), p...), c.pending...)
 		}
 		br.Reset(nil)
 		brPool.Put(br)
