@@ -24,10 +24,12 @@
 // Network failures are *httpc.Error values classified as HTTP requests'
 // (refused, reset, connect timeout, read timeout, TLS, ...) so that their
 // messages are the Locust-style strings the stats show. A WebSocket close
-// by the server is a *CloseError ("WebSocketClosed(1011, 'overload')"), a
-// refused handshake a *HandshakeError ("WebSocketBadStatusException(
-// 'Handshake status 403 Forbidden')"), the same texts Python's
-// websocket-client raises. Counters count connects, open connections,
+// by the server is a *CloseError (cicada's text: "WebSocketClosed(1011,
+// 'overload')"), a refused handshake a *HandshakeError with the text
+// Python's websocket-client raises ("WebSocketBadStatusException('Handshake
+// status 403 Forbidden')"). A read that times out closes the connection,
+// since a late reply would be taken for the next one's. Counters count
+// connects, open connections,
 // failures by kind and closes by protocol, side and WebSocket close code
 // ("ws close 1000 (client)", "ws close 1011 (server)", "ws close 1006
 // (server)" for a connection lost without a close frame, "tcp close
