@@ -6,6 +6,9 @@
 //     (worker/httpc), -n of each (default 15,000), each kind in a child
 //     process of its own against a built-in target in another child (the
 //     open-file limit is per process);
+//   - users: with -cicada, the resident memory per held idle user of a
+//     standalone `cicada --autostart` run, a websocket class beside the
+//     seed scenario's HTTP keep-alive user (-n users against 1 user);
 //   - speed: WebSocket echo exchanges per CPU second of the generator,
 //     cicada's client beside k6's k6/ws (if -k6 names a k6 binary), -c
 //     connections for -d each, against the same target.
@@ -23,6 +26,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,6 +49,7 @@ func main() {
 	conc := flag.Int("c", 50, "connections of the exchange round")
 	dur := flag.Duration("d", 10*time.Second, "length of each exchange round")
 	k6 := flag.String("k6", "", "k6 binary for the exchange round's peer (empty: cicada only)")
+	cicada := flag.String("cicada", "", "cicada binary for the users round: RSS per held idle user of a standalone run (empty: skipped)")
 	serve := flag.String("serve", "", "internal: run the target on this address")
 	hold := flag.String("hold", "", "internal: hold -n connections of this kind (ws, http) to -url")
 	exch := flag.Bool("exchange", false, "internal: run the exchange round against -url")
@@ -60,6 +65,9 @@ func main() {
 		err = runExchange(*url, *conc, *dur)
 	default:
 		err = run(*n, *conc, *dur, *k6)
+		if err == nil && *cicada != "" {
+			err = runUsers(*cicada, *n)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench/socket:", err)
@@ -388,4 +396,106 @@ func runK6(k6, url string, conc int, d time.Duration) (int64, float64, error) {
 		return 0, 0, fmt.Errorf("k6 summary: %w", err)
 	}
 	return int64(sum.Metrics["ws_msgs_received"]["count"]), cpu, nil
+}
+
+// The users round's scenarios: one exchange or request, then idle.
+const (
+	usersWS   = "users:\n  - name: W\n    kind: websocket\n    url: /ws\n    wait: constant(900)\n    tasks: [{steps: [{name: hello, send: hello, expect: {equals: hello}}]}]\n"
+	usersHTTP = "users:\n  - name: H\n    wait: constant(900)\n    tasks: [{path: /}]\n"
+)
+
+// runUsers prints the RSS growth per held idle user of standalone cicada
+// runs: n users against 1 user, for each scenario.
+func runUsers(cicada string, n int) error {
+	dir, err := os.MkdirTemp("", "cicada-bench-socket-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	fmt.Printf("\nheld idle users of a standalone cicada (%d users against 1, RSS of the cicada process)\n", n)
+	fmt.Printf("%-28s %10s %14s %12s\n", "user", "held", "RSS growth", "KiB/user")
+	for _, sc := range []struct{ name, text, row string }{
+		{"HTTP keep-alive (seed)", usersHTTP, "/"}, {"WebSocket", usersWS, "hello"},
+	} {
+		path := filepath.Join(dir, "s.yaml")
+		if err := os.WriteFile(path, []byte(sc.text), 0o600); err != nil {
+			return err
+		}
+		var rs [2]int64
+		for i, users := range []int{1, n} {
+			_, err := withTarget(func(url string) (string, error) {
+				r, err := usersRSS(cicada, path, url, users, sc.row)
+				rs[i] = r
+				return "", err
+			})
+			if err != nil {
+				return err
+			}
+		}
+		fmt.Printf("%-28s %10d %11.1f MB %12.2f\n", sc.name, n-1, float64(rs[1]-rs[0])/1e6, float64(rs[1]-rs[0])/1024/float64(n-1))
+	}
+	return nil
+}
+
+// usersRSS runs cicada standalone (--autostart: the web API answers) with users users until the stats show
+// each user's first request (row), then returns its RSS and stops it.
+func usersRSS(cicada, scenario, url string, users int, row string) (int64, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	webPort := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command(cicada, "-f", scenario, "--autostart", "-u", strconv.Itoa(users), "-r", "2000", "-t", "3m",
+		"-H", url, "--web-host", "127.0.0.1", "--web-port", strconv.Itoa(webPort), "--loglevel", "WARNING")
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		time.Sleep(500 * time.Millisecond)
+		if requests(webPort, row) >= int64(users) {
+			time.Sleep(2 * time.Second) // let the spawn's goroutines and buffers go
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/status")
+			if err != nil {
+				return 0, err
+			}
+			for _, l := range strings.Split(string(b), "\n") {
+				if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+					kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+					return kb * 1024, nil
+				}
+			}
+		}
+	}
+	return 0, fmt.Errorf("%d users did not all reach %q within 2 minutes", users, row)
+}
+
+// requests returns the request count of the stats row named name, from
+// the web API.
+func requests(port int, name string) int64 {
+	resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/stats/requests")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Stats []struct {
+			Name        string `json:"name"`
+			NumRequests int64  `json:"num_requests"`
+		} `json:"stats"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&st) != nil {
+		return 0
+	}
+	for _, s := range st.Stats {
+		if s.Name == name {
+			return s.NumRequests
+		}
+	}
+	return 0
 }
