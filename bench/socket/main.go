@@ -446,7 +446,7 @@ func usersRSS(cicada, scenario, url string, users int, row string) (int64, error
 	}
 	webPort := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	cmd := exec.Command(cicada, "-f", scenario, "--autostart", "-u", strconv.Itoa(users), "-r", "2000", "-t", "3m",
+	cmd := exec.Command(cicada, "-f", scenario, "--autostart", "-u", strconv.Itoa(users), "-r", "2000", "-t", "6m",
 		"-H", url, "--web-host", "127.0.0.1", "--web-port", strconv.Itoa(webPort), "--loglevel", "WARNING")
 	if err := cmd.Start(); err != nil {
 		return 0, err
@@ -455,7 +455,7 @@ func usersRSS(cicada, scenario, url string, users int, row string) (int64, error
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
 	}()
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(4 * time.Minute)
 	for time.Now().Before(deadline) {
 		time.Sleep(500 * time.Millisecond)
 		if requests(webPort, row) >= int64(users) {
@@ -472,7 +472,7 @@ func usersRSS(cicada, scenario, url string, users int, row string) (int64, error
 			}
 		}
 	}
-	return 0, fmt.Errorf("%d users did not all reach %q within 2 minutes", users, row)
+	return 0, fmt.Errorf("%d users did not all reach %q within 4 minutes", users, row)
 }
 
 // requests returns the request count of the stats row named name, from

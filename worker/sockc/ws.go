@@ -146,7 +146,12 @@ func (c *WSConn) handshake(ctx context.Context, u *url.URL, headers []httpc.Head
 	if _, err := io.WriteString(c.conn, b.String()); err != nil {
 		return ioError(ctx, err, "handshake", c.url)
 	}
-	br := bufio.NewReaderSize(c.conn, 4096) // once per connection: a bufio of its own
+	br := brPool.Get().(*bufio.Reader)
+	br.Reset(c.conn)
+	defer func() {
+		br.Reset(nil)
+		brPool.Put(br)
+	}()
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
