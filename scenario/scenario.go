@@ -12,6 +12,9 @@
 //	    tasks:
 //	      - path: /
 //
+// User classes of kind websocket or tcp have tasks of steps instead of
+// requests (scenario/socket.go documents them).
+//
 // Every string value may use ${VAR} and ${VAR:-default} to read environment
 // variables ($$ is a literal $); nothing else is expanded and no shell is
 // involved. Unknown fields are errors. Errors name the file, line, column
@@ -474,9 +477,12 @@ func (p *parser) userClass(n *yaml.Node, path string) (worker.UserClass, error) 
 	var uc worker.UserClass
 	var tasksNode, nameNode *yaml.Node
 	var onStart, onStop []*request
+	var sock socketClass // kind, url, headers (socket.go)
 	err := p.fields(n, path, func(key string, v *yaml.Node, field string) error {
 		var err error
 		switch key {
+		case "kind", "url", "headers":
+			err = p.socketClassField(&sock, key, v, field)
 		case "name":
 			nameNode = v
 			uc.Name, err = p.str(v, field)
@@ -513,8 +519,11 @@ func (p *parser) userClass(n *yaml.Node, path string) (worker.UserClass, error) 
 	if tasksNode == nil {
 		return uc, p.errf(n, path+".tasks", "missing: a user class needs at least one task")
 	}
+	if err := p.checkSocketClass(&sock, n, path); err != nil {
+		return uc, err
+	}
 	err = p.list(tasksNode, path+".tasks", func(i int, item *yaml.Node, field string) error {
-		t, err := p.task(item, field)
+		t, err := p.classTask(&sock, item, field)
 		uc.Tasks = append(uc.Tasks, t)
 		return err
 	})

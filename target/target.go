@@ -8,6 +8,7 @@
 //	/delay/<ms>      waits ms milliseconds (at most Options.MaxDelay), then serves the page
 //	/_cicada/stats   the counters as JSON (not counted as a request)
 //	/_cicada/stall?ms=N  every response paused for N ms from now (stall.go)
+//	/ws              WebSocket echo (see WSPath); /ws/set-cookie?k=v sets cookie k=v
 //	POST, PUT, PATCH any other path: the length of the request body, in decimal
 //	anything else    the page (Options.Body); HEAD gets its headers only
 //
@@ -327,6 +328,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	}
 	s.stallWait()
 	switch {
+	case hasPrefix(path, prefixWS):
+		s.requests.Add(1)
+		s.serveWSPaths(ctx)
+		return
 	case hasPrefix(path, prefixStatus):
 		s.requests.Add(1)
 		code, ok := atoiPath(path[len(prefixStatus):])

@@ -270,6 +270,7 @@ func (w *Worker) connCounters() *protocol.ConnCounters {
 			c.Errors[httpc.Kind(i).String()] = n
 		}
 	}
+	w.env.socks.counters.AddTo(c) // WebSocket and TCP tasks (socket.go)
 	return c
 }
 

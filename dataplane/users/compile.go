@@ -130,6 +130,9 @@ func compile(sc *worker.Scenario) (*plan, error) {
 			if t.Parallel {
 				return nil, refused(tw+" parallel", "the data plane sends a user's requests one at a time")
 			}
+			if t.Socket != nil {
+				return nil, refused(tw, "a %s task cannot run on the data plane, which speaks HTTP/1.1 only; run this class on a worker without --dataplane", t.Socket.Kind)
+			}
 			if len(t.Requests) == 0 {
 				return nil, refused(tw, "a Go task function cannot run on the data plane; give the task's requests as data (Task.Requests)")
 			}

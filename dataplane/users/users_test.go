@@ -186,6 +186,12 @@ func TestNewRefuses(t *testing.T) {
 		{"absolute url", func() worker.Scenario {
 			return parseScenario(t, okHTTP+"host: "+serverHost+"\nusers: [{name: U, tasks: [{path: 'http://198.18.1.1/x'}]}]")
 		}, nil, ErrRefused, "absolute URL"},
+		{"websocket class", func() worker.Scenario {
+			return parseScenario(t, okHTTP+"host: "+serverHost+"\nusers: [{name: W, kind: websocket, url: /ws, tasks: [{name: chat, steps: [{send: hi}]}]}]")
+		}, nil, ErrRefused, `class "W" task 0 ("chat"): a websocket task cannot run on the data plane`},
+		{"tcp class", func() worker.Scenario {
+			return parseScenario(t, okHTTP+"host: "+serverHost+"\nusers: [{name: T, kind: tcp, url: 'tcp://198.18.1.1:7', tasks: [{steps: [{send: hi}]}]}]")
+		}, nil, ErrRefused, `class "T" task 0 (""): a tcp task cannot run on the data plane`},
 		{"go task", func() worker.Scenario {
 			sc := parseScenario(t, task(""))
 			sc.Classes[0].Tasks = append(sc.Classes[0].Tasks, worker.Task{Name: "code", Fn: func(context.Context, *worker.User) error { return nil }})
