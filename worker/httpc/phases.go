@@ -25,7 +25,8 @@ import (
 // the response and the cookie jar). Connections opened for redirects to
 // other origins add their DNS, Connect and TLS times. After an error the
 // phases reached so far are set; TTFB and Body are zero if no response
-// byte arrived.
+// byte arrived. HTTP/2 requests (Options.HTTP2), which share one
+// connection, carry no phases yet.
 type Phases struct {
 	DNS, Connect, TLS, TTFB, Body time.Duration
 	// HasDNS, HasConnect and HasTLS report that the request resolved a
@@ -34,19 +35,19 @@ type Phases struct {
 }
 
 // dialTCP connects to addr (host:port), timing DNS and the TCP handshake
-// into c.ph. A host name is resolved first (c's dialer's resolver) and
+// into ph (nil: not timed). A host name is resolved first (c's dialer's resolver) and
 // its addresses tried in order; an IP address is dialled directly.
-func (c *Client) dialTCP(ctx context.Context, addr string) (net.Conn, error) {
+func (c *Client) dialTCP(ctx context.Context, addr string, ph *Phases) (net.Conn, error) {
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {
-		return c.dialTimed(ctx, addr)
+		return c.dialTimed(ctx, addr, ph)
 	}
 	if _, err := netip.ParseAddr(host); err == nil {
-		return c.dialTimed(ctx, addr)
+		return c.dialTimed(ctx, addr, ph)
 	}
 	port, err := strconv.ParseUint(portStr, 10, 16)
 	if err != nil {
-		return c.dialTimed(ctx, addr)
+		return c.dialTimed(ctx, addr, ph)
 	}
 	res := c.cfg.dialer.Resolver
 	if res == nil {
@@ -54,14 +55,16 @@ func (c *Client) dialTCP(ctx context.Context, addr string) (net.Conn, error) {
 	}
 	t0 := time.Now()
 	ips, err := res.LookupNetIP(ctx, "ip", host)
-	c.ph.DNS += time.Since(t0)
-	c.ph.HasDNS = true
+	if ph != nil {
+		ph.DNS += time.Since(t0)
+		ph.HasDNS = true
+	}
 	if err != nil {
 		return nil, err // a *net.DNSError: classified as DNS
 	}
 	var first error
 	for _, ip := range ips {
-		conn, err := c.dialTimed(ctx, netip.AddrPortFrom(ip.Unmap(), uint16(port)).String())
+		conn, err := c.dialTimed(ctx, netip.AddrPortFrom(ip.Unmap(), uint16(port)).String(), ph)
 		if err == nil {
 			return conn, nil
 		}
@@ -75,11 +78,13 @@ func (c *Client) dialTCP(ctx context.Context, addr string) (net.Conn, error) {
 	return nil, first
 }
 
-func (c *Client) dialTimed(ctx context.Context, addr string) (net.Conn, error) {
+func (c *Client) dialTimed(ctx context.Context, addr string, ph *Phases) (net.Conn, error) {
 	t0 := time.Now()
 	conn, err := c.cfg.dialer.DialContext(ctx, "tcp", addr)
-	c.ph.Connect += time.Since(t0)
-	c.ph.HasConnect = true
+	if ph != nil {
+		ph.Connect += time.Since(t0)
+		ph.HasConnect = true
+	}
 	return conn, err
 }
 

@@ -59,6 +59,7 @@ type call struct {
 	body     []byte
 	useJar   bool
 	deadline time.Time
+	ph       *Phases // where dial times DNS, connect and TLS; nil: not timed (HTTP/2)
 }
 
 // headerOverrides reports which default headers hs replaces.
