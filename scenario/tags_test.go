@@ -48,6 +48,18 @@ users:
         tags: [smoke, shop]
       - path: /b
 `, [][]string{{"smoke", "shop"}, {"shop"}}, ""},
+		{"websocket task and class tags", `
+host: http://127.0.0.1:8080
+users:
+  - name: U
+    kind: websocket
+    url: /ws
+    tags: [ws]
+    tasks:
+      - name: chat
+        tags: [chat]
+        steps: [{send: hi}]
+`, [][]string{{"chat", "ws"}}, ""},
 		{"empty tag", `
 users:
   - name: U
