@@ -161,6 +161,8 @@ type Result struct {
 	// Invalid names the generator limit that stopped the search; Max is
 	// then only a lower bound of the device's maximum.
 	Invalid string
+	// FailedAt is the lowest failed load (0 when none failed).
+	FailedAt float64
 	// Elapsed is the search's wall time.
 	Elapsed time.Duration
 }
@@ -187,6 +189,8 @@ func (r *Result) Summary(unit string) string {
 		return fmt.Sprintf("the search's maximum %.6g %s passed: the device's limit is above the range searched", r.Max, unit)
 	case r.Found:
 		return fmt.Sprintf("maximum %.6g %s", r.Max, unit)
+	case r.Max > 0:
+		return fmt.Sprintf("not converged within the trials: the maximum is between %.6g and %.6g %s", r.Max, r.FailedAt, unit)
 	}
 	return "no load passed: no maximum found"
 }
@@ -270,7 +274,7 @@ func (s Search) Run(ctx context.Context, trial TrialFunc) (Result, error) {
 	}
 
 	// Step phase.
-	lo, hi := 0.0, math.Inf(1)
+	var lo, hi float64
 	for load := round(s.Start); ; {
 		v, err := run(load)
 		if err != nil {
@@ -300,13 +304,13 @@ func (s Search) Run(ctx context.Context, trial TrialFunc) (Result, error) {
 	}
 
 	// Binary phase (with an optional confirmation of the found maximum).
-	confirmed := false
+	converged := false
 	for len(r.Trials) < maxTrials {
 		if hi-lo <= math.Max(res*lo, minStep) {
-			if !s.Confirm || confirmed || lo == 0 {
+			if !s.Confirm || lo == 0 {
+				converged = true
 				break
 			}
-			confirmed = true
 			v, err := run(lo)
 			if err != nil {
 				return r, err
@@ -316,14 +320,15 @@ func (s Search) Run(ctx context.Context, trial TrialFunc) (Result, error) {
 				return r, nil
 			}
 			if v == Pass {
+				converged = true
 				break
 			}
 			hi, lo = lo, s.lowerPass(&r, lo)
-			confirmed = false
 			continue
 		}
 		mid := round((lo + hi) / 2)
 		if mid <= lo || mid >= hi {
+			converged = true
 			break
 		}
 		v, err := run(mid)
@@ -340,8 +345,8 @@ func (s Search) Run(ctx context.Context, trial TrialFunc) (Result, error) {
 			hi = mid
 		}
 	}
-	r.Max = lo
-	r.Found = lo > 0 && !math.IsInf(hi, 0)
+	r.Max, r.FailedAt = lo, hi
+	r.Found = lo > 0 && converged
 	return r, nil
 }
 

@@ -254,3 +254,17 @@ func BenchmarkSearch(b *testing.B) {
 		}
 	}
 }
+
+func TestSearchNotConverged(t *testing.T) {
+	d := &device{limit: 300, rng: rand.New(rand.NewPCG(1, 1))}
+	r, err := Search{Start: 10, Max: 1e6, MaxTrials: 7, Integer: true}.Run(context.Background(), d.trial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Found || len(r.Trials) != 7 || r.Max > 300 || r.FailedAt <= 300 {
+		t.Fatalf("found %v after %d trials, between %v and %v", r.Found, len(r.Trials), r.Max, r.FailedAt)
+	}
+	if s := r.Summary("c"); !strings.Contains(s, "not converged") {
+		t.Fatalf("summary %q", s)
+	}
+}
