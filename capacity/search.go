@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -97,6 +99,29 @@ func (c Criteria) Judge(t *Trial) {
 	default:
 		t.Verdict, t.Reason = Pass, ""
 	}
+	if len(t.Errors) > 0 && t.Verdict != Invalid {
+		if t.Reason != "" {
+			t.Reason += ": "
+		}
+		t.Reason += t.ErrorSummary()
+	}
+}
+
+// ErrorSummary lists Errors as "kind count, ..." by kind.
+func (t *Trial) ErrorSummary() string {
+	keys := make([]string, 0, len(t.Errors))
+	for k := range t.Errors {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %d", k, t.Errors[k])
+	}
+	return b.String()
 }
 
 func (c Criteria) percentile() float64 {
@@ -126,6 +151,9 @@ type Search struct {
 	Start float64
 	// Max is the highest load tried (>= Start).
 	Max float64
+	// Min is the lowest load tried when Start fails; if zero, Start/100
+	// (1 for whole loads). No pass down to it: no maximum found.
+	Min float64
 	// StepFactor multiplies the load after each pass of the step phase;
 	// if zero, 2.
 	StepFactor float64
@@ -205,6 +233,8 @@ func (s *Search) check() error {
 		return fmt.Errorf("%w: step factor %v must be more than 1", ErrBadSearch, s.StepFactor)
 	case s.Resolution < 0 || s.Resolution >= 1 || math.IsNaN(s.Resolution):
 		return fmt.Errorf("%w: resolution %v must be in [0, 1)", ErrBadSearch, s.Resolution)
+	case s.Min < 0 || s.Min > s.Start || math.IsNaN(s.Min):
+		return fmt.Errorf("%w: min %v must be in [0, start %v]", ErrBadSearch, s.Min, s.Start)
 	case s.MinStep < 0 || math.IsNaN(s.MinStep):
 		return fmt.Errorf("%w: min step %v must not be negative", ErrBadSearch, s.MinStep)
 	case s.MaxTrials < 0:
@@ -233,6 +263,13 @@ func (s Search) Run(ctx context.Context, trial TrialFunc) (Result, error) {
 	if err := s.check(); err != nil {
 		return Result{}, err
 	}
+	start := time.Now()
+	r, err := s.run(ctx, trial)
+	r.Elapsed = time.Since(start)
+	return r, err
+}
+
+func (s Search) run(ctx context.Context, trial TrialFunc) (Result, error) {
 	factor, res, maxTrials := s.StepFactor, s.Resolution, s.MaxTrials
 	if factor == 0 {
 		factor = 2
@@ -247,9 +284,7 @@ func (s Search) Run(ctx context.Context, trial TrialFunc) (Result, error) {
 	if s.Integer && minStep < 1 {
 		minStep = 1
 	}
-	start := time.Now()
 	var r Result
-	defer func() { r.Elapsed = time.Since(start) }()
 	run := func(load float64) (Verdict, error) {
 		if err := ctx.Err(); err != nil {
 			return Invalid, fmt.Errorf("capacity: search stopped: %w", err)
@@ -304,8 +339,18 @@ func (s Search) Run(ctx context.Context, trial TrialFunc) (Result, error) {
 	}
 
 	// Binary phase (with an optional confirmation of the found maximum).
+	minLoad := s.Min
+	if minLoad == 0 {
+		minLoad = s.Start / 100
+	}
+	if s.Integer {
+		minLoad = math.Max(minLoad, 1)
+	}
 	converged := false
 	for len(r.Trials) < maxTrials {
+		if lo == 0 && hi <= minLoad {
+			break
+		}
 		if hi-lo <= math.Max(res*lo, minStep) {
 			if !s.Confirm || lo == 0 {
 				converged = true

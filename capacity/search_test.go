@@ -268,3 +268,32 @@ func TestSearchNotConverged(t *testing.T) {
 		t.Fatalf("summary %q", s)
 	}
 }
+
+func TestSearchElapsed(t *testing.T) {
+	r, err := Search{Start: 1, Max: 2}.Run(context.Background(), func(context.Context, float64) (Trial, error) {
+		time.Sleep(2 * time.Millisecond) // the trial's own duration, measured
+		return Trial{Attempted: 1, Achieved: 1}, nil
+	})
+	if err != nil || r.Elapsed < 4*time.Millisecond {
+		t.Fatalf("Elapsed %v, %v", r.Elapsed, err)
+	}
+}
+
+// A device that fails every load: the search goes down to Min and reports
+// no maximum, in a bounded number of trials.
+func TestSearchNothingPasses(t *testing.T) {
+	for _, s := range []Search{{Start: 100, Max: 1000}, {Start: 100, Max: 1000, Integer: true}, {Start: 100, Max: 1000, Min: 30}} {
+		r, err := s.Run(context.Background(), func(context.Context, float64) (Trial, error) {
+			return Trial{Attempted: 1, Failed: 1, Errors: map[string]int64{"refused": 1}}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Found || r.Max != 0 || len(r.Trials) > 9 || r.Outcome() != "none" {
+			t.Fatalf("%+v: found %v max %v after %v", s, r.Found, r.Max, loads(r))
+		}
+		if !strings.Contains(r.Trials[0].Reason, "1 of 1 failed (allowed 0%): refused 1") {
+			t.Fatalf("reason %q", r.Trials[0].Reason)
+		}
+	}
+}

@@ -214,26 +214,7 @@ func (r *recorder) trial(d time.Duration) capacity.Trial {
 	if n := len(r.lat); n > 0 {
 		t.Max = r.lat[n-1]
 	}
-	if len(r.errs) > 0 && t.GeneratorLimit == "" {
-		t.Reason = errSummary(r.errs)
-	}
 	return t
-}
-
-func errSummary(errs map[string]int64) string {
-	keys := make([]string, 0, len(errs))
-	for k := range errs {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var b strings.Builder
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "%s %d", k, errs[k])
-	}
-	return b.String()
 }
 
 // pct is the nearest-rank percentile of sorted.
