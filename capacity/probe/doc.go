@@ -25,6 +25,11 @@
 //     Options.LagTolerance after they were due (the pacer fell behind), or
 //     the in-flight cap (Options.MaxInFlight) held one back.
 //
+// Achieved rates divide by the trial's length from its start to the last
+// answer (at least the planned Duration): a device that queues the load
+// (a token bucket) stretches the trial, and its achieved rate is what it
+// passed, not what was offered.
+//
 // A device that answers slowly is not a generator limit: TPS and Throughput
 // keep Options.Conns connections, and a device slower than Conns divided by
 // its latency fails the trial by achieved rate or latency (raise Conns to

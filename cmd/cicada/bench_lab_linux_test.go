@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cicada-load/cicada/dataplane/lab"
+	"github.com/cicada-load/cicada/dataplane/lab/labtest"
+	"github.com/cicada-load/cicada/internal/testpeer"
+)
+
+// The searches of `cicada bench` against devices with a known limit (root;
+// skipped otherwise, failed under CI=true): the lab's device-under-test
+// chain with kernel sockets at both ends,
+//
+//	client ns 198.18.0.1 -- [198.18.0.254 device 198.18.1.254] -- 198.18.1.1 server ns
+//
+// `cicada target` in the server namespace, `cicada bench` in the client
+// namespace, and one limit in the device: nftables "ct count over" (the
+// concurrent connections), "limit rate over" on new connections (the
+// connection rate), a tc token bucket towards the client (the throughput).
+// nf_conntrack_max is global on this kernel (read-only in a namespace), so
+// the connection limit is the ruleset's, not the table's size.
+
+// kernelDUT builds the lab's DUT chain and gives its client and server
+// ends kernel addresses and routes through the device, then starts
+// `cicada target` on the server's.
+func kernelDUT(t *testing.T, cfg lab.DUTConfig) *lab.DUT {
+	t.Helper()
+	l := labtest.New(t)
+	d, err := l.DUTChain(cfg)
+	if err != nil {
+		t.Fatalf("DUTChain = %v", err)
+	}
+	for _, c := range []struct {
+		ns   *lab.Netns
+		args []string
+	}{
+		{d.Client, []string{"addr", "add", lab.ClientIP + "/24", "dev", d.Cicada.Name}},
+		{d.Client, []string{"route", "add", "198.18.1.0/24", "via", lab.Gateway}},
+		{d.Server, []string{"addr", "add", lab.ServerNet, "dev", d.Peer.Name}},
+		{d.Server, []string{"route", "add", lab.ClientRange, "via", lab.DUTServerGateway}},
+	} {
+		if err := c.ns.Exec("ip", c.args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tg := startCicada(t, d.Server, "target", "target", "--listen", lab.ServerIP+":80")
+	waitLog(t, tg, labTimeout, "cicada target serving")
+	return d
+}
+
+// benchInLab runs `cicada bench` in the client namespace and returns its
+// CSV's result row, the trials and the table.
+func benchInLab(t *testing.T, d *lab.DUT, args ...string) (result []string, trials [][]string, table string) {
+	t.Helper()
+	prefix := filepath.Join(t.TempDir(), "lab")
+	a := testpeer.SelfArgs("TestHelperProcess", append([]string{"--", "bench"}, append(args,
+		"-H", "http://"+lab.ServerIP+":80", "--csv", prefix, "--html", prefix+".html")...)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Second)
+	defer cancel()
+	cmd := d.Client.Command(a[0], a[1:]...)
+	cmd.Env = append(os.Environ(), "CICADA_TEST_HELPER=1")
+	var buf testpeer.SyncBuffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("bench did not finish within 55 s:\n%s", buf.String())
+	}
+	out := buf.String()
+	f, ferr := os.Open(prefix + "_bench.csv")
+	if ferr != nil {
+		t.Fatalf("bench (%v): no CSV: %v\n%s", err, ferr, out)
+	}
+	defer f.Close()
+	rows, rerr := csv.NewReader(f).ReadAll()
+	if rerr != nil || len(rows) < 3 {
+		t.Fatalf("CSV: %v, %d rows\n%s", rerr, len(rows), out)
+	}
+	t.Logf("cicada bench %s:\n%s", strings.Join(args, " "), out)
+	return rows[len(rows)-1], rows[1 : len(rows)-1], out
+}
+
+// labFigure checks a search's found maximum against the device's known
+// limit within tol (relative) and logs the figure.
+func labFigure(t *testing.T, result []string, known, lo, hi float64) {
+	t.Helper()
+	found, err := strconv.ParseFloat(result[3], 64)
+	if err != nil || result[15] != "found" {
+		t.Fatalf("result %q; want a found maximum", result)
+	}
+	if found < known*lo || found > known*hi {
+		t.Fatalf("found %v %s; the device's limit is %v (want %v..%v)", found, result[2], known, known*lo, known*hi)
+	}
+	t.Logf("FIGURE %s: known %v, found %v %s, search time %s s", result[1], known, found, result[2], result[10])
+}
+
+func TestBenchLabConcurrentLimit(t *testing.T) {
+	const limit = 300
+	d := kernelDUT(t, lab.DUTConfig{MaxNew: limit, Conns: 2 * limit})
+	result, _, _ := benchInLab(t, d, "concurrent", "--http", "--start", "50", "--max", "5000", "--resolution", "0.01",
+		"--connect-timeout", "500ms", "--cpu-busy", "1")
+	labFigure(t, result, limit, 0.98, 1.02)
+}
+
+func TestBenchLabConnectionRateLimit(t *testing.T) {
+	const limit = 200
+	d := kernelDUT(t, lab.DUTConfig{})
+	if err := d.Device.Exec("nft", "insert", "rule", "inet", lab.DUTTable, "forward", "ct", "state", "new", "tcp", "dport", "80",
+		"limit", "rate", "over", strconv.Itoa(limit)+"/second", "burst", "20", "packets", "counter", "drop"); err != nil {
+		t.Fatal(err)
+	}
+	result, _, _ := benchInLab(t, d, "cps", "--start", "50", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05",
+		"--connect-timeout", "500ms", "--lag-tolerance", "200ms", "--cpu-busy", "1")
+	labFigure(t, result, limit, 0.8, 1.15)
+}
+
+func TestBenchLabThroughputLimit(t *testing.T) {
+	const mbit = 40
+	d := kernelDUT(t, lab.DUTConfig{})
+	if err := d.Device.Exec("tc", "qdisc", "add", "dev", d.DevClient.Name, "root", "tbf", "rate", strconv.Itoa(mbit)+"mbit",
+		"burst", "32kb", "latency", "400ms"); err != nil {
+		t.Fatal(err)
+	}
+	result, _, _ := benchInLab(t, d, "throughput", "--object-size", "65536", "--start", "5", "--max", "1000", "--trial-time", "1s",
+		"--resolution", "0.05", "--conns", "16", "--lag-tolerance", "200ms", "--cpu-busy", "1")
+	labFigure(t, result, mbit, 0.8, 1.05)
+}
