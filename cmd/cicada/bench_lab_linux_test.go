@@ -10,8 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/capacity"
+	"github.com/cicada-load/cicada/capacity/dpprobe"
 	"github.com/cicada-load/cicada/dataplane/lab"
 	"github.com/cicada-load/cicada/dataplane/lab/labtest"
+	"github.com/cicada-load/cicada/dataplane/link/afpacket"
 	"github.com/cicada-load/cicada/internal/testpeer"
 )
 
@@ -140,4 +143,89 @@ func TestBenchLabThroughputLimit(t *testing.T) {
 	result, _, _ := benchInLab(t, d, "throughput", "--object-size", "65536", "--start", "5", "--max", "1000", "--trial-time", "1s",
 		"--resolution", "0.05", "--conns", "16", "--lag-tolerance", "200ms", "--cpu-busy", "1")
 	labFigure(t, result, mbit, 0.8, 1.05)
+}
+
+// dataplaneDUT builds a DUT chain for the data plane: `cicada target
+// --dataplane afpacket` in the server namespace, and a dpprobe client over
+// AF_PACKET on the client namespace's end.
+func dataplaneDUT(t *testing.T, cfg lab.DUTConfig) (*lab.DUT, *dpprobe.Prober) {
+	t.Helper()
+	l := labtest.New(t)
+	d, err := l.DUTChain(cfg)
+	if err != nil {
+		t.Fatalf("DUTChain = %v", err)
+	}
+	tg := startCicada(t, d.Server, "target", "target", "--dataplane", "afpacket", "--interface", d.Peer.Name,
+		"--listen", lab.ServerIP+":80", "--client-ips", lab.ClientIP, "--client-ports", "10000-60000")
+	waitLog(t, tg, labTimeout, "cicada target serving http://"+lab.ServerIP+":80/")
+	var link *afpacket.Link
+	if err := d.Client.Do(func() (err error) {
+		link, err = afpacket.Open(afpacket.Config{Index: d.Cicada.Index, BlockSize: 64 << 10, Blocks: 64, RetireTimeout: time.Millisecond})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { link.Close() })
+	p, err := dpprobe.New(dpprobe.Options{Link: link, Waiter: link, ClientIP: ip4(lab.ClientIP), ServerIP: ip4(lab.ServerIP),
+		Gateway: ip4(lab.Gateway), Duration: time.Second, RetransmitTimeout: 500 * time.Millisecond, CPUBusy: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, p
+}
+
+// TestBenchLabSideBySide runs the same searches against the same known
+// limits with the kernel-socket generator (`cicada bench` in the client
+// namespace) and with the data plane (dpprobe over AF_PACKET), each in a
+// lab of its own, and logs both figures.
+func TestBenchLabSideBySide(t *testing.T) {
+	const conns, rate = 300, 200
+	limitRate := func(t *testing.T, d *lab.DUT) {
+		if err := d.Device.Exec("nft", "insert", "rule", "inet", lab.DUTTable, "forward", "ct", "state", "new", "tcp", "dport", "80",
+			"limit", "rate", "over", strconv.Itoa(rate)+"/second", "burst", "20", "packets", "counter", "drop"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("concurrent/kernel", func(t *testing.T) {
+		d := kernelDUT(t, lab.DUTConfig{MaxNew: conns, Conns: 2 * conns})
+		result, _, _ := benchInLab(t, d, "concurrent", "--http", "--start", "50", "--max", "5000", "--resolution", "0.01",
+			"--connect-timeout", "500ms", "--cpu-busy", "1")
+		labFigure(t, result, conns, 0.98, 1.02)
+	})
+	t.Run("concurrent/dataplane", func(t *testing.T) {
+		_, p := dataplaneDUT(t, lab.DUTConfig{MaxNew: conns, Conns: 2 * conns})
+		dataplaneFigure(t, "concurrent", capacity.Search{Start: 50, Max: 5000, Integer: true, Resolution: 0.01}, p.Concurrent, conns, 0.98, 1.02)
+	})
+	t.Run("cps/kernel", func(t *testing.T) {
+		d := kernelDUT(t, lab.DUTConfig{})
+		limitRate(t, d)
+		result, _, _ := benchInLab(t, d, "cps", "--http", "--start", "50", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05",
+			"--connect-timeout", "500ms", "--lag-tolerance", "200ms", "--cpu-busy", "1")
+		labFigure(t, result, rate, 0.8, 1.15)
+	})
+	t.Run("cps/dataplane", func(t *testing.T) {
+		d, p := dataplaneDUT(t, lab.DUTConfig{})
+		limitRate(t, d)
+		dataplaneFigure(t, "cps", capacity.Search{Start: 50, Max: 5000, Resolution: 0.05, Criteria: capacity.Criteria{MinAchieved: 0.95}}, p.CPS, rate, 0.8, 1.15)
+	})
+}
+
+// dataplaneFigure runs a search with a data-plane trial and checks and logs
+// its figure as labFigure does.
+func dataplaneFigure(t *testing.T, test string, s capacity.Search, trial capacity.TrialFunc, known, lo, hi float64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Second)
+	defer cancel()
+	r, err := s.Run(ctx, trial)
+	rep := &capacity.Report{Test: test, Title: test + " (data plane)", RFC: "RFC 9411", Unit: map[string]string{"cps": "connections/s", "concurrent": "connections"}[test], Result: r}
+	var b strings.Builder
+	_ = rep.WriteTable(&b)
+	t.Logf("data plane %s:\n%s", test, b.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Found || r.Max < known*lo || r.Max > known*hi {
+		t.Fatalf("found %v (%s); the device's limit is %v (want %v..%v)", r.Max, r.Outcome(), known, known*lo, known*hi)
+	}
+	t.Logf("FIGURE %s dataplane: known %v, found %v %s, search time %.3f s", test, known, r.Max, rep.Unit, r.Elapsed.Seconds())
 }
