@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"time"
 
@@ -218,8 +219,12 @@ func (p *Prober) poll(ctx context.Context, s *stack.Stack, t0 time.Time, deadlin
 		if ctx.Err() != nil || time.Now().After(deadline) {
 			return false
 		}
-		if rx == 0 && p.o.Waiter != nil {
-			p.o.Waiter.Wait(200 * time.Microsecond)
+		if rx == 0 {
+			if p.o.Waiter != nil {
+				p.o.Waiter.Wait(200 * time.Microsecond)
+			} else {
+				runtime.Gosched()
+			}
 		}
 	}
 }
