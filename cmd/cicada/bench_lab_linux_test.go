@@ -229,3 +229,38 @@ func dataplaneFigure(t *testing.T, test string, s capacity.Search, trial capacit
 	}
 	t.Logf("FIGURE %s dataplane: known %v, found %v %s, search time %.3f s", test, known, r.Max, rep.Unit, r.Elapsed.Seconds())
 }
+
+// nftLimit inserts a rule at the head of the device's forward chain that
+// drops what match selects beyond rate per second (burst 20 packets).
+func nftLimit(t *testing.T, d *lab.DUT, rate int, match ...string) {
+	t.Helper()
+	args := append([]string{"insert", "rule", "inet", lab.DUTTable, "forward"}, match...)
+	args = append(args, "limit", "rate", "over", strconv.Itoa(rate)+"/second", "burst", "20", "packets", "counter", "drop")
+	if err := d.Device.Exec("nft", args...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The transaction rate: the device passes 300 requests a second (client
+// segments with a payload: IP length over 90). A dropped request comes
+// back after the kernel's retransmission timeout (200 ms or more), which
+// the p99 latency bound of 150 ms fails.
+func TestBenchLabTransactionRateLimit(t *testing.T) {
+	const limit = 300
+	d := kernelDUT(t, lab.DUTConfig{})
+	nftLimit(t, d, limit, "tcp", "dport", "80", "ip", "length", ">", "90")
+	result, _, _ := benchInLab(t, d, "tps", "--start", "50", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05",
+		"--latency-bound", "150ms", "--latency-percentile", "99", "--conns", "32", "--lag-tolerance", "200ms", "--cpu-busy", "1")
+	labFigure(t, result, limit, 0.8, 1.15)
+}
+
+// The teardown rate: the device passes 100 client FINs a second; a close
+// whose FIN was dropped does not see the server's FIN within 150 ms.
+func TestBenchLabTeardownRateLimit(t *testing.T) {
+	const limit = 100
+	d := kernelDUT(t, lab.DUTConfig{})
+	nftLimit(t, d, limit, "tcp", "dport", "80", "tcp", "flags", "&", "fin", "==", "fin")
+	result, _, _ := benchInLab(t, d, "teardown", "--start", "25", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05",
+		"--timeout", "150ms", "--lag-tolerance", "200ms", "--cpu-busy", "1")
+	labFigure(t, result, limit, 0.8, 1.25)
+}
