@@ -42,7 +42,9 @@ Tests:
   latency      the search of --of (cps or tps), then a trial at --fraction of its maximum
                (RFC 3511 5.10, RFC 9411 7.4); --load skips the search
 
-Kernel sockets, standalone: --dataplane and cluster runs are refused for now.
+Kernel sockets, standalone. --dataplane afpacket runs cps and concurrent on
+the userspace data plane (one client address, its own client ports); the
+other tests and cluster runs are not built for it yet and are refused.
 Exit status: 0 a maximum found (or the range's top passed), 1 none found,
 3 invalid (the generator was the limit), 2 bad options.
 
@@ -96,7 +98,13 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&o.load, "load", 0, "latency: the maximum to take instead of searching for it")
 	fs.StringVar(&o.csv, "csv", "", "Write the trials to PREFIX_bench.csv")
 	fs.StringVar(&o.html, "html", "", "Write the report, with a chart of the search, to this HTML file")
-	fs.StringVar(&o.dataplane, "dataplane", "", "Refused for now: cicada bench runs on kernel sockets")
+	fs.StringVar(&o.dataplane, "dataplane", "", "Run cps or concurrent on the userspace data plane: afpacket (Linux, root)")
+	var dpo benchDataplaneOpts
+	fs.StringVar(&dpo.iface, "interface", "", "Data plane: the interface towards the device")
+	fs.StringVar(&dpo.clientIPs, "client-ips", "", "Data plane: the client address (one)")
+	fs.StringVar(&dpo.clientPorts, "client-ports", "10000-60000", "Data plane: the client ports the trials take slices of")
+	fs.StringVar(&dpo.gateway, "gateway", "", "Data plane: the next hop (default: the server address, by ARP)")
+	fs.BoolVar(&dpo.dedicated, "dataplane-dedicated", false, "Data plane: the interface is dedicated to the test; its safety refusals become warnings")
 	fs.Usage = func() {
 		fmt.Fprintln(stdout, benchUsage)
 		fs.SetOutput(stdout)
@@ -119,8 +127,12 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	if fs.Changed("dataplane") {
-		return fail("--dataplane %q: cicada bench runs its trials on kernel sockets only (the data plane's searches are not built yet)", o.dataplane)
+	if !fs.Changed("dataplane") {
+		for _, name := range benchDataplaneOnly {
+			if fs.Changed(name) {
+				return fail("--%s needs --dataplane", name)
+			}
+		}
 	}
 	search := test
 	if test.Name == "latency" {
@@ -165,6 +177,16 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	trial, err := p.TrialFunc(search.Name, o.objectSize)
 	if err != nil {
 		return fail("%v", err)
+	}
+	if fs.Changed("dataplane") {
+		if !fs.Changed("connect-timeout") { // the stack's first SYN retransmission
+			_ = fs.Set("connect-timeout", "300ms")
+		}
+		var closeLink func()
+		if trial, closeLink, err = benchDataplane(o.dataplane, search.Name, addr, path, &o, &dpo, stderr); err != nil {
+			return fail("%v", err)
+		}
+		defer closeLink()
 	}
 	if o.start == 0 {
 		o.start = search.Start
@@ -246,6 +268,9 @@ func benchTarget(h string) (addr, host string, err error) {
 // benchParams are the report's parameters, as RFC 9411 section 6.3 asks.
 func benchParams(fs *pflag.FlagSet, o *benchOptions, t probe.Test, path string) []capacity.Param {
 	ps := []capacity.Param{{Name: "target", Value: o.host + path}, {Name: "test", Value: t.Name}, {Name: "generator", Value: "cicada " + version + ", kernel sockets, standalone"}}
+	if o.dataplane != "" {
+		ps[2].Value = "cicada " + version + ", data plane (" + o.dataplane + "), standalone"
+	}
 	if t.Name == "throughput" {
 		ps = append(ps, capacity.Param{Name: "object size", Value: strconv.Itoa(o.objectSize) + " bytes"})
 	}

@@ -150,14 +150,7 @@ func TestBenchLabThroughputLimit(t *testing.T) {
 // AF_PACKET on the client namespace's end.
 func dataplaneDUT(t *testing.T, cfg lab.DUTConfig) (*lab.DUT, *dpprobe.Prober) {
 	t.Helper()
-	l := labtest.New(t)
-	d, err := l.DUTChain(cfg)
-	if err != nil {
-		t.Fatalf("DUTChain = %v", err)
-	}
-	tg := startCicada(t, d.Server, "target", "target", "--dataplane", "afpacket", "--interface", d.Peer.Name,
-		"--listen", lab.ServerIP+":80", "--client-ips", lab.ClientIP, "--client-ports", "10000-60000")
-	waitLog(t, tg, labTimeout, "cicada target serving http://"+lab.ServerIP+":80/")
+	d := dataplaneTarget(t, cfg)
 	var link *afpacket.Link
 	if err := d.Client.Do(func() (err error) {
 		link, err = afpacket.Open(afpacket.Config{Index: d.Cicada.Index, BlockSize: 64 << 10, Blocks: 64, RetireTimeout: time.Millisecond})
@@ -172,6 +165,31 @@ func dataplaneDUT(t *testing.T, cfg lab.DUTConfig) (*lab.DUT, *dpprobe.Prober) {
 		t.Fatal(err)
 	}
 	return d, p
+}
+
+// dataplaneTarget builds a DUT chain with `cicada target --dataplane
+// afpacket` in its server namespace.
+func dataplaneTarget(t *testing.T, cfg lab.DUTConfig) *lab.DUT {
+	t.Helper()
+	l := labtest.New(t)
+	d, err := l.DUTChain(cfg)
+	if err != nil {
+		t.Fatalf("DUTChain = %v", err)
+	}
+	tg := startCicada(t, d.Server, "target", "target", "--dataplane", "afpacket", "--interface", d.Peer.Name,
+		"--listen", lab.ServerIP+":80", "--client-ips", lab.ClientIP, "--client-ports", "10000-60000")
+	waitLog(t, tg, labTimeout, "cicada target serving http://"+lab.ServerIP+":80/")
+	return d
+}
+
+// `cicada bench concurrent --dataplane afpacket` in the client namespace
+// finds the device's connection limit as the kernel generator does.
+func TestBenchLabDataplaneCommand(t *testing.T) {
+	const conns = 300
+	d := dataplaneTarget(t, lab.DUTConfig{MaxNew: conns, Conns: 2 * conns})
+	result, _, _ := benchInLab(t, d, "concurrent", "--dataplane", "afpacket", "--interface", d.Cicada.Name, "--client-ips", lab.ClientIP,
+		"--gateway", lab.Gateway, "--start", "50", "--max", "5000", "--resolution", "0.01", "--connect-timeout", "500ms", "--cpu-busy", "100")
+	labFigure(t, result, conns, 0.98, 1.02)
 }
 
 // TestBenchLabSideBySide runs the same searches against the same known
