@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -103,4 +104,22 @@ func TestBenchAgainstTarget(t *testing.T) {
 	if !strings.Contains(out.String(), "no load passed") || !strings.Contains(out.String(), "refused") {
 		t.Fatalf("closed port:\n%s", out.String())
 	}
+}
+
+// FuzzBenchTarget: -H is refused or gives an IPv4 address and port, and a
+// Host header without a space or line break.
+func FuzzBenchTarget(f *testing.F) {
+	for _, s := range []string{"http://127.0.0.1:8080", "http://198.18.1.1", "http://[::1]:80", "https://1.2.3.4", "http://1.2.3.4:80/x", "http://a b", "http://1.2.3.4:80\r\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, h string) {
+		addr, host, err := benchTarget(h)
+		if err != nil {
+			return
+		}
+		ap, perr := netip.ParseAddrPort(addr)
+		if perr != nil || !ap.Addr().Is4() || strings.ContainsAny(host, " \r\n\t") || host == "" {
+			t.Fatalf("benchTarget(%q) = %q, %q", h, addr, host)
+		}
+	})
 }
