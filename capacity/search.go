@@ -169,6 +169,11 @@ type Search struct {
 	MaxTrials int
 	// Confirm repeats the found maximum once before reporting it.
 	Confirm bool
+	// RetryInvalid repeats an invalid trial up to this many times before
+	// the search stops on it: a transient stall of the generator (the
+	// pacer descheduled on a busy machine) gets another chance, a lasting
+	// limit (open files) is invalid again. Every trial run is reported.
+	RetryInvalid int
 	// Criteria judge every trial.
 	Criteria Criteria
 }
@@ -237,6 +242,8 @@ func (s *Search) check() error {
 		return fmt.Errorf("%w: min %v must be in [0, start %v]", ErrBadSearch, s.Min, s.Start)
 	case s.MinStep < 0 || math.IsNaN(s.MinStep):
 		return fmt.Errorf("%w: min step %v must not be negative", ErrBadSearch, s.MinStep)
+	case s.RetryInvalid < 0:
+		return fmt.Errorf("%w: retry invalid %d must not be negative", ErrBadSearch, s.RetryInvalid)
 	case s.MaxTrials < 0:
 		return fmt.Errorf("%w: max trials %d must not be negative", ErrBadSearch, s.MaxTrials)
 	case s.Criteria.MaxFailureRatio < 0 || s.Criteria.MaxFailureRatio >= 1 || math.IsNaN(s.Criteria.MaxFailureRatio):
@@ -286,20 +293,25 @@ func (s Search) run(ctx context.Context, trial TrialFunc) (Result, error) {
 	}
 	var r Result
 	run := func(load float64) (Verdict, error) {
-		if err := ctx.Err(); err != nil {
-			return Invalid, fmt.Errorf("capacity: search stopped: %w", err)
+		for try := 0; ; try++ {
+			if err := ctx.Err(); err != nil {
+				return Invalid, fmt.Errorf("capacity: search stopped: %w", err)
+			}
+			t, err := trial(ctx, load)
+			if err != nil {
+				return Invalid, fmt.Errorf("capacity: trial at %.6g: %w", load, err)
+			}
+			t.Load = load
+			s.Criteria.Judge(&t)
+			r.Trials = append(r.Trials, t)
+			if t.Verdict != Invalid {
+				return t.Verdict, nil
+			}
+			if try >= s.RetryInvalid || len(r.Trials) >= maxTrials {
+				r.Invalid = t.GeneratorLimit
+				return Invalid, nil
+			}
 		}
-		t, err := trial(ctx, load)
-		if err != nil {
-			return Invalid, fmt.Errorf("capacity: trial at %.6g: %w", load, err)
-		}
-		t.Load = load
-		s.Criteria.Judge(&t)
-		r.Trials = append(r.Trials, t)
-		if t.Verdict == Invalid {
-			r.Invalid = t.GeneratorLimit
-		}
-		return t.Verdict, nil
 	}
 	round := func(x float64) float64 {
 		if s.Integer {

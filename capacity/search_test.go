@@ -297,3 +297,28 @@ func TestSearchNothingPasses(t *testing.T) {
 		}
 	}
 }
+
+// A transient generator stall is retried; a lasting limit stops the search
+// after its retries, every trial reported.
+func TestSearchRetryInvalid(t *testing.T) {
+	stalls := map[float64]int{400: 1} // the first trial at 400 stalls once
+	d := &device{limit: 500, rng: rand.New(rand.NewPCG(1, 2))}
+	r, err := Search{Start: 100, Max: 10000, Integer: true, RetryInvalid: 1}.Run(context.Background(), func(ctx context.Context, load float64) (Trial, error) {
+		if stalls[load] > 0 {
+			stalls[load]--
+			return Trial{Attempted: 1, GeneratorLimit: "pacing: late"}, nil
+		}
+		return d.trial(ctx, load)
+	})
+	if err != nil || !r.Found || r.Invalid != "" || r.Max < 475 || r.Max > 500 {
+		t.Fatalf("found %v max %v invalid %q err %v: %v", r.Found, r.Max, r.Invalid, err, loads(r))
+	}
+	if r.Trials[2].Verdict != Invalid || r.Trials[3].Load != 400 || r.Trials[3].Verdict != Pass {
+		t.Fatalf("trials %+v", r.Trials[:4])
+	}
+	d = &device{limit: 500, genLimit: 150, rng: rand.New(rand.NewPCG(1, 2))}
+	r, err = Search{Start: 100, Max: 10000, Integer: true, RetryInvalid: 2}.Run(context.Background(), d.trial)
+	if err != nil || r.Invalid == "" || len(r.Trials) != 4 || r.Max != 100 {
+		t.Fatalf("lasting limit: invalid %q, %d trials, max %v, %v", r.Invalid, len(r.Trials), r.Max, err)
+	}
+}

@@ -31,6 +31,7 @@ connection or transaction (--failure-ratio allows some), within
 --latency-bound, achieving --min-achieved of the offered load, and (concurrent)
 every held connection answering the second round. A trial where the
 generator itself was the limit (open files, ports, CPU, pacing) is INVALID:
+it is repeated --retry-invalid times (a stall on a busy machine passes), then
 the search stops and says so instead of reporting a false maximum.
 
 Tests:
@@ -60,6 +61,7 @@ type benchOptions struct {
 	minAchieved, latencyPct   float64
 	cpuBusy, fraction, load   float64
 	maxTrials, conns, window  int
+	retryInvalid              int
 	objectSize                int
 	confirm, http             bool
 	path, of, csv, html       string
@@ -79,6 +81,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&o.resolution, "resolution", 0.05, "Binary phase: stop when the bounds are this fraction apart")
 	fs.IntVar(&o.maxTrials, "max-trials", 30, "At most this many trials")
 	fs.BoolVar(&o.confirm, "confirm", false, "Repeat the found maximum once before reporting it")
+	fs.IntVar(&o.retryInvalid, "retry-invalid", 1, "Repeat a trial the generator limited up to this many times before stopping on it")
 	fs.Float64Var(&o.failureRatio, "failure-ratio", 0, "Fraction of connections/transactions allowed to fail (RFC 9411: 0.00001)")
 	fs.DurationVar(&o.latencyBound, "latency-bound", 0, "Fail trials whose --latency-percentile is above this (0: no bound)")
 	fs.Float64Var(&o.latencyPct, "latency-percentile", 95, "The percentile --latency-bound applies to: 50, 95 or 99")
@@ -198,7 +201,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		o.minAchieved = search.MinAchieved
 	}
 	s := capacity.Search{Start: o.start, Max: o.max, StepFactor: o.stepFactor, Resolution: o.resolution, Integer: search.Integer,
-		MaxTrials: o.maxTrials, Confirm: o.confirm, Criteria: capacity.Criteria{MaxFailureRatio: o.failureRatio,
+		MaxTrials: o.maxTrials, Confirm: o.confirm, RetryInvalid: o.retryInvalid, Criteria: capacity.Criteria{MaxFailureRatio: o.failureRatio,
 			LatencyBound: o.latencyBound, LatencyPercentile: o.latencyPct, MinAchieved: o.minAchieved}}
 	if o.resolution == 0 {
 		return fail("--resolution must be more than 0")
@@ -274,7 +277,7 @@ func benchParams(fs *pflag.FlagSet, o *benchOptions, t probe.Test, path string) 
 	if t.Name == "throughput" {
 		ps = append(ps, capacity.Param{Name: "object size", Value: strconv.Itoa(o.objectSize) + " bytes"})
 	}
-	for _, name := range []string{"trial-time", "start", "max", "step-factor", "resolution", "max-trials", "confirm", "failure-ratio",
+	for _, name := range []string{"trial-time", "start", "max", "step-factor", "resolution", "max-trials", "confirm", "retry-invalid", "failure-ratio",
 		"latency-bound", "latency-percentile", "min-achieved", "http", "conns", "window", "connect-timeout", "timeout", "hold", "cpu-busy", "lag-tolerance", "of", "fraction", "load"} {
 		f := fs.Lookup(name)
 		v := f.Value.String()

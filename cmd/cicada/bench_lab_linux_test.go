@@ -31,6 +31,13 @@ import (
 // nf_conntrack_max is global on this kernel (read-only in a namespace), so
 // the connection limit is the ruleset's, not the table's size.
 
+// skipShort skips a search of several trials under -short.
+func skipShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a capacity search of 5-15 s (-short)")
+	}
+}
+
 // kernelDUT builds the lab's DUT chain and gives its client and server
 // ends kernel addresses and routes through the device, then starts
 // `cicada target` on the server's.
@@ -123,18 +130,17 @@ func TestBenchLabConcurrentLimit(t *testing.T) {
 
 func TestBenchLabConnectionRateLimit(t *testing.T) {
 	const limit = 200
+	skipShort(t)
 	d := kernelDUT(t, lab.DUTConfig{})
-	if err := d.Device.Exec("nft", "insert", "rule", "inet", lab.DUTTable, "forward", "ct", "state", "new", "tcp", "dport", "80",
-		"limit", "rate", "over", strconv.Itoa(limit)+"/second", "burst", "20", "packets", "counter", "drop"); err != nil {
-		t.Fatal(err)
-	}
-	result, _, _ := benchInLab(t, d, "cps", "--start", "50", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05",
+	nftLimit(t, d, limit, "ct", "state", "new", "tcp", "dport", "80")
+	result, _, _ := benchInLab(t, d, "cps", "--http", "--start", "50", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05",
 		"--connect-timeout", "500ms", "--lag-tolerance", "200ms", "--cpu-busy", "1")
 	labFigure(t, result, limit, 0.8, 1.15)
 }
 
 func TestBenchLabThroughputLimit(t *testing.T) {
 	const mbit = 40
+	skipShort(t)
 	d := kernelDUT(t, lab.DUTConfig{})
 	if err := d.Device.Exec("tc", "qdisc", "add", "dev", d.DevClient.Name, "root", "tbf", "rate", strconv.Itoa(mbit)+"mbit",
 		"burst", "32kb", "latency", "400ms"); err != nil {
@@ -183,49 +189,27 @@ func dataplaneTarget(t *testing.T, cfg lab.DUTConfig) *lab.DUT {
 }
 
 // `cicada bench concurrent --dataplane afpacket` in the client namespace
-// finds the device's connection limit as the kernel generator does.
+// finds the device's connection limit of TestBenchLabConcurrentLimit, the
+// kernel generator's figure beside it.
 func TestBenchLabDataplaneCommand(t *testing.T) {
 	const conns = 300
+	skipShort(t)
 	d := dataplaneTarget(t, lab.DUTConfig{MaxNew: conns, Conns: 2 * conns})
 	result, _, _ := benchInLab(t, d, "concurrent", "--dataplane", "afpacket", "--interface", d.Cicada.Name, "--client-ips", lab.ClientIP,
 		"--gateway", lab.Gateway, "--start", "50", "--max", "5000", "--resolution", "0.01", "--connect-timeout", "500ms", "--cpu-busy", "100")
 	labFigure(t, result, conns, 0.98, 1.02)
 }
 
-// TestBenchLabSideBySide runs the same searches against the same known
-// limits with the kernel-socket generator (`cicada bench` in the client
-// namespace) and with the data plane (dpprobe over AF_PACKET), each in a
-// lab of its own, and logs both figures.
-func TestBenchLabSideBySide(t *testing.T) {
-	const conns, rate = 300, 200
-	limitRate := func(t *testing.T, d *lab.DUT) {
-		if err := d.Device.Exec("nft", "insert", "rule", "inet", lab.DUTTable, "forward", "ct", "state", "new", "tcp", "dport", "80",
-			"limit", "rate", "over", strconv.Itoa(rate)+"/second", "burst", "20", "packets", "counter", "drop"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Run("concurrent/kernel", func(t *testing.T) {
-		d := kernelDUT(t, lab.DUTConfig{MaxNew: conns, Conns: 2 * conns})
-		result, _, _ := benchInLab(t, d, "concurrent", "--http", "--start", "50", "--max", "5000", "--resolution", "0.01",
-			"--connect-timeout", "500ms", "--cpu-busy", "1")
-		labFigure(t, result, conns, 0.98, 1.02)
-	})
-	t.Run("concurrent/dataplane", func(t *testing.T) {
-		_, p := dataplaneDUT(t, lab.DUTConfig{MaxNew: conns, Conns: 2 * conns})
-		dataplaneFigure(t, "concurrent", capacity.Search{Start: 50, Max: 5000, Integer: true, Resolution: 0.01}, p.Concurrent, conns, 0.98, 1.02)
-	})
-	t.Run("cps/kernel", func(t *testing.T) {
-		d := kernelDUT(t, lab.DUTConfig{})
-		limitRate(t, d)
-		result, _, _ := benchInLab(t, d, "cps", "--http", "--start", "50", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05",
-			"--connect-timeout", "500ms", "--lag-tolerance", "200ms", "--cpu-busy", "1")
-		labFigure(t, result, rate, 0.8, 1.15)
-	})
-	t.Run("cps/dataplane", func(t *testing.T) {
-		d, p := dataplaneDUT(t, lab.DUTConfig{})
-		limitRate(t, d)
-		dataplaneFigure(t, "cps", capacity.Search{Start: 50, Max: 5000, Resolution: 0.05, Criteria: capacity.Criteria{MinAchieved: 0.95}}, p.CPS, rate, 0.8, 1.15)
-	})
+// TestBenchLabDataplaneRateLimit runs the cps search on the data plane
+// (dpprobe over AF_PACKET, in this process) against the device's rate limit
+// of TestBenchLabConnectionRateLimit, the kernel generator's figure beside
+// it.
+func TestBenchLabDataplaneRateLimit(t *testing.T) {
+	const rate = 200
+	skipShort(t)
+	d, p := dataplaneDUT(t, lab.DUTConfig{})
+	nftLimit(t, d, rate, "ct", "state", "new", "tcp", "dport", "80")
+	dataplaneFigure(t, "cps", capacity.Search{Start: 50, Max: 5000, Resolution: 0.05, RetryInvalid: 1, Criteria: capacity.Criteria{MinAchieved: 0.95}}, p.CPS, rate, 0.8, 1.15)
 }
 
 // dataplaneFigure runs a search with a data-plane trial and checks and logs
@@ -265,6 +249,7 @@ func nftLimit(t *testing.T, d *lab.DUT, rate int, match ...string) {
 // the p99 latency bound of 150 ms fails.
 func TestBenchLabTransactionRateLimit(t *testing.T) {
 	const limit = 300
+	skipShort(t)
 	d := kernelDUT(t, lab.DUTConfig{})
 	nftLimit(t, d, limit, "tcp", "dport", "80", "ip", "length", ">", "90")
 	result, _, _ := benchInLab(t, d, "tps", "--start", "50", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05",
@@ -276,6 +261,7 @@ func TestBenchLabTransactionRateLimit(t *testing.T) {
 // whose FIN was dropped does not see the server's FIN within 150 ms.
 func TestBenchLabTeardownRateLimit(t *testing.T) {
 	const limit = 100
+	skipShort(t)
 	d := kernelDUT(t, lab.DUTConfig{})
 	nftLimit(t, d, limit, "tcp", "dport", "80", "tcp", "flags", "&", "fin", "==", "fin")
 	result, _, _ := benchInLab(t, d, "teardown", "--start", "25", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05",
