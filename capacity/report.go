@@ -216,7 +216,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	d.Path = path.String()
 	for k := 0; k <= 4; k++ {
 		v := top / 1.1 * float64(k) / 4
-		d.Ticks = append(d.Ticks, tick{Y: yOf(v), Label: num2(v)})
+		d.Ticks = append(d.Ticks, tick{Y: yOf(v), Label: strconv.FormatFloat(v, 'g', 4, 64)})
 	}
 	if r.Result.Max > 0 {
 		d.HasMax, d.MaxY, d.MaxLabel = true, yOf(r.Result.Max), "max "+num2(r.Result.Max)
@@ -262,7 +262,8 @@ th{background:#eee}.pass{color:#2a9d4a}.fail{color:#d03030}.invalid{color:#e0900
 {{end}}<path d="{{.Path}}" fill="none" stroke="#aaa"/>
 {{range .Points}}<circle cx="{{.X}}" cy="{{.Y}}" r="5" fill="{{.Color}}"><title>trial {{.N}}: {{.Load}} {{.Verdict}}</title></circle>
 <text x="{{.X}}" y="{{$.Y0}}" dy="16" text-anchor="middle" font-size="11">{{.N}}</text>
-{{end}}</svg>
+{{end}}<text x="{{.X1}}" y="{{.H}}" dy="-4" text-anchor="end" font-size="11"><tspan fill="#2a9d4a">&#9679; pass</tspan> <tspan fill="#d03030">&#9679; fail</tspan> <tspan fill="#e09000">&#9679; invalid (generator limit)</tspan></text>
+</svg>
 <h3>Trials</h3>
 <table><tr><th>#</th><th>load</th><th>achieved</th><th>attempted</th><th>failed</th><th>2nd round</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>verdict</th><th>reason</th></tr>
 {{range .Rows}}<tr><td>{{.N}}</td><td>{{.Load}}</td><td>{{.Achieved}}</td><td>{{.T.Attempted}}</td><td>{{.T.Failed}}</td><td>{{.Second}}</td><td>{{.P50}}</td><td>{{.P95}}</td><td>{{.P99}}</td><td class="{{.T.Verdict}}">{{.T.Verdict}}</td><td class="l">{{.T.Reason}}</td></tr>

@@ -76,8 +76,10 @@ func TestTrialsAgainstTarget(t *testing.T) {
 			if tr.Attempted != tt.attempted || tr.Failed != 0 || tr.Bytes != tt.bytes || tr.GeneratorLimit != "" {
 				t.Fatalf("attempted %d failed %d bytes %d limit %q (%v); want %d attempted, %d bytes", tr.Attempted, tr.Failed, tr.Bytes, tr.GeneratorLimit, tr.Errors, tt.attempted, tt.bytes)
 			}
-			if tr.Achieved < tt.achieved[0] || tr.Achieved > tt.achieved[1]*1.01 {
-				t.Fatalf("achieved %v, want in %v", tr.Achieved, tt.achieved)
+			// Achieved divides by the trial's real length: a busy machine
+			// (or -race) stretches it, so only the top is tight.
+			if tr.Achieved < tt.achieved[0]/2 || tr.Achieved > tt.achieved[1]*1.01 {
+				t.Fatalf("achieved %v, want in [%v, %v]", tr.Achieved, tt.achieved[0]/2, tt.achieved[1]*1.01)
 			}
 			if tr.P50 <= 0 || tr.P99 < tr.P50 || tr.Max < tr.P99 {
 				t.Fatalf("latencies p50 %v p99 %v max %v", tr.P50, tr.P99, tr.Max)
