@@ -108,7 +108,7 @@ func benchInLab(t *testing.T, d *lab.DUT, args ...string) (result []string, tria
 
 // labFigure checks a search's found maximum against the device's known
 // limit within tol (relative) and logs the figure.
-func labFigure(t *testing.T, result []string, known, lo, hi float64) {
+func labFigure(t *testing.T, gen string, result []string, known, lo, hi float64) {
 	t.Helper()
 	found, err := strconv.ParseFloat(result[3], 64)
 	if err != nil || result[15] != "found" {
@@ -117,7 +117,7 @@ func labFigure(t *testing.T, result []string, known, lo, hi float64) {
 	if found < known*lo || found > known*hi {
 		t.Fatalf("found %v %s; the device's limit is %v (want %v..%v)", found, result[2], known, known*lo, known*hi)
 	}
-	t.Logf("FIGURE %s: known %v, found %v %s, search time %s s", result[1], known, found, result[2], result[10])
+	t.Logf("FIGURE\t%s\t%s\t%v\t%v %s\t%s s", result[1], gen, known, found, result[2], result[10])
 }
 
 func TestBenchLabConcurrentLimit(t *testing.T) {
@@ -125,7 +125,7 @@ func TestBenchLabConcurrentLimit(t *testing.T) {
 	d := kernelDUT(t, lab.DUTConfig{MaxNew: limit, Conns: 2 * limit})
 	result, _, _ := benchInLab(t, d, "concurrent", "--http", "--start", "50", "--max", "5000", "--resolution", "0.01",
 		"--connect-timeout", "500ms", "--cpu-busy", "1")
-	labFigure(t, result, limit, 0.98, 1.02)
+	labFigure(t, "kernel", result, limit, 0.98, 1.02)
 }
 
 func TestBenchLabConnectionRateLimit(t *testing.T) {
@@ -135,7 +135,7 @@ func TestBenchLabConnectionRateLimit(t *testing.T) {
 	nftLimit(t, d, limit, "ct", "state", "new", "tcp", "dport", "80")
 	result, _, _ := benchInLab(t, d, "cps", "--http", "--start", "50", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05",
 		"--connect-timeout", "500ms", "--lag-tolerance", "200ms", "--cpu-busy", "1")
-	labFigure(t, result, limit, 0.8, 1.15)
+	labFigure(t, "kernel", result, limit, 0.8, 1.15)
 }
 
 func TestBenchLabThroughputLimit(t *testing.T) {
@@ -148,7 +148,7 @@ func TestBenchLabThroughputLimit(t *testing.T) {
 	}
 	result, _, _ := benchInLab(t, d, "throughput", "--object-size", "65536", "--start", "5", "--max", "1000", "--trial-time", "1s",
 		"--resolution", "0.05", "--conns", "16", "--lag-tolerance", "200ms", "--cpu-busy", "1")
-	labFigure(t, result, mbit, 0.8, 1.05)
+	labFigure(t, "kernel", result, mbit, 0.8, 1.05)
 }
 
 // dataplaneDUT builds a DUT chain for the data plane: `cicada target
@@ -197,7 +197,7 @@ func TestBenchLabDataplaneCommand(t *testing.T) {
 	d := dataplaneTarget(t, lab.DUTConfig{MaxNew: conns, Conns: 2 * conns})
 	result, _, _ := benchInLab(t, d, "concurrent", "--dataplane", "afpacket", "--interface", d.Cicada.Name, "--client-ips", lab.ClientIP,
 		"--gateway", lab.Gateway, "--start", "50", "--max", "5000", "--resolution", "0.01", "--connect-timeout", "500ms", "--cpu-busy", "100")
-	labFigure(t, result, conns, 0.98, 1.02)
+	labFigure(t, "data plane", result, conns, 0.98, 1.02)
 }
 
 // TestBenchLabDataplaneRateLimit runs the cps search on the data plane
@@ -229,7 +229,7 @@ func dataplaneFigure(t *testing.T, test string, s capacity.Search, trial capacit
 	if !r.Found || r.Max < known*lo || r.Max > known*hi {
 		t.Fatalf("found %v (%s); the device's limit is %v (want %v..%v)", r.Max, r.Outcome(), known, known*lo, known*hi)
 	}
-	t.Logf("FIGURE %s dataplane: known %v, found %v %s, search time %.3f s", test, known, r.Max, rep.Unit, r.Elapsed.Seconds())
+	t.Logf("FIGURE\t%s\tdata plane\t%v\t%v %s\t%.3f s", test, known, r.Max, rep.Unit, r.Elapsed.Seconds())
 }
 
 // nftLimit inserts a rule at the head of the device's forward chain that
@@ -254,7 +254,7 @@ func TestBenchLabTransactionRateLimit(t *testing.T) {
 	nftLimit(t, d, limit, "tcp", "dport", "80", "ip", "length", ">", "90")
 	result, _, _ := benchInLab(t, d, "tps", "--start", "50", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05",
 		"--latency-bound", "150ms", "--latency-percentile", "99", "--conns", "32", "--lag-tolerance", "200ms", "--cpu-busy", "1")
-	labFigure(t, result, limit, 0.8, 1.15)
+	labFigure(t, "kernel", result, limit, 0.8, 1.15)
 }
 
 // The teardown rate: the device passes 100 client FINs a second; a close
@@ -266,5 +266,5 @@ func TestBenchLabTeardownRateLimit(t *testing.T) {
 	nftLimit(t, d, limit, "tcp", "dport", "80", "tcp", "flags", "&", "fin", "==", "fin")
 	result, _, _ := benchInLab(t, d, "teardown", "--start", "25", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05",
 		"--timeout", "150ms", "--lag-tolerance", "200ms", "--cpu-busy", "1")
-	labFigure(t, result, limit, 0.8, 1.25)
+	labFigure(t, "kernel", result, limit, 0.8, 1.25)
 }
