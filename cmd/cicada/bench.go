@@ -85,7 +85,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&o.failureRatio, "failure-ratio", 0, "Fraction of connections/transactions allowed to fail (RFC 9411: 0.00001)")
 	fs.DurationVar(&o.latencyBound, "latency-bound", 0, "Fail trials whose --latency-percentile is above this (0: no bound)")
 	fs.Float64Var(&o.latencyPct, "latency-percentile", 95, "The percentile --latency-bound applies to: 50, 95 or 99")
-	fs.Float64Var(&o.minAchieved, "min-achieved", -1, "Fraction of the offered load a trial must achieve (default: 0.95 for rates, 0 for concurrent)")
+	fs.Float64Var(&o.minAchieved, "min-achieved", 0, "Fraction of the offered load a trial must achieve (default: 0.95 for rates, 0 for concurrent)")
 	fs.BoolVar(&o.http, "http", false, "cps, concurrent, teardown: one HTTP GET on each new connection (RFC 9411's TCP/HTTP tests)")
 	fs.StringVar(&o.path, "path", "", "The request path (default /, throughput /bytes/<object-size>)")
 	fs.IntVar(&o.objectSize, "object-size", 65536, "throughput: the object's size in bytes")
@@ -165,6 +165,11 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if fs.Changed("object-size") && search.Name != "throughput" {
 		return fail("--object-size is for the throughput test (use --path /bytes/N with tps)")
 	}
+	for flag, tests := range benchFlagTests {
+		if fs.Changed(flag) && !strings.Contains(" "+tests+" ", " "+search.Name+" ") {
+			return fail("--%s is for %s, not %s", flag, tests, search.Name)
+		}
+	}
 	path := o.path
 	if path == "" {
 		path = "/"
@@ -197,7 +202,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if o.max == 0 {
 		o.max = max(search.Max, o.start)
 	}
-	if o.minAchieved < 0 {
+	if !fs.Changed("min-achieved") {
 		o.minAchieved = search.MinAchieved
 	}
 	s := capacity.Search{Start: o.start, Max: o.max, StepFactor: o.stepFactor, Resolution: o.resolution, Integer: search.Integer,
@@ -247,6 +252,17 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// benchFlagTests are the tests (of the search) each test-specific option
+// applies to: set for another, it is refused rather than ignored.
+var benchFlagTests = map[string]string{
+	"http":          "cps concurrent teardown",
+	"conns":         "tps throughput",
+	"window":        "concurrent teardown",
+	"hold":          "concurrent",
+	"trial-time":    "cps teardown tps throughput",
+	"lag-tolerance": "cps teardown tps throughput",
+}
+
 // benchTarget checks -H: http://IP:PORT (an IP address, so that the
 // generator's port-range check knows the destination).
 func benchTarget(h string) (addr, host string, err error) {
@@ -279,6 +295,9 @@ func benchParams(fs *pflag.FlagSet, o *benchOptions, t probe.Test, path string) 
 	}
 	for _, name := range []string{"trial-time", "start", "max", "step-factor", "resolution", "max-trials", "confirm", "retry-invalid", "failure-ratio",
 		"latency-bound", "latency-percentile", "min-achieved", "http", "conns", "window", "connect-timeout", "timeout", "hold", "cpu-busy", "lag-tolerance", "of", "fraction", "load"} {
+		if tests, ok := benchFlagTests[name]; ok && !strings.Contains(" "+tests+" ", " "+t.Name+" ") {
+			continue
+		}
 		f := fs.Lookup(name)
 		v := f.Value.String()
 		switch name {

@@ -42,6 +42,10 @@ func TestBenchRefusesBadOptions(t *testing.T) {
 		{"object size for cps", []string{"bench", "cps", "-H", "http://127.0.0.1:80", "--object-size", "10"}, "for the throughput test"},
 		{"resolution", []string{"bench", "cps", "-H", "http://127.0.0.1:80", "--resolution", "0"}, "--resolution"},
 		{"negative conns", []string{"bench", "tps", "-H", "http://127.0.0.1:80", "--conns", "-1"}, "must not be negative"},
+		{"conns for cps", []string{"bench", "cps", "-H", "http://127.0.0.1:80", "--conns", "8"}, "--conns is for tps throughput, not cps"},
+		{"hold for tps via latency", []string{"bench", "latency", "-H", "http://127.0.0.1:80", "--hold", "1s"}, "--hold is for concurrent, not tps"},
+		{"trial time for concurrent", []string{"bench", "concurrent", "-H", "http://127.0.0.1:80", "--trial-time", "1s"}, "--trial-time is for"},
+		{"min achieved", []string{"bench", "tps", "-H", "http://127.0.0.1:80", "--min-achieved", "-1"}, "min achieved -1"},
 		{"start above max", []string{"bench", "tps", "-H", "http://127.0.0.1:80", "--start", "10", "--max", "5"}, "max 5"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
