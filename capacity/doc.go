@@ -5,7 +5,8 @@
 // report of that search (console table, CSV, an HTML page with a chart).
 //
 // The package is pure logic: a trial is a TrialFunc the caller supplies (the
-// kernel-socket drivers of package capacity/probe, or a fake device in tests),
+// kernel-socket trials of package capacity/probe, the data-plane trials of
+// capacity/dpprobe, or a fake device in tests),
 // so the search runs the same against a real device and a model.
 //
 // The search (Search.Run):
@@ -16,7 +17,9 @@
 //     not at Max.
 //   - Binary phase: between the highest pass (lo; 0 if none) and the lowest
 //     failure (hi), the midpoint is tried until hi-lo is at most Resolution of
-//     lo (and at least MinStep apart), or MaxTrials ran.
+//     lo (or MinStep), or MaxTrials ran (Result.Found false: "not
+//     converged"). When nothing passes, it goes down to Min (Start/100) and
+//     reports no maximum.
 //   - Confirmation (Confirm): the found maximum is tried once more; a failure
 //     makes it the new hi and the binary phase resumes below it (a noisy
 //     device passes a load once by chance).
