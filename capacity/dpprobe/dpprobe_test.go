@@ -31,6 +31,9 @@ func pipeProber(t *testing.T, o Options) *Prober {
 		_ = (&engine.Loop{Stack: srv}).Run(ctx)
 	})
 	o.Link, o.ClientIP, o.ServerIP, o.CPUBusy = a, clientIP, serverIP, 100
+	if o.RetransmitTimeout == 0 { // no spurious SYN retransmission on a busy machine
+		o.RetransmitTimeout = 2 * time.Second
+	}
 	p, err := New(o)
 	if err != nil {
 		t.Fatal(err)

@@ -142,10 +142,7 @@ func TestBenchLabThroughputLimit(t *testing.T) {
 	const mbit = 40
 	skipShort(t)
 	d := kernelDUT(t, lab.DUTConfig{})
-	if err := d.Device.Exec("tc", "qdisc", "add", "dev", d.DevClient.Name, "root", "tbf", "rate", strconv.Itoa(mbit)+"mbit",
-		"burst", "32kb", "latency", "400ms"); err != nil {
-		t.Fatal(err)
-	}
+	tbf40(t, d)
 	result, _, _ := benchInLab(t, d, "throughput", "--object-size", "65536", "--start", "5", "--max", "1000", "--trial-time", "1s",
 		"--resolution", "0.05", "--conns", "16", "--lag-tolerance", "200ms", "--cpu-busy", "1")
 	labFigure(t, "kernel", result, mbit, 0.8, 1.05)
@@ -154,9 +151,9 @@ func TestBenchLabThroughputLimit(t *testing.T) {
 // dataplaneDUT builds a DUT chain for the data plane: `cicada target
 // --dataplane afpacket` in the server namespace, and a dpprobe client over
 // AF_PACKET on the client namespace's end.
-func dataplaneDUT(t *testing.T, cfg lab.DUTConfig) (*lab.DUT, *dpprobe.Prober) {
+func dataplaneDUT(t *testing.T, cfg lab.DUTConfig, targetArgs ...string) (*lab.DUT, *dpprobe.Prober) {
 	t.Helper()
-	d := dataplaneTarget(t, cfg)
+	d := dataplaneTarget(t, cfg, targetArgs...)
 	var link *afpacket.Link
 	if err := d.Client.Do(func() (err error) {
 		link, err = afpacket.Open(afpacket.Config{Index: d.Cicada.Index, BlockSize: 64 << 10, Blocks: 64, RetireTimeout: time.Millisecond})
@@ -175,15 +172,15 @@ func dataplaneDUT(t *testing.T, cfg lab.DUTConfig) (*lab.DUT, *dpprobe.Prober) {
 
 // dataplaneTarget builds a DUT chain with `cicada target --dataplane
 // afpacket` in its server namespace.
-func dataplaneTarget(t *testing.T, cfg lab.DUTConfig) *lab.DUT {
+func dataplaneTarget(t *testing.T, cfg lab.DUTConfig, targetArgs ...string) *lab.DUT {
 	t.Helper()
 	l := labtest.New(t)
 	d, err := l.DUTChain(cfg)
 	if err != nil {
 		t.Fatalf("DUTChain = %v", err)
 	}
-	tg := startCicada(t, d.Server, "target", "target", "--dataplane", "afpacket", "--interface", d.Peer.Name,
-		"--listen", lab.ServerIP+":80", "--client-ips", lab.ClientIP, "--client-ports", "10000-60000")
+	tg := startCicada(t, d.Server, "target", append([]string{"target", "--dataplane", "afpacket", "--interface", d.Peer.Name,
+		"--listen", lab.ServerIP + ":80", "--client-ips", lab.ClientIP, "--client-ports", "10000-60000"}, targetArgs...)...)
 	waitLog(t, tg, labTimeout, "cicada target serving http://"+lab.ServerIP+":80/")
 	return d
 }
@@ -243,15 +240,28 @@ func nftLimit(t *testing.T, d *lab.DUT, rate int, match ...string) {
 	}
 }
 
-// The transaction rate: the device passes 300 requests a second (client
-// segments with a payload: IP length over 90). A dropped request comes
+// requestSegments selects the client's segments with a payload (the GETs):
+// IP length over 60, above a SYN's or a bare ACK's with the kernel's
+// options and the data plane's.
+var requestSegments = []string{"tcp", "dport", "80", "ip", "length", ">", "60"}
+
+// tbf40 limits the device's traffic towards the client to 40 Mbit/s.
+func tbf40(t *testing.T, d *lab.DUT) {
+	t.Helper()
+	if err := d.Device.Exec("tc", "qdisc", "add", "dev", d.DevClient.Name, "root", "tbf", "rate", "40mbit",
+		"burst", "32kb", "latency", "400ms"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The transaction rate: the device passes 300 requests a second. A dropped request comes
 // back after the kernel's retransmission timeout (200 ms or more), which
 // the p99 latency bound of 150 ms fails.
 func TestBenchLabTransactionRateLimit(t *testing.T) {
 	const limit = 300
 	skipShort(t)
 	d := kernelDUT(t, lab.DUTConfig{})
-	nftLimit(t, d, limit, "tcp", "dport", "80", "ip", "length", ">", "90")
+	nftLimit(t, d, limit, requestSegments...)
 	result, _, _ := benchInLab(t, d, "tps", "--start", "50", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05",
 		"--latency-bound", "150ms", "--latency-percentile", "99", "--conns", "32", "--lag-tolerance", "200ms", "--cpu-busy", "1")
 	labFigure(t, "kernel", result, limit, 0.8, 1.15)
