@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"errors"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -126,4 +128,35 @@ func FuzzBenchTarget(f *testing.F) {
 			t.Fatalf("benchTarget(%q) = %q, %q", h, addr, host)
 		}
 	})
+}
+
+// A generator whose open-files limit (64, set with prlimit(1) on the child)
+// is far below what the target holds: the concurrent search ends INVALID,
+// exit status 3, naming the limit, with the highest pass as a lower bound.
+func TestBenchGeneratorLimitExit(t *testing.T) {
+	prlimit := testpeer.RequirePeer(t, "prlimit")
+	s, err := target.New(target.Options{Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testpeer.Go(t, "target", 30*time.Second, func(ctx context.Context) {
+		if err := s.Run(ctx); err != nil {
+			t.Errorf("target Run = %v", err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a := testpeer.SelfArgs("TestHelperProcess", "--", "bench", "concurrent", "-H", "http://"+s.Addr().String(), "--start", "10", "--max", "2000", "--http")
+	cmd := exec.CommandContext(ctx, prlimit, append([]string{"--nofile=64:64", "--"}, a...)...)
+	cmd.Env = append(os.Environ(), "CICADA_TEST_HELPER=1", "HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("exit %v; want 3\n%s", err, out)
+	}
+	for _, want := range []string{"Result: INVALID: the generator was the limit (open-files: ", "connections, its maximum is at least that, not found", "invalid"} {
+		if !strings.Contains(string(out), want) {
+			t.Fatalf("output lacks %q:\n%s", want, out)
+		}
+	}
 }
