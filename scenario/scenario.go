@@ -35,6 +35,7 @@ import (
 	"github.com/cicada-load/cicada/internal/filelimit"
 	"github.com/cicada-load/cicada/internal/timespan"
 	"github.com/cicada-load/cicada/master"
+	"github.com/cicada-load/cicada/thresholds"
 	"github.com/cicada-load/cicada/worker"
 	"github.com/cicada-load/cicada/worker/httpc"
 )
@@ -79,6 +80,9 @@ type File struct {
 	// Stages is the optional load shape for a master (Options.Stages);
 	// nil if none. Each SpawnRate is set (1 where the file gives none).
 	Stages []master.Stage
+	// Thresholds are the pass/fail criteria of the thresholds: list
+	// (thresholds.go), each with its file:line as Source.
+	Thresholds []thresholds.Threshold
 }
 
 // MaxFileSize is the largest scenario file Load reads. Scenario files are
@@ -313,6 +317,8 @@ func (p *parser) file_(root *yaml.Node) (*File, error) {
 			usersNode = v
 		case "stages":
 			f.Stages, err = p.stages(v, field)
+		case "thresholds":
+			f.Thresholds, err = p.thresholds(v, field)
 		default:
 			return errUnknown
 		}
