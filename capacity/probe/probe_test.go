@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -244,6 +245,47 @@ func BenchmarkRecorder(b *testing.B) {
 		r.ok(time.Millisecond, 128)
 		if len(r.lat) >= 1<<16 {
 			r.lat = r.lat[:0]
+		}
+	}
+}
+
+// probeGoroutines counts the goroutines running this package's code.
+func probeGoroutines() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "capacity/probe.(*Prober)") && !strings.Contains(g, "probeGoroutines") {
+			n++
+		}
+	}
+	return n
+}
+
+// Every trial returns with its goroutines ended (connections, workers,
+// the pacer's issues).
+func TestTrialsLeaveNoGoroutines(t *testing.T) {
+	addr := startTarget(t)
+	o := loose(addr)
+	o.Duration = 200 * time.Millisecond
+	o.HTTP = true
+	p, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, run := range []func() (capacity.Trial, error){
+		func() (capacity.Trial, error) { return p.CPS(ctx, 100) },
+		func() (capacity.Trial, error) { return p.TPS(ctx, 100) },
+		func() (capacity.Trial, error) { return p.Concurrent(ctx, 50) },
+		func() (capacity.Trial, error) { return p.Teardown(ctx, 100) },
+	} {
+		if _, err := run(); err != nil {
+			t.Fatal(err)
+		}
+		// A goroutine that called wg.Done is still returning: poll.
+		if err := testpeer.Poll(5*time.Second, 5*time.Millisecond, func() bool { return probeGoroutines() == 0 }); err != nil {
+			t.Fatalf("%d goroutines of the prober left after a trial", probeGoroutines())
 		}
 	}
 }
