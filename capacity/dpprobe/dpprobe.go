@@ -7,6 +7,7 @@
 //	            GET and closes (RFC 9411 7.2)
 //	Concurrent  connections held, then the second round on each
 //	            (RFC 3511 5.2, RFC 9411 7.5)
+//	Teardown    held connections closed per second (RFC 3511 5.4)
 //
 // Each trial builds a fresh client stack on the shared link with its own
 // slice of Options' client ports (the cursor moves on, so a trial never
@@ -189,6 +190,16 @@ func (s *samples) fill(t *capacity.Trial) {
 	}
 }
 
+// heldProgram is one user class: a GET, then an hour's wait on the
+// connection.
+func (p *Prober) heldProgram() *stack.Program {
+	return &stack.Program{
+		Requests: []stack.ProgramRequest{{Raw: stack.BuildRequest("GET", p.o.Path, p.host(), nil)}},
+		Classes: []stack.ProgramClass{{Tasks: []stack.ProgramTask{{Weight: 1, Requests: []int{0}}},
+			Wait: stack.Wait{Kind: stack.WaitConstant, Min: time.Hour}}},
+	}
+}
+
 // newStack builds a trial's client stack on ports lo..hi.
 func (p *Prober) newStack(lo, hi uint16, prog *stack.Program, smp *samples) (*stack.Stack, error) {
 	cfg := stack.Config{Mode: stack.Client, Link: p.o.Link, ClientIP: p.o.ClientIP, ServerIP: p.o.ServerIP, ServerPort: p.o.ServerPort,
@@ -347,13 +358,8 @@ func (p *Prober) Concurrent(ctx context.Context, load float64) (capacity.Trial, 
 	if why != "" {
 		return capacity.Trial{GeneratorLimit: why}, nil
 	}
-	prog := &stack.Program{
-		Requests: []stack.ProgramRequest{{Raw: stack.BuildRequest("GET", p.o.Path, p.host(), nil)}},
-		Classes: []stack.ProgramClass{{Tasks: []stack.ProgramTask{{Weight: 1, Requests: []int{0}}},
-			Wait: stack.Wait{Kind: stack.WaitConstant, Min: time.Hour}}},
-	}
 	var smp samples
-	s, err := p.newStack(lo, hi, prog, &smp)
+	s, err := p.newStack(lo, hi, p.heldProgram(), &smp)
 	if err != nil {
 		return capacity.Trial{}, err
 	}

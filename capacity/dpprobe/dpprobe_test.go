@@ -110,3 +110,16 @@ func TestNewRefuses(t *testing.T) {
 		t.Errorf("Concurrent(0.5) = %v", err)
 	}
 }
+
+func TestTeardownOverPipe(t *testing.T) {
+	p := pipeProber(t, Options{Duration: 300 * time.Millisecond, LagTolerance: time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tr, err := p.Teardown(ctx, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Attempted != 60 || tr.Failed != 0 || tr.GeneratorLimit != "" || tr.Achieved < 50 || tr.Achieved > 201 {
+		t.Fatalf("Teardown: %+v", tr)
+	}
+}

@@ -43,9 +43,10 @@ Tests:
   latency      the search of --of (cps or tps), then a trial at --fraction of its maximum
                (RFC 3511 5.10, RFC 9411 7.4); --load skips the search
 
-Kernel sockets, standalone. --dataplane afpacket runs cps and concurrent on
-the userspace data plane (one client address, its own client ports); the
-other tests and cluster runs are not built for it yet and are refused.
+Kernel sockets, standalone. --dataplane afpacket runs cps, concurrent and
+teardown on the userspace data plane (one client address, its own client
+ports); the other tests and cluster runs are not built for it yet and are
+refused.
 Exit status: 0 a maximum found (or the range's top passed), 1 none found,
 3 invalid (the generator was the limit), 2 bad options.
 
@@ -101,7 +102,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&o.load, "load", 0, "latency: the maximum to take instead of searching for it")
 	fs.StringVar(&o.csv, "csv", "", "Write the trials to PREFIX_bench.csv")
 	fs.StringVar(&o.html, "html", "", "Write the report, with a chart of the search, to this HTML file")
-	fs.StringVar(&o.dataplane, "dataplane", "", "Run cps or concurrent on the userspace data plane: afpacket (Linux, root)")
+	fs.StringVar(&o.dataplane, "dataplane", "", "Run cps, concurrent or teardown on the userspace data plane: afpacket (Linux, root)")
 	var dpo benchDataplaneOpts
 	fs.StringVar(&dpo.iface, "interface", "", "Data plane: the interface towards the device")
 	fs.StringVar(&dpo.clientIPs, "client-ips", "", "Data plane: the client address (one)")

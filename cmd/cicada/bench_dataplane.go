@@ -19,7 +19,7 @@ import (
 var benchDataplaneOnly = []string{"interface", "client-ips", "client-ports", "gateway", "dataplane-dedicated"}
 
 // benchDataplaneTests are the tests the data plane runs.
-var benchDataplaneTests = map[string]bool{"cps": true, "concurrent": true}
+var benchDataplaneTests = map[string]bool{"cps": true, "concurrent": true, "teardown": true}
 
 // benchDataplaneOpts are the data plane's flags of `cicada bench`.
 type benchDataplaneOpts struct {
@@ -28,14 +28,14 @@ type benchDataplaneOpts struct {
 }
 
 // benchDataplane opens the data plane's link and returns the trial of test
-// (cps or concurrent) over it, and a close function. Options it cannot
+// (cps, concurrent or teardown) over it, and a close function. Options it cannot
 // honour are refused.
 func benchDataplane(kind, test, addr, path string, o *benchOptions, d *benchDataplaneOpts, stderr io.Writer) (capacity.TrialFunc, func(), error) {
 	if kind != "afpacket" {
 		return nil, nil, fmt.Errorf("--dataplane %q: cicada bench runs on afpacket only (afxdp and dpdk are not wired yet)", kind)
 	}
 	if !benchDataplaneTests[test] {
-		return nil, nil, fmt.Errorf("test %q does not run on the data plane yet (cps and concurrent do)", test)
+		return nil, nil, fmt.Errorf("test %q does not run on the data plane yet (cps, concurrent and teardown do)", test)
 	}
 	if o.http {
 		return nil, nil, fmt.Errorf("--http: the data plane always sends one HTTP GET per connection")
@@ -92,8 +92,11 @@ func benchDataplane(kind, test, addr, path string, o *benchOptions, d *benchData
 		return nil, nil, err
 	}
 	closeLink := func() { l.Close() }
-	if test == "cps" {
+	switch test {
+	case "cps":
 		return p.CPS, closeLink, nil
+	case "teardown":
+		return p.Teardown, closeLink, nil
 	}
 	return p.Concurrent, closeLink, nil
 }

@@ -216,7 +216,7 @@ func dataplaneFigure(t *testing.T, test string, s capacity.Search, trial capacit
 	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Second)
 	defer cancel()
 	r, err := s.Run(ctx, trial)
-	rep := &capacity.Report{Test: test, Title: test + " (data plane)", RFC: "RFC 9411", Unit: map[string]string{"cps": "connections/s", "concurrent": "connections"}[test], Result: r}
+	rep := &capacity.Report{Test: test, Title: test + " (data plane)", RFC: "RFC 9411", Unit: map[string]string{"cps": "connections/s", "concurrent": "connections", "teardown": "connections/s"}[test], Result: r}
 	var b strings.Builder
 	_ = rep.WriteTable(&b)
 	t.Logf("data plane %s:\n%s", test, b.String())
@@ -252,6 +252,17 @@ func tbf40(t *testing.T, d *lab.DUT) {
 		"burst", "32kb", "latency", "400ms"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The data plane's teardown search against the device of
+// TestBenchLabTeardownRateLimit: a dropped FIN is retransmitted after the
+// stack's 500 ms timeout, and the close counts as failed.
+func TestBenchLabDataplaneTeardownRateLimit(t *testing.T) {
+	const limit = 100
+	skipShort(t)
+	d, p := dataplaneDUT(t, lab.DUTConfig{})
+	nftLimit(t, d, limit, "tcp", "dport", "80", "tcp", "flags", "&", "fin", "==", "fin")
+	dataplaneFigure(t, "teardown", capacity.Search{Start: 25, Max: 5000, Resolution: 0.05, RetryInvalid: 1, Criteria: capacity.Criteria{MinAchieved: 0.95}}, p.Teardown, limit, 0.8, 1.25)
 }
 
 // The transaction rate: the device passes 300 requests a second. A dropped request comes
