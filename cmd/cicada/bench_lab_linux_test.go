@@ -265,16 +265,17 @@ func TestBenchLabDataplaneTeardownRateLimit(t *testing.T) {
 	dataplaneFigure(t, "teardown", capacity.Search{Start: 25, Max: 5000, Resolution: 0.05, RetryInvalid: 1, Criteria: capacity.Criteria{MinAchieved: 0.95}}, p.Teardown, limit, 0.8, 1.25)
 }
 
-// The transaction rate: the device passes 300 requests a second. A dropped request comes
-// back after the kernel's retransmission timeout (200 ms or more), which
-// the p99 latency bound of 150 ms fails.
+// The transaction rate: the device passes 300 requests a second. A dropped
+// request comes back after the kernel's retransmission timeout (200 ms or
+// more), which the p99 latency bound of 190 ms fails (just below that
+// minimum, so that a short stall of a busy machine is not taken for a drop).
 func TestBenchLabTransactionRateLimit(t *testing.T) {
 	const limit = 300
 	skipShort(t)
 	d := kernelDUT(t, lab.DUTConfig{})
 	nftLimit(t, d, limit, requestSegments...)
 	result, _, _ := benchInLab(t, d, "tps", "--start", "50", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05",
-		"--latency-bound", "150ms", "--latency-percentile", "99", "--conns", "32", "--lag-tolerance", "200ms", "--cpu-busy", "1")
+		"--latency-bound", "190ms", "--latency-percentile", "99", "--conns", "32", "--lag-tolerance", "200ms", "--cpu-busy", "1")
 	labFigure(t, "kernel", result, limit, 0.8, 1.15)
 }
 
