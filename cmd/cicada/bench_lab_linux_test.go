@@ -110,6 +110,12 @@ func benchInLab(t *testing.T, d *lab.DUT, args ...string) (result []string, tria
 // limit within tol (relative) and logs the figure.
 func labFigure(t *testing.T, gen string, result []string, known, lo, hi float64) {
 	t.Helper()
+	if result[15] == "invalid" && !strings.Contains(result[16], "open-files") {
+		// The right answer on an overloaded host (the pacer descheduled
+		// past its tolerance twice): no maximum claimed. What this test
+		// checks, a found limit, cannot be measured here now.
+		t.Skipf("the generator was the limit on this busy host, so no maximum was claimed: %s", result[16])
+	}
 	found, err := strconv.ParseFloat(result[3], 64)
 	if err != nil || result[15] != "found" {
 		t.Fatalf("result %q; want a found maximum", result)
@@ -222,6 +228,9 @@ func dataplaneFigure(t *testing.T, test string, s capacity.Search, trial capacit
 	t.Logf("data plane %s:\n%s", test, b.String())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if r.Invalid != "" {
+		t.Skipf("the generator was the limit on this busy host, so no maximum was claimed: %s", r.Invalid)
 	}
 	if !r.Found || r.Max < known*lo || r.Max > known*hi {
 		t.Fatalf("found %v (%s); the device's limit is %v (want %v..%v)", r.Max, r.Outcome(), known, known*lo, known*hi)
