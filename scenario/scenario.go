@@ -80,6 +80,8 @@ type File struct {
 	// Stages is the optional load shape for a master (Options.Stages);
 	// nil if none. Each SpawnRate is set (1 where the file gives none).
 	Stages []master.Stage
+	// Load is the optional arrival-rate form (rate.go); nil if none.
+	Load *RateLoad
 	// Thresholds are the pass/fail criteria of the thresholds: list
 	// (thresholds.go), each with its file:line as Source.
 	Thresholds []thresholds.Threshold
@@ -317,6 +319,8 @@ func (p *parser) file_(root *yaml.Node) (*File, error) {
 			usersNode = v
 		case "stages":
 			f.Stages, err = p.stages(v, field)
+		case "load":
+			f.Load, err = p.load(v, field)
 		case "thresholds":
 			f.Thresholds, err = p.thresholds(v, field)
 		default:
@@ -329,6 +333,9 @@ func (p *parser) file_(root *yaml.Node) (*File, error) {
 	}
 	if usersNode == nil {
 		return nil, p.errf(root, "users", "missing: a scenario needs at least one user class")
+	}
+	if f.Load != nil && f.Stages != nil {
+		return nil, p.errf(root, "load", "cannot be combined with stages (a user load shape)")
 	}
 	names := map[string]bool{}
 	err = p.list(usersNode, "users", func(i int, item *yaml.Node, field string) error {

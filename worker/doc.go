@@ -98,4 +98,12 @@
 // (its next task is scheduled with a timer), so a worker holds tens of
 // thousands of idle keep-alive users at a few KiB each. See LOCKS.md for the
 // goroutines and the lock order.
+//
+// Arrival rate (issue 13; rate.go): SetRate, or a cicada master's
+// cicada_rate message, puts the worker in the open model: its users park
+// between iterations and a pacer starts one user's next task at each due
+// time of an even schedule; an iteration due while every user is busy is
+// dropped and counted (stats report key cicada_dropped). Requests of a
+// paced iteration are recorded with their service time in Locust's fields
+// and with the time from the due moment in the exact histogram.
 package worker

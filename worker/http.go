@@ -153,7 +153,7 @@ func (u *User) do(ctx context.Context, req *httpc.Request, expect *Expect, resp 
 	}
 	c, err := u.HTTP()
 	if err != nil {
-		u.p.env.rec.Record(method, req.StatsName(), 0, 0, err.Error())
+		u.record(method, req.StatsName(), 0, 0, err.Error())
 		return err
 	}
 	u.lastReq = req
@@ -162,7 +162,7 @@ func (u *User) do(ctx context.Context, req *httpc.Request, expect *Expect, resp 
 		if ctx.Err() != nil || u.ctx.Err() != nil || httpc.Classify(err) == httpc.Canceled {
 			return err // interrupted by a stop: not a measurement
 		}
-		u.p.env.rec.Record(method, req.StatsName(), resp.Duration, 0, err.Error())
+		u.record(method, req.StatsName(), resp.Duration, 0, err.Error())
 		return err
 	}
 	fail := expect.check(resp, req.Name)
@@ -170,7 +170,7 @@ func (u *User) do(ctx context.Context, req *httpc.Request, expect *Expect, resp 
 	if fail != nil {
 		failure = fail.Error()
 	}
-	u.p.env.rec.Record(method, req.StatsName(), resp.Duration, resp.ContentLength(), failure)
+	u.record(method, req.StatsName(), resp.Duration, resp.ContentLength(), failure)
 	return fail
 }
 

@@ -79,7 +79,8 @@ type pool struct {
 
 	live    sync.WaitGroup // users started and not finished
 	nLive   atomic.Int64
-	nextSrc atomic.Uint32 // source address of the next user, round robin
+	nextSrc atomic.Uint32         // source address of the next user, round robin
+	rate    atomic.Pointer[pacer] // arrival-rate mode (rate.go); nil: closed model
 }
 
 func newPool(e *env, classes []*compiledClass) *pool {

@@ -55,6 +55,8 @@ type Worker struct {
 	maxUsers    int64  // the user ceiling; negative: none
 	maxUsersWhy string // where maxUsers comes from, for messages
 
+	rateMu sync.Mutex // SetRate and leaveRate (rate.go)
+
 	customMu sync.RWMutex
 	custom   map[string]MessageHandler
 
@@ -362,6 +364,7 @@ func (w *Worker) handle(msg protocol.Message) {
 		w.onSpawn(msg)
 	case protocol.TypeStop:
 		w.logRepeated(slog.LevelInfo, causeStop, "stop message from master")
+		w.leaveRate()
 		w.enqueue(command{kind: cmdStop})
 	case protocol.TypeQuit:
 		w.logRepeated(slog.LevelInfo, causeQuit, "quit message from master: shutting down")
@@ -376,6 +379,8 @@ func (w *Worker) handle(msg protocol.Message) {
 		w.log.Debug("master finished spawning", "data", fmt.Sprint(msg.Data))
 	case protocol.TypeCicadaSecondRound:
 		w.onSecondRound()
+	case protocol.TypeCicadaRate:
+		w.onRate(msg)
 	case protocol.TypeUpdateUserClass, protocol.TypeLocustfile:
 		w.logRepeated(slog.LevelWarn, causeUnsupported+" "+msg.Type, "message type not supported by this worker; ignored", "type", msg.Type)
 	default:

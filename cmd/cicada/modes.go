@@ -107,6 +107,10 @@ func runMode(cfg *config.Config, dp *dataplaneOpts, stdout, stderr io.Writer) in
 		a.log.Error(err.Error())
 		return 1
 	}
+	if err := a.checkRate(); err != nil {
+		a.log.Error(err.Error())
+		return 1
+	}
 	if cfg.List {
 		fmt.Fprintln(stdout, "Available Users:")
 		if a.learnClasses { // a master without -f: the names given, if any
