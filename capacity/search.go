@@ -169,6 +169,10 @@ type Search struct {
 	MaxTrials int
 	// Confirm repeats the found maximum once before reporting it.
 	Confirm bool
+	// Pause is the rest between two trials, so that what one trial left
+	// in the device (retransmissions, a drained token bucket, closing
+	// connections) does not weigh on the next. If zero, none.
+	Pause time.Duration
 	// RetryInvalid repeats an invalid trial up to this many times before
 	// the search stops on it: a transient stall of the generator (the
 	// pacer descheduled on a busy machine) gets another chance, a lasting
@@ -242,6 +246,8 @@ func (s *Search) check() error {
 		return fmt.Errorf("%w: min %v must be in [0, start %v]", ErrBadSearch, s.Min, s.Start)
 	case s.MinStep < 0 || math.IsNaN(s.MinStep):
 		return fmt.Errorf("%w: min step %v must not be negative", ErrBadSearch, s.MinStep)
+	case s.Pause < 0:
+		return fmt.Errorf("%w: pause %v must not be negative", ErrBadSearch, s.Pause)
 	case s.RetryInvalid < 0:
 		return fmt.Errorf("%w: retry invalid %d must not be negative", ErrBadSearch, s.RetryInvalid)
 	case s.MaxTrials < 0:
@@ -294,6 +300,14 @@ func (s Search) run(ctx context.Context, trial TrialFunc) (Result, error) {
 	var r Result
 	run := func(load float64) (Verdict, error) {
 		for try := 0; ; try++ {
+			if len(r.Trials) > 0 && s.Pause > 0 {
+				tm := time.NewTimer(s.Pause)
+				select {
+				case <-tm.C:
+				case <-ctx.Done():
+					tm.Stop()
+				}
+			}
 			if err := ctx.Err(); err != nil {
 				return Invalid, fmt.Errorf("capacity: search stopped: %w", err)
 			}

@@ -322,3 +322,21 @@ func TestSearchRetryInvalid(t *testing.T) {
 		t.Fatalf("lasting limit: invalid %q, %d trials, max %v, %v", r.Invalid, len(r.Trials), r.Max, err)
 	}
 }
+
+func TestSearchPause(t *testing.T) {
+	var last time.Time
+	var gaps []time.Duration
+	_, err := Search{Start: 1, Max: 4, Pause: 20 * time.Millisecond}.Run(context.Background(), func(context.Context, float64) (Trial, error) {
+		if !last.IsZero() {
+			gaps = append(gaps, time.Since(last))
+		}
+		last = time.Now()
+		return Trial{Attempted: 1, Achieved: 1}, nil
+	})
+	if err != nil || len(gaps) != 2 || gaps[0] < 20*time.Millisecond || gaps[1] < 20*time.Millisecond {
+		t.Fatalf("gaps %v, %v", gaps, err)
+	}
+	if _, err := (Search{Start: 1, Max: 2, Pause: -1}).Run(context.Background(), nil); !errors.Is(err, ErrBadSearch) {
+		t.Fatalf("negative pause: %v", err)
+	}
+}

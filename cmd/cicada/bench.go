@@ -57,6 +57,7 @@ type benchOptions struct {
 	host                      string
 	trial, connectTO, timeout time.Duration
 	hold, latencyBound, lag   time.Duration
+	pause                     time.Duration
 	start, max, stepFactor    float64
 	resolution, failureRatio  float64
 	minAchieved, latencyPct   float64
@@ -82,6 +83,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&o.resolution, "resolution", 0.05, "Binary phase: stop when the bounds are this fraction apart")
 	fs.IntVar(&o.maxTrials, "max-trials", 30, "At most this many trials")
 	fs.BoolVar(&o.confirm, "confirm", false, "Repeat the found maximum once before reporting it")
+	fs.DurationVar(&o.pause, "pause", time.Second, "Rest between trials, so that one trial's leftovers in the device do not weigh on the next")
 	fs.IntVar(&o.retryInvalid, "retry-invalid", 1, "Repeat a trial the generator limited up to this many times before stopping on it")
 	fs.Float64Var(&o.failureRatio, "failure-ratio", 0, "Fraction of connections/transactions allowed to fail (RFC 9411: 0.00001)")
 	fs.DurationVar(&o.latencyBound, "latency-bound", 0, "Fail trials whose --latency-percentile is above this (0: no bound)")
@@ -207,7 +209,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		o.minAchieved = search.MinAchieved
 	}
 	s := capacity.Search{Start: o.start, Max: o.max, StepFactor: o.stepFactor, Resolution: o.resolution, Integer: search.Integer,
-		MaxTrials: o.maxTrials, Confirm: o.confirm, RetryInvalid: o.retryInvalid, Criteria: capacity.Criteria{MaxFailureRatio: o.failureRatio,
+		MaxTrials: o.maxTrials, Confirm: o.confirm, RetryInvalid: o.retryInvalid, Pause: o.pause, Criteria: capacity.Criteria{MaxFailureRatio: o.failureRatio,
 			LatencyBound: o.latencyBound, LatencyPercentile: o.latencyPct, MinAchieved: o.minAchieved}}
 	if o.resolution == 0 {
 		return fail("--resolution must be more than 0")
@@ -294,7 +296,7 @@ func benchParams(fs *pflag.FlagSet, o *benchOptions, t probe.Test, path string) 
 	if t.Name == "throughput" {
 		ps = append(ps, capacity.Param{Name: "object size", Value: strconv.Itoa(o.objectSize) + " bytes"})
 	}
-	for _, name := range []string{"trial-time", "start", "max", "step-factor", "resolution", "max-trials", "confirm", "retry-invalid", "failure-ratio",
+	for _, name := range []string{"trial-time", "start", "max", "step-factor", "resolution", "max-trials", "pause", "confirm", "retry-invalid", "failure-ratio",
 		"latency-bound", "latency-percentile", "min-achieved", "http", "conns", "window", "connect-timeout", "timeout", "hold", "cpu-busy", "lag-tolerance", "of", "fraction", "load"} {
 		if tests, ok := benchFlagTests[name]; ok && !strings.Contains(" "+tests+" ", " "+t.Name+" ") {
 			continue

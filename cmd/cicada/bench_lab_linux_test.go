@@ -129,7 +129,7 @@ func labFigure(t *testing.T, gen string, result []string, known, lo, hi float64)
 func TestBenchLabConcurrentLimit(t *testing.T) {
 	const limit = 300
 	d := kernelDUT(t, lab.DUTConfig{MaxNew: limit, Conns: 2 * limit})
-	result, _, _ := benchInLab(t, d, "concurrent", "--http", "--start", "50", "--max", "5000", "--resolution", "0.01",
+	result, _, _ := benchInLab(t, d, "concurrent", "--http", "--pause", "0", "--start", "50", "--max", "5000", "--resolution", "0.01",
 		"--connect-timeout", "500ms", "--cpu-busy", "1")
 	labFigure(t, "kernel", result, limit, 0.98, 1.02)
 }
@@ -139,7 +139,7 @@ func TestBenchLabConnectionRateLimit(t *testing.T) {
 	skipShort(t)
 	d := kernelDUT(t, lab.DUTConfig{})
 	nftLimit(t, d, limit, "ct", "state", "new", "tcp", "dport", "80")
-	result, _, _ := benchInLab(t, d, "cps", "--http", "--start", "50", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05",
+	result, _, _ := benchInLab(t, d, "cps", "--http", "--pause", "500ms", "--start", "50", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05",
 		"--connect-timeout", "500ms", "--lag-tolerance", "200ms", "--cpu-busy", "1")
 	labFigure(t, "kernel", result, limit, 0.8, 1.15)
 }
@@ -149,7 +149,7 @@ func TestBenchLabThroughputLimit(t *testing.T) {
 	skipShort(t)
 	d := kernelDUT(t, lab.DUTConfig{})
 	tbf40(t, d)
-	result, _, _ := benchInLab(t, d, "throughput", "--object-size", "65536", "--start", "5", "--max", "1000", "--trial-time", "1s",
+	result, _, _ := benchInLab(t, d, "throughput", "--object-size", "65536", "--pause", "500ms", "--start", "5", "--max", "1000", "--trial-time", "1s",
 		"--resolution", "0.05", "--conns", "16", "--lag-tolerance", "200ms", "--cpu-busy", "1")
 	labFigure(t, "kernel", result, mbit, 0.8, 1.05)
 }
@@ -198,7 +198,7 @@ func TestBenchLabDataplaneCommand(t *testing.T) {
 	const conns = 300
 	skipShort(t)
 	d := dataplaneTarget(t, lab.DUTConfig{MaxNew: conns, Conns: 2 * conns})
-	result, _, _ := benchInLab(t, d, "concurrent", "--dataplane", "afpacket", "--interface", d.Cicada.Name, "--client-ips", lab.ClientIP,
+	result, _, _ := benchInLab(t, d, "concurrent", "--pause", "0", "--dataplane", "afpacket", "--interface", d.Cicada.Name, "--client-ips", lab.ClientIP,
 		"--gateway", lab.Gateway, "--start", "50", "--max", "5000", "--resolution", "0.01", "--connect-timeout", "500ms", "--cpu-busy", "100")
 	labFigure(t, "data plane", result, conns, 0.98, 1.02)
 }
@@ -212,7 +212,7 @@ func TestBenchLabDataplaneRateLimit(t *testing.T) {
 	skipShort(t)
 	d, p := dataplaneDUT(t, lab.DUTConfig{})
 	nftLimit(t, d, rate, "ct", "state", "new", "tcp", "dport", "80")
-	dataplaneFigure(t, "cps", capacity.Search{Start: 50, Max: 5000, Resolution: 0.05, RetryInvalid: 1, Criteria: capacity.Criteria{MinAchieved: 0.95}}, p.CPS, rate, 0.8, 1.15)
+	dataplaneFigure(t, "cps", capacity.Search{Start: 50, Max: 5000, Resolution: 0.05, RetryInvalid: 1, Pause: 500 * time.Millisecond, Criteria: capacity.Criteria{MinAchieved: 0.95}}, p.CPS, rate, 0.8, 1.15)
 }
 
 // dataplaneFigure runs a search with a data-plane trial and checks and logs
@@ -271,7 +271,7 @@ func TestBenchLabDataplaneTeardownRateLimit(t *testing.T) {
 	skipShort(t)
 	d, p := dataplaneDUT(t, lab.DUTConfig{})
 	nftLimit(t, d, limit, "tcp", "dport", "80", "tcp", "flags", "&", "fin", "==", "fin")
-	dataplaneFigure(t, "teardown", capacity.Search{Start: 25, Max: 5000, Resolution: 0.05, RetryInvalid: 1, Criteria: capacity.Criteria{MinAchieved: 0.95}}, p.Teardown, limit, 0.8, 1.25)
+	dataplaneFigure(t, "teardown", capacity.Search{Start: 25, Max: 5000, Resolution: 0.05, RetryInvalid: 1, Pause: 500 * time.Millisecond, Criteria: capacity.Criteria{MinAchieved: 0.95}}, p.Teardown, limit, 0.8, 1.25)
 }
 
 // The transaction rate: the device passes 300 requests a second. A dropped
@@ -283,7 +283,7 @@ func TestBenchLabTransactionRateLimit(t *testing.T) {
 	skipShort(t)
 	d := kernelDUT(t, lab.DUTConfig{})
 	nftLimit(t, d, limit, requestSegments...)
-	result, _, _ := benchInLab(t, d, "tps", "--start", "50", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05",
+	result, _, _ := benchInLab(t, d, "tps", "--pause", "500ms", "--start", "50", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05",
 		"--latency-bound", "190ms", "--latency-percentile", "99", "--conns", "32", "--lag-tolerance", "200ms", "--cpu-busy", "1")
 	labFigure(t, "kernel", result, limit, 0.8, 1.15)
 }
@@ -295,7 +295,7 @@ func TestBenchLabTeardownRateLimit(t *testing.T) {
 	skipShort(t)
 	d := kernelDUT(t, lab.DUTConfig{})
 	nftLimit(t, d, limit, "tcp", "dport", "80", "tcp", "flags", "&", "fin", "==", "fin")
-	result, _, _ := benchInLab(t, d, "teardown", "--start", "25", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05",
+	result, _, _ := benchInLab(t, d, "teardown", "--pause", "500ms", "--start", "25", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05",
 		"--timeout", "150ms", "--lag-tolerance", "200ms", "--cpu-busy", "1")
 	labFigure(t, "kernel", result, limit, 0.8, 1.25)
 }

@@ -79,7 +79,7 @@ func TestBenchAgainstTarget(t *testing.T) {
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
 	code := run([]string{"bench", "latency", "-H", "http://" + s.Addr().String(), "--of", "tps", "--start", "100", "--max", "400",
-		"--trial-time", "300ms", "--cpu-busy", "1", "--lag-tolerance", "1s", "--csv", filepath.Join(dir, "x"), "--html", filepath.Join(dir, "x.html")}, &out, &errb)
+		"--trial-time", "300ms", "--pause", "0", "--cpu-busy", "1", "--lag-tolerance", "1s", "--csv", filepath.Join(dir, "x"), "--html", filepath.Join(dir, "x.html")}, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
 	}
@@ -104,7 +104,7 @@ func TestBenchAgainstTarget(t *testing.T) {
 
 	port := testpeer.FreePort(t)
 	out.Reset()
-	if code := run([]string{"bench", "cps", "-H", "http://127.0.0.1:" + strconv.Itoa(port), "--start", "20", "--max", "40", "--trial-time", "200ms"}, &out, &errb); code != 1 {
+	if code := run([]string{"bench", "cps", "-H", "http://127.0.0.1:" + strconv.Itoa(port), "--start", "20", "--max", "40", "--trial-time", "200ms", "--pause", "0"}, &out, &errb); code != 1 {
 		t.Fatalf("closed port: exit %d; want 1\n%s", code, out.String())
 	}
 	if !strings.Contains(out.String(), "no load passed") || !strings.Contains(out.String(), "refused") {
@@ -146,7 +146,7 @@ func TestBenchGeneratorLimitExit(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a := testpeer.SelfArgs("TestHelperProcess", "--", "bench", "concurrent", "-H", "http://"+s.Addr().String(), "--start", "10", "--max", "2000", "--http")
+	a := testpeer.SelfArgs("TestHelperProcess", "--", "bench", "concurrent", "-H", "http://"+s.Addr().String(), "--start", "10", "--max", "2000", "--http", "--pause", "0")
 	cmd := exec.CommandContext(ctx, prlimit, append([]string{"--nofile=64:64", "--"}, a...)...)
 	cmd.Env = append(os.Environ(), "CICADA_TEST_HELPER=1", "HOME="+t.TempDir())
 	out, err := cmd.CombinedOutput()
