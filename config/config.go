@@ -218,7 +218,7 @@ func NewParser(out io.Writer, getenv func(string) string, home, workdir string) 
 		fs.BoolVarP(ptr, name, short, false, usage)
 		p.options = append(p.options, option{name: name, env: env})
 	}
-	str(&cfg.Locustfile, "locustfile", "f", "LOCUST_LOCUSTFILE", "", "Scenario file (YAML) with user classes and tasks")
+	str(&cfg.Locustfile, "locustfile", "f", "LOCUST_LOCUSTFILE", "", "Scenario file (YAML), or Python locustfile(s): .py, comma-separated .py files, a directory")
 	str(&cfg.ConfigFile, "config", "", "", "", "Config file path (locust.conf syntax)")
 	str(&cfg.Host, "host", "H", "LOCUST_HOST", "", "Host to load test, e.g. http://10.21.32.33")
 	integer(&cfg.Users, "users", "u", "LOCUST_USERS", 0, "Peak number of concurrent users")

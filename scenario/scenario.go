@@ -598,6 +598,10 @@ func (p *parser) task(n *yaml.Node, path string) (worker.Task, error) {
 		case "weight":
 			t.Weight, err = p.int_(v, field, 1)
 		case "requests":
+			if v.Kind == yaml.SequenceNode && len(v.Content) == 0 {
+				reqs = []*request{} // a task that sends nothing (a locustfile's pass or interrupt())
+				break
+			}
 			reqs, err = p.requests(v, field)
 		default:
 			isSingle = true
@@ -622,6 +626,9 @@ func (p *parser) task(n *yaml.Node, path string) (worker.Task, error) {
 		return t, p.errf(n, path, "a task needs a path (or a list of requests)")
 	default:
 		t.Name = name
+		if t.Name == "" && len(reqs) == 0 {
+			return t, p.errf(n, path+".name", "missing: a task without requests needs a name")
+		}
 		if t.Name == "" {
 			t.Name = reqs[0].req.StatsName()
 		}

@@ -39,7 +39,7 @@
 //   - an unknown user class in a spawn is reported to the master as an
 //     exception (a Python worker hangs in spawning), once per class and
 //     test, all classes of one spawn in one report; a scenario with one
-//     class serves any class name;
+//     class serves any class name (unless Scenario.ExactClassNames);
 //   - a spawn asking for more users than Options.MaxUsers (by default twice
 //     the open-files limit: each HTTP user holds a connection) runs that many,
 //     each class its share, with an ERROR and an exception to the master

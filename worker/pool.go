@@ -75,6 +75,7 @@ type pool struct {
 	mu      sync.Mutex
 	classes map[string]*classRT // by the name the master uses
 	aliased bool                // the one-class notice was logged
+	exact   bool                // Scenario.ExactClassNames: no alias
 	closed  bool                // the worker is shutting down: start no more users
 
 	live    sync.WaitGroup // users started and not finished
@@ -98,7 +99,7 @@ func (p *pool) classLocked(name string) *classRT {
 	if c, ok := p.classes[name]; ok {
 		return c
 	}
-	if len(p.defs) != 1 || name == "" {
+	if len(p.defs) != 1 || name == "" || p.exact {
 		return nil
 	}
 	if !p.aliased {

@@ -31,6 +31,11 @@ type Scenario struct {
 	Classes []UserClass
 	// HTTP configures every user's HTTP client.
 	HTTP HTTPOptions
+	// ExactClassNames turns off the single-class alias: a scenario with
+	// one class then serves only that name, and other names are unknown
+	// classes. Set for a locustfile that names its classes (package
+	// locustfile), where another name is a class left out of the read.
+	ExactClassNames bool
 }
 
 // Worker is a Locust worker: it joins a Locust (or cicada) master over
@@ -140,6 +145,7 @@ func New(opts Options, sc Scenario) (*Worker, error) {
 	w.env = &env{rec: w.rec, log: w.log, onExc: w.reportException, httpOpts: httpOpts, defHost: sc.Host}
 	w.env.configs.sources = opts.SourceIPs
 	w.pool = newPool(w.env, w.classes)
+	w.pool.exact = sc.ExactClassNames
 	w.exc.rate = opts.ExceptionRate
 	w.maxUsers, w.maxUsersWhy = userCeiling(opts.MaxUsers)
 	w.repeats = ratelimit.New(opts.RepeatInterval, maxRepeatCauses)
