@@ -13,5 +13,6 @@ timeout "${TIMEOUT:-600}" go test -count=1 -run 'TestBenchLab' -v ./cmd/cicada/ 
 printf '%-11s %-11s %-8s %-24s %s\n' test generator known found "search time"
 grep -P '\tFIGURE\t|FIGURE\t' "$log" | sed 's/.*FIGURE\t//' | sort |
 	awk -F'\t' '{ printf "%-11s %-11s %-8s %-24s %s\n", $1, $2, $3, $4, $5 }'  || true
-# Skipped (not root; or the generator was the limit on a busy host) and failed tests.
-grep -E -A1 -- '^--- (SKIP|FAIL)' "$log" || true
+# Skipped (not root; or the generator was the limit on a busy host) and failed
+# tests, with their reasons.
+grep -E -- '^--- (SKIP|FAIL)|_test\.go:[0-9]+: (found|result|the generator|bench did not|FAIL)' "$log" || true
