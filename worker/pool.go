@@ -31,6 +31,7 @@ type env struct {
 	defHost    string                 // the scenario's host
 	masterHost atomic.Pointer[string] // the host of the last spawn, if any
 	configs    clientConfigs
+	socks      socketEnv // socket tasks' options and counters (socket.go)
 }
 
 // hostFor returns the effective base URL for users of class c.
