@@ -5,6 +5,7 @@
 // Routes (any method unless said otherwise):
 //
 //	/status/<code>   answers with that status (100-599); 3xx redirect to /
+//	/bytes/<n>       an n-byte body (0 to MaxObjectSize, 16 MiB): the throughput test's objects
 //	/delay/<ms>      waits ms milliseconds (at most Options.MaxDelay), then serves the page
 //	/_cicada/stats   the counters as JSON (not counted as a request)
 //	/_cicada/stall?ms=N  every response paused for N ms from now (stall.go)
@@ -347,6 +348,9 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 			ctx.SetContentType("text/plain; charset=utf-8")
 			ctx.Response.SetBodyString(strconv.Itoa(code) + " " + fasthttp.StatusMessage(code) + "\n")
 		}
+		return
+	case hasPrefix(path, prefixBytes):
+		s.serveBytes(ctx, path[len(prefixBytes):])
 		return
 	case hasPrefix(path, prefixDelay):
 		s.requests.Add(1)

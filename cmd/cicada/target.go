@@ -25,7 +25,8 @@ const targetUsage = `Usage: cicada target [--listen 127.0.0.1:8080]
        cicada target --dataplane dpdk --dpdk-eal EAL --dpdk-port PORT --listen 198.18.1.1:80 --client-ips RANGE
 
 A small HTTP server to point load tests at: a 128-byte page on every GET path,
-/status/<code>, /delay/<ms>, and its counters at /_cicada/stats.
+/status/<code>, /delay/<ms>, /bytes/<n> (an n-byte object), and its counters
+at /_cicada/stats.
 
 With --dataplane a userspace TCP stack serves the page instead, on the
 interface, to any number of connections (no file descriptor per connection):
