@@ -111,6 +111,10 @@ func (e *Expect) check(resp *httpc.Response, name string) error {
 	return nil
 }
 
+// Check is check for the Checker interface: the response's failure under
+// e (nil e: the default, status below 400), or nil.
+func (e *Expect) Check(resp *httpc.Response, req *httpc.Request) error { return e.check(resp, req.Name) }
+
 // CheckError is a failed response check. Its message is what Locust records
 // for response.failure(msg) in a catch_response block:
 // CatchResponseError('msg').
@@ -146,7 +150,7 @@ func (u *User) DoDiscard(ctx context.Context, req *httpc.Request, expect *Expect
 	return err
 }
 
-func (u *User) do(ctx context.Context, req *httpc.Request, expect *Expect, resp *httpc.Response) error {
+func (u *User) do(ctx context.Context, req *httpc.Request, chk Checker, resp *httpc.Response) error {
 	method := req.Method
 	if method == "" {
 		method = "GET"
@@ -165,7 +169,7 @@ func (u *User) do(ctx context.Context, req *httpc.Request, expect *Expect, resp 
 		u.p.env.rec.Record(method, req.StatsName(), resp.Duration, 0, err.Error())
 		return err
 	}
-	fail := expect.check(resp, req.Name)
+	fail := chk.Check(resp, req)
 	failure := ""
 	if fail != nil {
 		failure = fail.Error()
