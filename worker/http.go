@@ -113,7 +113,9 @@ func (e *Expect) check(resp *httpc.Response, name string) error {
 
 // Check is check for the Checker interface: the response's failure under
 // e (nil e: the default, status below 400), or nil.
-func (e *Expect) Check(resp *httpc.Response, req *httpc.Request) error { return e.check(resp, req.Name) }
+func (e *Expect) Check(resp *httpc.Response, req *httpc.Request) error {
+	return e.check(resp, req.Name)
+}
 
 // CheckError is a failed response check. Its message is what Locust records
 // for response.failure(msg) in a catch_response block:
