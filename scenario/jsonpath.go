@@ -166,15 +166,19 @@ func jsonEqual(got, want any) bool {
 			return false
 		}
 		switch w := want.(type) {
-		case int:
-			return f == float64(w)
+		case int, int64, uint64:
+			// integers exactly, when the response wrote one
+			if !strings.ContainsAny(n.String(), ".eE") {
+				return n.String() == fmt.Sprint(w)
+			}
+			return f == toFloat(w)
 		case float64:
 			return f == w
 		}
 		return false
 	}
 	switch want.(type) {
-	case int, float64:
+	case int, int64, uint64, float64:
 		return false
 	}
 	a, err1 := json.Marshal(normalize(got))
@@ -188,8 +192,8 @@ func normalize(v any) any {
 	case json.Number:
 		f, _ := x.Float64()
 		return f
-	case int:
-		return float64(x)
+	case int, int64, uint64:
+		return toFloat(x)
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
@@ -204,4 +208,18 @@ func normalize(v any) any {
 		return out
 	}
 	return v
+}
+
+func toFloat(v any) float64 {
+	switch x := v.(type) {
+	case int:
+		return float64(x)
+	case int64:
+		return float64(x)
+	case uint64:
+		return float64(x)
+	case float64:
+		return x
+	}
+	return 0
 }
