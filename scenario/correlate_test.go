@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/internal/testpeer"
 	"github.com/cicada-load/cicada/stats"
+	"github.com/cicada-load/cicada/target"
+	"github.com/cicada-load/cicada/worker"
 )
 
 // recorder is a test server: /login answers JSON with a token, a header
@@ -254,5 +258,40 @@ users:
 	}
 	if !indexes["0"] || !indexes["1"] || len(indexes) != 2 {
 		t.Errorf("user indexes = %v; want 0 and 1", indexes)
+	}
+}
+
+// TestShopLoginToken runs examples/shop.yaml (without its waits) against
+// the built-in target: every user logs in, and the requests that need
+// the token (401 without it) succeed with the captured one.
+func TestShopLoginToken(t *testing.T) {
+	srv, err := target.New(target.Options{Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testpeer.Go(t, "the target", 10*time.Second, func(ctx context.Context) { _ = srv.Run(ctx) })
+	t.Setenv("TARGET", srv.URL())
+	f, err := Load("../examples/shop.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range f.Scenario.Classes {
+		c := &f.Scenario.Classes[i]
+		c.Wait, c.WaitSpec = worker.Constant(10*time.Millisecond), nil
+	}
+	c := startCluster(t, f, 1, 6, "")
+	s := c.waitStats("the token's requests", counted("/auth/login", "/auth/account", "/auth/cart/items", "/auth/checkout", "/auth/admin/health"))
+	if s.Total.NumFailures != 0 {
+		t.Errorf("failures with the captured token: %s", describe(s))
+	}
+
+	// Without the token, the target refuses.
+	resp, err := http.Get(srv.URL() + "/auth/account")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET /auth/account without a token = %d; want 401", resp.StatusCode)
 	}
 }

@@ -7,6 +7,7 @@
 //	/status/<code>   answers with that status (100-599); 3xx redirect to /
 //	/delay/<ms>      waits ms milliseconds (at most Options.MaxDelay), then serves the page
 //	/_cicada/stats   the counters as JSON (not counted as a request)
+//	/auth/login      POST {"user", "password"}: a token; /auth/* else needs it (401), see auth.go
 //	POST, PUT, PATCH any other path: the length of the request body, in decimal
 //	anything else    the page (Options.Body); HEAD gets its headers only
 //
@@ -334,6 +335,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	s.requests.Add(1)
+	if hasPrefix(path, prefixAuth) {
+		s.serveAuth(ctx) // auth.go
+		return
+	}
 	if ctx.IsPost() || ctx.IsPut() || ctx.IsPatch() {
 		ctx.SetContentType("text/plain; charset=utf-8")
 		var b [24]byte
