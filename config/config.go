@@ -123,6 +123,7 @@ type Config struct {
 	DataplaneDedicated bool   // --dataplane-dedicated: skip the interface's safety refusals
 	DPDKEAL            string // --dpdk-eal: DPDK's EAL arguments, one string split as a shell would
 	DPDKPort           string // --dpdk-port: the DPDK port (number, PCI address or device name)
+	DPDKIdleSleep      string // --dpdk-idle-sleep: Go duration an idle core sleeps ("": poll without pause)
 
 	UserClasses []string // positional UserClass names
 }
@@ -286,6 +287,7 @@ func NewParser(out io.Writer, getenv func(string) string, home, workdir string) 
 	boolean(&cfg.DataplaneDedicated, "dataplane-dedicated", "", "CICADA_DATAPLANE_DEDICATED", "Data plane: the interface is dedicated to the test; its safety refusals become warnings")
 	str(&cfg.DPDKEAL, "dpdk-eal", "", "CICADA_DPDK_EAL", "", `Data plane dpdk: DPDK's EAL arguments as one string, e.g. "-l 2 -a 0000:03:00.0" (doc/dpdk.md; needs a binary from make build-dpdk)`)
 	str(&cfg.DPDKPort, "dpdk-port", "", "CICADA_DPDK_PORT", "", "Data plane dpdk: the port, by number, PCI address or device name (net_af_packet0)")
+	str(&cfg.DPDKIdleSleep, "dpdk-idle-sleep", "", "CICADA_DPDK_IDLE_SLEEP", "", "Data plane dpdk: how long a core with nothing to do sleeps, e.g. 50us (default: poll without pause, 100% CPU, as DPDK programs do)")
 	return p
 }
 
@@ -448,7 +450,7 @@ const MaxDataplaneCores = 1024
 var dataplaneOnly = []string{"interface", "client-ips", "client-ports", "gateway", "dataplane-cores", "dataplane-dedicated"}
 
 // dpdkOnly are the options that mean nothing without --dataplane dpdk.
-var dpdkOnly = []string{"dpdk-eal", "dpdk-port"}
+var dpdkOnly = []string{"dpdk-eal", "dpdk-port", "dpdk-idle-sleep"}
 
 // validateDataplane refuses data plane options cicada cannot honour: an
 // unknown kind, a missing interface or client range, data plane options

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/netip"
+	"time"
 
 	"github.com/cicada-load/cicada/config"
 	"github.com/cicada-load/cicada/dataplane/ifcheck"
@@ -21,6 +22,7 @@ type dataplaneOpts struct {
 	dedicated bool
 	dpdkEAL   []string // --dpdk-eal, split
 	dpdkPort  string
+	dpdkIdle  time.Duration // --dpdk-idle-sleep
 }
 
 // parseDataplane parses the data plane options config kept as written; nil
@@ -60,6 +62,9 @@ func parseDataplane(cfg *config.Config) (*dataplaneOpts, error) {
 			return nil, fmt.Errorf("argument --dataplane-cores: %w", err)
 		}
 		o.dpdkPort = cfg.DPDKPort
+		if o.dpdkIdle, err = dpdk.ParseIdleSleep(cfg.DPDKIdleSleep); err != nil {
+			return nil, fmt.Errorf("argument --dpdk-idle-sleep: %w", err)
+		}
 	}
 	return o, nil
 }

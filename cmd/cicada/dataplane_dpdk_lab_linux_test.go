@@ -32,7 +32,7 @@ func TestDPDKDataplaneStandalone(t *testing.T) {
 		"-H", h.url(), "--csv", prefix,
 		"--dataplane", "dpdk", "--interface", iface, "--client-ips", "198.18.0.1-198.18.0.20",
 		"--dpdk-eal", "--no-huge -m 256 --log-level *:warning --vdev net_af_packet_" + iface + ",iface=" + iface + ",qpairs=1,framecnt=4096",
-		"--dpdk-port", "net_af_packet_" + iface}
+		"--dpdk-port", "net_af_packet_" + iface, "--dpdk-idle-sleep", "50us"}
 	c := startCicada(t, nil, "standalone-dpdk", args...)
 	h.noResets(t, c, users)
 	exited, err := c.Wait(labTimeout)
@@ -63,7 +63,7 @@ func TestDPDKTargetHoldsConnections(t *testing.T) {
 	}
 	dev := "net_af_packet_" + p.Peer.Name
 	tg := startCicada(t, p.Server, "target", "target", "--dataplane", "dpdk", "--interface", p.Peer.Name,
-		"--dpdk-eal", "--no-huge -m 256 --log-level *:warning --vdev "+dev+",iface="+p.Peer.Name+",qpairs=1,framecnt=4096", "--dpdk-port", dev,
+		"--dpdk-eal", "--no-huge -m 256 --log-level *:warning --vdev "+dev+",iface="+p.Peer.Name+",qpairs=1,framecnt=4096", "--dpdk-port", dev, "--dpdk-idle-sleep", "50us",
 		"--listen", lab.ServerIP+":80", "--client-ips", lab.ClientIP, "--client-ports", "10000-10999", "--report-every", "200ms")
 	waitLog(t, tg, labTimeout, "cicada target serving http://"+lab.ServerIP+":80/ on port "+dev+" (dpdk)")
 

@@ -40,7 +40,7 @@ func (a *app) dataplaneRuntime(log *slog.Logger) (*users.Runtime, error) {
 	var dcfg dpdk.Config
 	if dp.link == users.LinkDPDK {
 		// users opens the port (and initialises the EAL) itself.
-		dcfg = dpdk.Config{EAL: dp.dpdkEAL, Port: dp.dpdkPort}
+		dcfg = dpdk.Config{EAL: dp.dpdkEAL, Port: dp.dpdkPort, IdleSleep: dp.dpdkIdle}
 		iface, where = "", "port "+dp.dpdkPort
 	}
 	rt, err := users.New(users.Options{

@@ -57,6 +57,7 @@ func runTarget(args []string, stdout, stderr io.Writer) int {
 	every := fs.Duration("report-every", target.DefaultReportEvery, "Data plane: print the counters this often")
 	dpdkEAL := fs.String("dpdk-eal", "", "Data plane dpdk: DPDK's EAL arguments as one string (doc/dpdk.md)")
 	dpdkPort := fs.String("dpdk-port", "", "Data plane dpdk: the port, by number, PCI address or device name")
+	dpdkIdle := fs.String("dpdk-idle-sleep", "", "Data plane dpdk: how long a core with nothing to do sleeps, e.g. 50us (default: poll without pause)")
 	fs.Usage = func() {
 		fmt.Fprintln(stdout, targetUsage)
 		fs.SetOutput(stdout)
@@ -94,8 +95,8 @@ func runTarget(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case *dp != "afpacket" && *dp != "afxdp" && *dp != "dpdk":
 		return usage("argument --dataplane: invalid choice %q (choose from afpacket, afxdp, dpdk)", *dp)
-	case *dp != "dpdk" && (fs.Lookup("dpdk-eal").Changed || fs.Lookup("dpdk-port").Changed):
-		return usage("--dpdk-eal and --dpdk-port require --dataplane dpdk")
+	case *dp != "dpdk" && (fs.Lookup("dpdk-eal").Changed || fs.Lookup("dpdk-port").Changed || fs.Lookup("dpdk-idle-sleep").Changed):
+		return usage("--dpdk-eal, --dpdk-port and --dpdk-idle-sleep require --dataplane dpdk")
 	case *dp == "dpdk" && !dpdk.Available:
 		return usage("argument --dataplane: %v", dpdk.ErrUnsupported)
 	case *dp == "dpdk" && *dpdkPort == "":
@@ -120,7 +121,11 @@ func runTarget(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return usage("argument --dpdk-eal: %v", err)
 		}
-		o.DPDK = dpdk.Config{EAL: eal, Port: *dpdkPort}
+		idle, err := dpdk.ParseIdleSleep(*dpdkIdle)
+		if err != nil {
+			return usage("argument --dpdk-idle-sleep: %v", err)
+		}
+		o.DPDK = dpdk.Config{EAL: eal, Port: *dpdkPort, IdleSleep: idle}
 	}
 	if o.Listen, err = netip.ParseAddrPort(*listen); err != nil || !o.Listen.Addr().Is4() {
 		return usage("argument --listen: %q is not an IPv4 address and port", *listen)

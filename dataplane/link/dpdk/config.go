@@ -129,6 +129,27 @@ func CheckCores(n int) error {
 	return nil
 }
 
+// MaxIdleSleep bounds Config.IdleSleep as ParseIdleSleep accepts it: a
+// core asleep longer than this lets its RX ring overflow at any real rate.
+const MaxIdleSleep = 10 * time.Millisecond
+
+// ParseIdleSleep parses the command line's idle sleep, a Go duration
+// ("50us", "1ms"); "" and "0" poll without pause. It refuses negative
+// values and values above MaxIdleSleep, wrapping link.ErrConfig.
+func ParseIdleSleep(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%w: dpdk: idle sleep %q is not a duration such as 50us or 1ms", link.ErrConfig, s)
+	}
+	if d < 0 || d > MaxIdleSleep {
+		return 0, fmt.Errorf("%w: dpdk: idle sleep %v not in [0, %v]", link.ErrConfig, d, MaxIdleSleep)
+	}
+	return d, nil
+}
+
 // SplitArgs splits an EAL argument string ("-l 0 --vdev 'net_null0'")
 // into arguments the way a POSIX shell splits words: blanks separate,
 // single quotes keep everything literally, double quotes keep everything

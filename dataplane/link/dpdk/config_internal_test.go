@@ -160,3 +160,29 @@ func FuzzEALArgs(f *testing.F) {
 		}
 	})
 }
+
+func TestParseIdleSleep(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"", 0, true},
+		{"0", 0, true},
+		{"50us", 50 * time.Microsecond, true},
+		{"1ms", time.Millisecond, true},
+		{"10ms", MaxIdleSleep, true},
+		{"11ms", 0, false},
+		{"-1us", 0, false},
+		{"50", 0, false},
+		{"fast", 0, false},
+	} {
+		got, err := ParseIdleSleep(c.in)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("ParseIdleSleep(%q) = %v, %v; want %v, ok %v", c.in, got, err, c.want, c.ok)
+		}
+		if err != nil && !errors.Is(err, link.ErrConfig) {
+			t.Errorf("ParseIdleSleep(%q) error %v does not wrap link.ErrConfig", c.in, err)
+		}
+	}
+}
