@@ -16,6 +16,21 @@
 // variables ($$ is a literal $); nothing else is expanded and no shell is
 // involved. Unknown fields are errors. Errors name the file, line, column
 // and field.
+//
+// A name declared in a user class by variables, a capture or a feed's
+// columns is the user's variable instead: ${name} in a path, header value,
+// body, JSON string or string check is read for each request at run time
+// (templates are compiled at load; requests without any stay fixed data,
+// sent without work per request). Captures read JSON paths, regular
+// expressions, headers, cookies and the status; checks add JSON path
+// equals/exists, regular expressions and headers. Feeds (CSV, JSON lines)
+// give rows sequentially, at random, or once across the cluster (mode
+// unique: the cicada master hands out row numbers, FeedBatch at a time;
+// a Python Locust master cannot, and such users stop with a FEED
+// failure). doc/scenario.md is the reference of every field.
+//
+// Deliberate differences from Locust: a templated path without a name is
+// reported under the template (/orders/${id}), one row for all values.
 package scenario
 
 import (
