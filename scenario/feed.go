@@ -242,12 +242,22 @@ type feedClient struct {
 	st map[string]*feedBuf
 }
 
+// feedBuf is one feed's rows on a worker. It asks for the next batch when
+// half of the rows it holds are taken, so users rarely wait for the
+// master; a batch that came too late (users waited) doubles the next
+// one, up to maxFeedBatch.
 type feedBuf struct {
-	next, end int           // rows next..end-1 are this worker's
+	ranges    [][2]int      // row ranges [start, end) received, in order
+	held      int           // rows in ranges
+	batch     int           // rows to ask for next
 	wait      chan struct{} // closed when the pending request is answered; nil if none
 	exhausted bool
 	err       error
 }
+
+// maxFeedBatch bounds the adaptive batch: rows a worker holds unused when
+// a test ends are not handed out again.
+const maxFeedBatch = 1024
 
 // workerClients maps each worker to its one feedClient (the message
 // handler is per worker, shared by the feeds of every scenario).
@@ -284,7 +294,8 @@ func (c *feedClient) onRows(msg protocol.Message) {
 		if count <= 0 {
 			b.exhausted = true
 		} else {
-			b.next, b.end = start, start+count
+			b.ranges = append(b.ranges, [2]int{start, start + count})
+			b.held += count
 		}
 	}
 	close(b.wait)
@@ -306,15 +317,15 @@ func toInt(v any) int {
 }
 
 // take returns a row of f for one user, asking the master for a batch
-// when the worker has none left.
+// when the worker has none left (or half of its batch is taken).
 func (c *feedClient) take(ctx context.Context, f *feed) (int, error) {
-	deadline := time.NewTimer(feedTimeout)
-	defer deadline.Stop()
+	var deadline <-chan time.Time
+	waited := false
 	c.mu.Lock()
 	for {
 		b := c.st[f.name]
 		if b == nil {
-			b = &feedBuf{}
+			b = &feedBuf{batch: FeedBatch}
 			c.st[f.name] = b
 		}
 		switch {
@@ -322,9 +333,19 @@ func (c *feedClient) take(ctx context.Context, f *feed) (int, error) {
 			err := b.err
 			c.mu.Unlock()
 			return 0, err
-		case b.next < b.end:
-			i := b.next
-			b.next++
+		case b.held > 0:
+			r := &b.ranges[0]
+			i := r[0]
+			r[0]++
+			if r[0] == r[1] {
+				b.ranges = b.ranges[1:]
+			}
+			b.held--
+			if b.held < b.batch/2 && b.wait == nil && !b.exhausted {
+				// Prefetch; if it cannot be sent, the take that finds
+				// no rows asks again and reports the error.
+				_ = c.ask(b, f)
+			}
 			c.mu.Unlock()
 			if i < 0 || i >= len(f.rows) {
 				return 0, fmt.Errorf("feed %s: %w: row %d of %d", f.name, ErrFeedRefused, i, len(f.rows))
@@ -335,25 +356,27 @@ func (c *feedClient) take(ctx context.Context, f *feed) (int, error) {
 			return 0, fmt.Errorf("feed %s: all %d rows handed out across the cluster: %w", f.name, len(f.rows), ErrFeedExhausted)
 		}
 		if b.wait == nil {
-			b.wait = make(chan struct{})
-			err := c.w.SendMessage(protocol.TypeCicadaFeedTake, map[string]any{
-				"feed": f.name, "digest": f.digest, "rows": int64(len(f.rows)),
-				"n": int64(FeedBatch), "recycle": f.exhausted == exhaustRecycle,
-			})
-			if err != nil {
-				close(b.wait)
-				b.wait = nil
+			if waited {
+				b.batch = min(2*b.batch, maxFeedBatch) // the last batch came too late
+			}
+			if err := c.ask(b, f); err != nil {
 				c.mu.Unlock()
-				return 0, fmt.Errorf("feed %s: ask the master for rows: %w", f.name, err)
+				return 0, err
 			}
 		}
 		wait := b.wait
 		c.mu.Unlock()
+		if deadline == nil {
+			t := time.NewTimer(feedTimeout)
+			defer t.Stop()
+			deadline = t.C
+		}
+		waited = true
 		select {
 		case <-wait:
 		case <-ctx.Done():
 			return 0, ctx.Err()
-		case <-deadline.C:
+		case <-deadline:
 			c.mu.Lock()
 			if b.wait == wait {
 				close(b.wait)
@@ -364,4 +387,20 @@ func (c *feedClient) take(ctx context.Context, f *feed) (int, error) {
 		}
 		c.mu.Lock()
 	}
+}
+
+// ask sends a request for b.batch rows. Precondition: c.mu held, no
+// request pending.
+func (c *feedClient) ask(b *feedBuf, f *feed) error {
+	b.wait = make(chan struct{})
+	err := c.w.SendMessage(protocol.TypeCicadaFeedTake, map[string]any{
+		"feed": f.name, "digest": f.digest, "rows": int64(len(f.rows)),
+		"n": int64(b.batch), "recycle": f.exhausted == exhaustRecycle,
+	})
+	if err != nil {
+		close(b.wait)
+		b.wait = nil
+		return fmt.Errorf("feed %s: ask the master for rows: %w", f.name, err)
+	}
+	return nil
 }
