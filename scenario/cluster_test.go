@@ -19,14 +19,14 @@ import (
 // cluster is an in-process cicada master with cicada workers running a
 // parsed scenario, for tests of what users do at run time.
 type cluster struct {
-	t       *testing.T
+	t       testing.TB
 	m       *master.Master
 	workers []*worker.Worker
 }
 
 // startCluster starts a master and n workers for f, and starts users
-// users against host once every worker is registered.
-func startCluster(t *testing.T, f *File, n, users int, host string) *cluster {
+// users against host once every worker is registered (none if 0).
+func startCluster(t testing.TB, f *File, n, users int, host string) *cluster {
 	t.Helper()
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var classes []master.UserClass
@@ -62,6 +62,9 @@ func startCluster(t *testing.T, f *File, n, users int, host string) *cluster {
 		return true
 	}); err != nil {
 		t.Fatal("workers did not register")
+	}
+	if users == 0 {
+		return c
 	}
 	if err := m.Start(users, float64(users), nil); err != nil {
 		t.Fatal(err)

@@ -26,7 +26,7 @@ type recorder struct {
 	seen []string // "URI|Authorization|body"
 }
 
-func (rc *recorder) serve(t *testing.T) *httptest.Server {
+func (rc *recorder) serve(t testing.TB) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		rc.mu.Lock()
@@ -61,7 +61,7 @@ func (rc *recorder) with(prefix string) []string {
 	return out
 }
 
-func parseT(t *testing.T, yaml string) *File {
+func parseT(t testing.TB, yaml string) *File {
 	t.Helper()
 	f, err := Parse("t.yaml", []byte(yaml), nil)
 	if err != nil {

@@ -127,8 +127,8 @@ func (cc *classCtx) feedStop(ctx context.Context, u *worker.User, err error) err
 		return worker.ErrStopUser
 	}
 	u.Record("FEED", cc.feed.name, 0, 0, err)
-	if !errors.Is(err, ErrFeedExhausted) {
-		u.Logger().Error(err.Error(), "class", cc.name)
+	if !errors.Is(err, ErrFeedExhausted) && !cc.feed.logged.Swap(true) {
+		u.Logger().Error(err.Error()+"; every user that needs a row records this failure and stops", "class", cc.name)
 	}
 	return worker.ErrStopUser
 }
@@ -281,19 +281,20 @@ func (c *capture) value(st *userState, resp *httpc.Response) (string, string) {
 		}
 		return jsonText(v), ""
 	case capRegex:
-		m := c.re.FindSubmatch(resp.Body)
+		m := c.re.FindSubmatchIndex(resp.Body)
 		if m == nil {
 			return "", "regex " + strconv.Quote(c.re.String()) + " does not match"
 		}
-		if len(m) > 1 {
-			return string(m[1]), ""
-		}
-		return string(m[0]), ""
-	case capHeader:
-		for _, h := range resp.Headers() {
-			if http.CanonicalHeaderKey(h.Key) == http.CanonicalHeaderKey(c.key) {
-				return h.Value, ""
+		if len(m) >= 4 {
+			if m[2] < 0 {
+				return "", "regex " + strconv.Quote(c.re.String()) + ": the group did not take part in the match"
 			}
+			return string(resp.Body[m[2]:m[3]]), ""
+		}
+		return string(resp.Body[m[0]:m[1]]), ""
+	case capHeader:
+		if v, ok := resp.Lookup(c.key); ok {
+			return v, ""
 		}
 		return "", "header " + c.key + " absent"
 	case capCookie:
@@ -398,14 +399,7 @@ func (x *extChecks) run(st *userState, resp *httpc.Response) string {
 	return ""
 }
 
-func header(resp *httpc.Response, key string) (string, bool) {
-	for _, h := range resp.Headers() {
-		if http.CanonicalHeaderKey(h.Key) == http.CanonicalHeaderKey(key) {
-			return h.Value, true
-		}
-	}
-	return "", false
-}
+func header(resp *httpc.Response, key string) (string, bool) { return resp.Lookup(key) }
 
 func containsStr(b []byte, s string) bool {
 	if s == "" {

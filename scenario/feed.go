@@ -75,6 +75,7 @@ type feed struct {
 	digest    string // hex SHA-256 of the file
 
 	cursor atomic.Uint64 // sequential: next row (may pass len(rows))
+	logged atomic.Bool   // an error other than exhaustion was logged
 }
 
 // loadFeed reads a .csv (header row, then rows) or .jsonl (one JSON object
