@@ -739,15 +739,15 @@ func classRuntime(uc *worker.UserClass, cc *classCtx, onStart, onStop []*request
 		return rs
 	}
 	for i := range uc.Tasks {
-		uc.Tasks[i].Fn = cc.run(tasks[i], false)
+		uc.Tasks[i].Fn = cc.run(tasks[i], runTask)
 		mark(uc.Tasks[i].Requests)
 	}
 	if onStart != nil {
 		uc.OnStartRequests = mark(asRequests(onStart))
-		uc.OnStart = cc.run(onStart, true)
+		uc.OnStart = cc.run(onStart, runStart)
 	}
 	if onStop != nil {
 		uc.OnStopRequests = mark(asRequests(onStop))
-		uc.OnStop = cc.run(onStop, true)
+		uc.OnStop = cc.run(onStop, runStop)
 	}
 }

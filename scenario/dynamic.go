@@ -66,6 +66,7 @@ type userState struct {
 
 	req  httpc.Request
 	buf  []byte
+	body []byte
 	hdrs []httpc.Header
 	cur  *request // the request in flight, for Check
 
@@ -133,19 +134,30 @@ func (cc *classCtx) feedStop(ctx context.Context, u *worker.User, err error) err
 	return worker.ErrStopUser
 }
 
+// What a request list of a class is.
+const (
+	runTask uint8 = iota
+	runStart
+	runStop
+)
+
 // run sends reqs in order, as worker.RequestsFunc does, fixed requests
-// as data and the others from the user's variables.
-func (cc *classCtx) run(reqs []*request, start bool) worker.TaskFunc {
+// as data and the others from the user's variables. on_stop does not run
+// for a user that has no variables (it could not take a feed row).
+func (cc *classCtx) run(reqs []*request, kind uint8) worker.TaskFunc {
 	return func(ctx context.Context, u *worker.User) error {
 		fresh := false
 		if _, ok := u.Data.(*userState); !ok {
+			if kind == runStop {
+				return nil
+			}
 			fresh = true
 		}
 		st, err := cc.state(ctx, u)
 		if err != nil {
 			return cc.feedStop(ctx, u, err)
 		}
-		if cc.feedEach && !start && !fresh {
+		if cc.feedEach && kind == runTask && !fresh {
 			if err := st.takeRow(ctx, u); err != nil {
 				return cc.feedStop(ctx, u, err)
 			}
@@ -190,8 +202,10 @@ func (st *userState) do(ctx context.Context, u *worker.User, r *request) error {
 		st.req.Headers = st.hdrs
 	}
 	if d.body != nil && !d.body.static {
-		b := make([]byte, 0, len(d.body.text)+32)
-		st.req.Body = d.body.appendTo(b, vals, d.bodyEsc)
+		// The user's own buffer: its requests are sent one at a time
+		// (a second round resends the last one, built last).
+		st.body = d.body.appendTo(st.body[:0], vals, d.bodyEsc)
+		st.req.Body = st.body
 	}
 	st.cur, st.doc, st.docErr, st.docDone = r, nil, nil, false
 	err := u.DoCheck(ctx, &st.req, st)
