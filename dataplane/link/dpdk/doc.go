@@ -37,7 +37,12 @@
 // at a time. Its mbuf pool is made by its first Open and kept while the
 // port lives (a stopped port's driver may still hold mbufs of it, released
 // by the next configuration), so a port reopened after Close keeps its pool
-// size; a device Open probed is closed at Close, and its pool freed. Several queues per port would
+// size; a device Open probed is closed at Close, and its pool freed. A
+// net_af_xdp port's pool is packed (RTE_MEMPOOL_F_NO_IOVA_CONTIG: the
+// device does no DMA), because DPDK 22.11's net_af_xdp registers its UMEM
+// as mbufs x element size and a pool without hugepages otherwise gives
+// each mbuf a page: the mbufs past that size were transmit descriptors the
+// kernel refused (tx_invalid_descs). Several queues per port would
 // need the NIC to steer each core's port slice to its queue (flow rules),
 // which virtual devices do not do; that is left open, as for AF_XDP.
 //

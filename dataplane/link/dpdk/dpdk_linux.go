@@ -277,7 +277,11 @@ func (l *Link) takePool() error {
 		name := C.CString("cic" + strconv.Itoa(unix.Getpid()) + "_" + strconv.FormatUint(poolSeq.Add(1), 10))
 		defer C.free(unsafe.Pointer(name))
 		var perr C.int
-		pool := C.cic_pool(name, C.uint(l.cfg.Mbufs), &perr)
+		// net_af_xdp does no DMA and needs the mbufs packed (see cic_pool).
+		drv := C.CString("net_af_xdp")
+		packed := C.cic_driver_is(l.port, drv)
+		C.free(unsafe.Pointer(drv))
+		pool := C.cic_pool(name, C.uint(l.cfg.Mbufs), packed, &perr)
 		if pool == nil {
 			return fmt.Errorf("%w: mbuf pool of %d: %s", ErrEAL, l.cfg.Mbufs, cerr(perr))
 		}

@@ -19,6 +19,7 @@
 #include <rte_lcore.h>
 #include <rte_log.h>
 #include <rte_mbuf.h>
+#include <rte_mbuf_pool_ops.h>
 #include <rte_mempool.h>
 #include <rte_ring.h>
 
@@ -33,12 +34,45 @@ static int cic_init(int argc, char **argv) {
 static const char *cic_strerror(int e) { return rte_strerror(e); }
 
 // cic_pool creates a pktmbuf pool without a per-lcore cache (the engine's
-// threads are not EAL threads, so a cache would never be used).
-static struct rte_mempool *cic_pool(const char *name, unsigned n, int *err) {
-	struct rte_mempool *mp = rte_pktmbuf_pool_create(name, n, 0, 0,
-		RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id());
-	if (mp == NULL) *err = rte_errno;
-	return mp;
+// threads are not EAL threads, so a cache would never be used). With
+// packed set, the mbufs are laid out back to back without the rule that
+// an mbuf's IOVA be contiguous (RTE_MEMPOOL_F_NO_IOVA_CONTIG): for a
+// device that does no DMA. Without hugepages that rule puts each mbuf on
+// its own 4 KiB page, and DPDK 22.11's net_af_xdp sizes its UMEM as
+// mbufs x element size from the first one, so the mbufs past that size
+// were invalid TX descriptors to the kernel (tx_invalid_descs).
+static struct rte_mempool *cic_pool(const char *name, unsigned n, int packed, int *err) {
+	if (!packed) {
+		struct rte_mempool *mp = rte_pktmbuf_pool_create(name, n, 0, 0,
+			RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id());
+		if (mp == NULL) *err = rte_errno;
+		return mp;
+	}
+	struct rte_pktmbuf_pool_private priv = {
+		.mbuf_data_room_size = RTE_MBUF_DEFAULT_BUF_SIZE,
+		.mbuf_priv_size = 0,
+	};
+	struct rte_mempool *mp = rte_mempool_create_empty(name, n,
+		sizeof(struct rte_mbuf) + RTE_MBUF_DEFAULT_BUF_SIZE, 0,
+		sizeof(struct rte_pktmbuf_pool_private), (int)rte_socket_id(),
+		RTE_MEMPOOL_F_NO_IOVA_CONTIG);
+	if (mp == NULL) { *err = rte_errno; return NULL; }
+	int r = rte_mempool_set_ops_byname(mp, rte_mbuf_best_mempool_ops(), NULL);
+	if (r == 0) {
+		rte_pktmbuf_pool_init(mp, &priv);
+		r = rte_mempool_populate_default(mp);
+		if (r >= 0) { rte_mempool_obj_iter(mp, rte_pktmbuf_init, NULL); return mp; }
+	}
+	*err = -r;
+	rte_mempool_free(mp);
+	return NULL;
+}
+
+// cic_driver_is reports whether port's driver is called name.
+static int cic_driver_is(uint16_t port, const char *name) {
+	struct rte_eth_dev_info info;
+	if (rte_eth_dev_info_get(port, &info) != 0 || info.driver_name == NULL) return 0;
+	return strcmp(info.driver_name, name) == 0;
 }
 
 struct cic_chunks { uintptr_t lo[16], hi[16]; unsigned n, more; };
