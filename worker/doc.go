@@ -90,6 +90,12 @@
 // data plane's runtime: users as connection records, which runs only
 // tasks given as data.
 //
+// A request whose success depends on more than an Expect goes through
+// User.DoCheck with a Checker (package scenario's captures and body
+// checks); Request.Dynamic marks requests that are not fixed data, which a
+// data runtime refuses. User.Index and Worker.CicadaMaster serve the
+// scenario's generators and unique feeds.
+//
 // Options.SourceIPs binds the users' connections to local addresses in turn,
 // each giving a full ephemeral port range per destination, so one worker
 // can hold more than ~64k connections to one server address.
