@@ -253,6 +253,7 @@ type feedBuf struct {
 	batch     int           // rows to ask for next
 	wait      chan struct{} // closed when the pending request is answered; nil if none
 	exhausted bool
+	starved   bool // a user waited for rows since the last request
 	err       error
 }
 
@@ -321,7 +322,6 @@ func toInt(v any) int {
 // when the worker has none left (or half of its batch is taken).
 func (c *feedClient) take(ctx context.Context, f *feed) (int, error) {
 	var deadline <-chan time.Time
-	waited := false
 	c.mu.Lock()
 	for {
 		b := c.st[f.name]
@@ -356,10 +356,8 @@ func (c *feedClient) take(ctx context.Context, f *feed) (int, error) {
 			c.mu.Unlock()
 			return 0, fmt.Errorf("feed %s: all %d rows handed out across the cluster: %w", f.name, len(f.rows), ErrFeedExhausted)
 		}
+		b.starved = true // a user waits: the next batch is larger
 		if b.wait == nil {
-			if waited {
-				b.batch = min(2*b.batch, maxFeedBatch) // the last batch came too late
-			}
 			if err := c.ask(b, f); err != nil {
 				c.mu.Unlock()
 				return 0, err
@@ -372,7 +370,6 @@ func (c *feedClient) take(ctx context.Context, f *feed) (int, error) {
 			defer t.Stop()
 			deadline = t.C
 		}
-		waited = true
 		select {
 		case <-wait:
 		case <-ctx.Done():
@@ -393,6 +390,10 @@ func (c *feedClient) take(ctx context.Context, f *feed) (int, error) {
 // ask sends a request for b.batch rows. Precondition: c.mu held, no
 // request pending.
 func (c *feedClient) ask(b *feedBuf, f *feed) error {
+	if b.starved {
+		b.batch = min(2*b.batch, maxFeedBatch) // the last batch came too late
+	}
+	b.starved = false
 	b.wait = make(chan struct{})
 	err := c.w.SendMessage(protocol.TypeCicadaFeedTake, map[string]any{
 		"feed": f.name, "digest": f.digest, "rows": int64(len(f.rows)),
