@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,7 +116,11 @@ users:
 					}
 					onStart = nil
 				}
-				return task(ctx, u)
+				err := task(ctx, u)
+				if st, ok := u.Data.(*userState); ok && (len(st.vals) != 3 || st.vals[0] != "tok-123" || st.vals[1] != "ann" || !strings.HasPrefix(st.vals[2], "nginx")) {
+					b.Errorf("captured %q", st.vals)
+				}
+				return err
 			})
 		})
 	}

@@ -3,6 +3,7 @@ package scenario
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
@@ -70,9 +71,7 @@ type userState struct {
 	hdrs []httpc.Header
 	cur  *request // the request in flight, for Check
 
-	doc     any // the response decoded as JSON, for the checks and captures of cur
-	docErr  error
-	docDone bool
+	valid int8 // the response is JSON: 0 not known yet, 1 yes, -1 no
 }
 
 // state returns u's state, creating it (with its variables' values and a
@@ -207,9 +206,9 @@ func (st *userState) do(ctx context.Context, u *worker.User, r *request) error {
 		st.body = d.body.appendTo(st.body[:0], vals, d.bodyEsc)
 		st.req.Body = st.body
 	}
-	st.cur, st.doc, st.docErr, st.docDone = r, nil, nil, false
+	st.cur, st.valid = r, 0
 	err := u.DoCheck(ctx, &st.req, st)
-	st.cur, st.doc = nil, nil
+	st.cur = nil
 	return err
 }
 
@@ -233,13 +232,23 @@ func (st *userState) Check(resp *httpc.Response, req *httpc.Request) error {
 	return nil
 }
 
-// json returns the response decoded as JSON (once per response).
-func (st *userState) json(resp *httpc.Response) (any, error) {
-	if !st.docDone {
-		st.doc, st.docErr = decodeJSON(resp.Body)
-		st.docDone = true
+// errNotJSON is the failure of a JSON path on a body that is not JSON.
+var errNotJSON = errors.New("response is not JSON")
+
+// jsonFind returns the raw value at p in the response (checked to be JSON
+// once per response), without decoding it.
+func (st *userState) jsonFind(resp *httpc.Response, p *jsonPath) ([]byte, bool, error) {
+	if st.valid == 0 {
+		st.valid = -1
+		if json.Valid(resp.Body) {
+			st.valid = 1
+		}
 	}
-	return st.doc, st.docErr
+	if st.valid < 0 {
+		return nil, false, errNotJSON
+	}
+	raw, ok := p.find(resp.Body)
+	return raw, ok, nil
 }
 
 // captureKind is where a capture reads its value.
@@ -285,15 +294,14 @@ func (c *capture) apply(st *userState, resp *httpc.Response) string {
 func (c *capture) value(st *userState, resp *httpc.Response) (string, string) {
 	switch c.kind {
 	case capJSON:
-		doc, err := st.json(resp)
+		raw, ok, err := st.jsonFind(resp, &c.path)
 		if err != nil {
 			return "", err.Error()
 		}
-		v, ok := c.path.lookup(doc)
 		if !ok {
 			return "", "JSON path " + c.path.text + " not found"
 		}
-		return jsonText(v), ""
+		return rawText(raw), ""
 	case capRegex:
 		m := c.re.FindSubmatchIndex(resp.Body)
 		if m == nil {
@@ -358,33 +366,33 @@ func (x *extChecks) run(st *userState, resp *httpc.Response) string {
 	}
 	for i := range x.json {
 		c := &x.json[i]
-		doc, err := st.json(resp)
+		raw, ok, err := st.jsonFind(resp, &c.path)
 		if err != nil {
 			return "check json " + c.path.text + ": " + err.Error()
 		}
-		got, ok := c.path.lookup(doc)
 		if !ok {
 			return "check json " + c.path.text + ": absent"
 		}
 		if c.tmpl != nil {
 			var want string
 			want, st.buf = c.tmpl.value(st.vals, st.buf)
-			if s, isStr := got.(string); !isStr || s != want {
-				return fmt.Sprintf("check json %s: got %s, want %s", c.path.text, jsonRepr(got), jsonRepr(want))
+			if raw[0] != '"' || rawText(raw) != want {
+				return fmt.Sprintf("check json %s: got %s, want %s", c.path.text, rawRepr(raw), jsonRepr(want))
 			}
 			continue
 		}
-		if !jsonEqual(got, c.want) {
-			return fmt.Sprintf("check json %s: got %s, want %s", c.path.text, jsonRepr(got), jsonRepr(c.want))
+		got, err := decodeJSON(raw)
+		if err != nil || !jsonEqual(got, c.want) {
+			return fmt.Sprintf("check json %s: got %s, want %s", c.path.text, rawRepr(raw), jsonRepr(c.want))
 		}
 	}
 	for i := range x.jsonExists {
 		p := &x.jsonExists[i]
-		doc, err := st.json(resp)
+		_, ok, err := st.jsonFind(resp, p)
 		if err != nil {
 			return "check json_exists " + p.text + ": " + err.Error()
 		}
-		if _, ok := p.lookup(doc); !ok {
+		if !ok {
 			return "check json_exists " + p.text + ": absent"
 		}
 	}

@@ -3,6 +3,7 @@ package scenario
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -189,6 +190,51 @@ func FuzzJSONPath(f *testing.F) {
 			v, ok := p.lookup(d)
 			if ok {
 				_ = jsonText(v)
+			}
+		}
+	})
+}
+
+// FuzzJSONFind: the scanning lookup (find) agrees with the decoding one
+// (lookup) on every valid JSON document: present or absent, the same text
+// for scalars and the same value for objects and arrays.
+func FuzzJSONFind(f *testing.F) {
+	docs := []string{`{"a":{"b":[1,{"c":"x\"y"}]},"x":[],"a":{"b":[2]}}`, `[1, [2, 3], {"k": null}]`,
+		` { "t" : true , "s\u0061" : "\u00e9\n" } `, `"str"`, `{"a":{}}`, `{"":1}`}
+	for _, d := range docs {
+		for _, p := range []string{"$", "$.a.b[0]", "$.a.b[-1].c", "$[1][0]", "$['sa']", "$.t", `$[""]`, "$.a", "$[-1].k"} {
+			f.Add(p, d)
+		}
+	}
+	f.Fuzz(func(t *testing.T, path, doc string) {
+		p, err := parseJSONPath(path)
+		if err != nil || !json.Valid([]byte(doc)) || !utf8.ValidString(doc) {
+			return
+		}
+		d, err := decodeJSON([]byte(doc))
+		if err != nil {
+			return
+		}
+		want, wok := p.lookup(d)
+		raw, ok := p.find([]byte(doc))
+		if ok != wok {
+			t.Fatalf("%s in %s: find %v (%q), lookup %v", path, doc, ok, raw, wok)
+		}
+		if !ok {
+			return
+		}
+		got, err := decodeJSON(raw)
+		if err != nil {
+			t.Fatalf("%s in %s: find gave %q: %v", path, doc, raw, err)
+		}
+		if !reflect.DeepEqual(normalize(got), normalize(want)) {
+			t.Fatalf("%s in %s: find %q, lookup %v", path, doc, raw, want)
+		}
+		switch want.(type) {
+		case map[string]any, []any:
+		default:
+			if rawText(raw) != jsonText(want) {
+				t.Fatalf("%s in %s: text %q, want %q", path, doc, rawText(raw), jsonText(want))
 			}
 		}
 	})
