@@ -105,6 +105,7 @@ func (p *parser) jsonBody(n *yaml.Node, field string) (*template, error) {
 	}
 	enc := string(b)
 	var out template
+	var text []byte // the body with each template as written, for Request.HTTP.Body
 	for i, t := range ts {
 		ph, _ := json.Marshal(jsonPlaceholder + strconv.Itoa(i))
 		at := strings.Index(enc, string(ph))
@@ -112,6 +113,7 @@ func (p *parser) jsonBody(n *yaml.Node, field string) (*template, error) {
 			return nil, p.errf(n, field, "internal error: template %d not found in the JSON body", i)
 		}
 		out.segs = append(out.segs, segment{lit: enc[:at] + `"`, slot: -1})
+		text = append(append(append(append(text, enc[:at]...), '"'), appendJSONString(nil, t.text)...), '"')
 		for _, s := range t.segs {
 			if s.slot < 0 {
 				s.lit = string(appendJSONString(nil, s.lit))
@@ -122,7 +124,7 @@ func (p *parser) jsonBody(n *yaml.Node, field string) (*template, error) {
 		enc = enc[at+len(ph):]
 	}
 	out.segs = append(out.segs, segment{lit: enc, slot: -1})
-	out.text = string(b)
+	out.text = string(append(text, enc...))
 	return &out, nil
 }
 

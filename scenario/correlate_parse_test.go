@@ -71,3 +71,24 @@ users:
 		t.Errorf("on_start with a capture: %+v", dyn.OnStartRequests)
 	}
 }
+
+// TestJSONBodyTemplate: a json body with variables keeps its fixed parts
+// as encoded JSON, escapes the values, and shows the templates in the
+// request as data.
+func TestJSONBodyTemplate(t *testing.T) {
+	f, err := Parse("t.yaml", []byte(`
+users:
+  - name: U
+    variables: {a: x, b: y}
+    tasks:
+      - path: /
+        json: {z: [1, "${a}"], m: {k: "p${b}q", n: null}, s: "<${NOPE:-d}>"}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.Scenario.Classes[0].Tasks[0].Requests[0]
+	if want := `{"m":{"k":"p${b}q","n":null},"s":"\u003cd\u003e","z":[1,"${a}"]}`; string(r.HTTP.Body) != want {
+		t.Errorf("body as data = %s; want %s", r.HTTP.Body, want)
+	}
+}
