@@ -215,3 +215,30 @@ users:
 		t.Errorf("failures: %s", describe(s))
 	}
 }
+
+// FuzzFeed: the CSV and JSON-lines parsers never panic, and every row
+// they return has one value per column.
+func FuzzFeed(f *testing.F) {
+	f.Add("a,b\n1,2\n", true)
+	f.Add("a\n\"x\ny\"\n", true)
+	f.Add(`{"a":1,"b":"x"}`+"\n"+`{"b":"y","a":[1]}`+"\n", false)
+	f.Add("{}\n", false)
+	f.Fuzz(func(t *testing.T, data string, isCSV bool) {
+		parse := parseJSONLFeed
+		if isCSV {
+			parse = parseCSVFeed
+		}
+		cols, rows, err := parse("f", []byte(data))
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "f:") && !strings.HasPrefix(err.Error(), "f ") {
+				t.Fatalf("error %q does not name the file", err)
+			}
+			return
+		}
+		for i, r := range rows {
+			if len(r) != len(cols) {
+				t.Fatalf("row %d has %d values for %d columns", i, len(r), len(cols))
+			}
+		}
+	})
+}
