@@ -8,16 +8,17 @@ import (
 // loopState is everything the loop owns, in sub-states by concern. None is
 // locked: every access is on the loop (see LOCKS.md).
 type loopState struct {
-	reg   registry      // the workers: nodes, indexes, identities (registry.go)
-	run   runState      // the test: state, classes, host, shape (runstate.go)
-	ramp  rampState     // the dispatch in progress and its waits (runstate.go)
-	end   endState      // stop and quit waits, the run's result (endstate.go)
-	warn  warnState     // log limiters and warn-once marks (ratelimit.go)
-	conn  connLoopState // connections, warnings, second round (connections.go)
-	feeds feedState     // unique feeds' cursors (feeds.go)
+	reg  registry      // the workers: nodes, indexes, identities (registry.go)
+	run  runState      // the test: state, classes, host, shape (runstate.go)
+	ramp rampState     // the dispatch in progress and its waits (runstate.go)
+	end  endState      // stop and quit waits, the run's result (endstate.go)
+	warn warnState     // log limiters and warn-once marks (ratelimit.go)
+	conn connLoopState // connections, warnings, second round (connections.go)
 	// index is the incremental bookkeeping of nodes, re-dispatch and
 	// final reports, kept as they change (node.go; see ix).
 	index loopIndex
+
+	feeds feedState // unique feeds' cursors (feeds.go)
 }
 
 func (s *loopState) init(o *Options) {
