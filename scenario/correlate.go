@@ -707,9 +707,9 @@ func scanCaptures(n *yaml.Node, cc *classCtx) {
 }
 
 // classRuntime gives a class with variables, captures, extended checks or
-// a feed its task functions; a class without any keeps the functions of
-// fixed requests (worker.RequestsFunc).
-func classRuntime(uc *worker.UserClass, cc *classCtx, onStart, onStop []*request) {
+// a feed its task functions and reports true; a class without any is left
+// to the functions of fixed requests (worker.RequestsFunc).
+func classRuntime(uc *worker.UserClass, cc *classCtx, onStart, onStop []*request) bool {
 	tasks := cc.tasks
 	used := len(cc.names) > 0
 	for _, reqs := range append(slices.Clone(tasks), onStart, onStop) {
@@ -718,15 +718,7 @@ func classRuntime(uc *worker.UserClass, cc *classCtx, onStart, onStop []*request
 		}
 	}
 	if !used {
-		if onStart != nil {
-			uc.OnStartRequests = asRequests(onStart)
-			uc.OnStart = worker.RequestsFunc(uc.OnStartRequests)
-		}
-		if onStop != nil {
-			uc.OnStopRequests = asRequests(onStop)
-			uc.OnStop = worker.RequestsFunc(uc.OnStopRequests)
-		}
-		return
+		return false
 	}
 	why := ""
 	if len(cc.vars) > 0 || cc.feed != nil {
@@ -752,4 +744,5 @@ func classRuntime(uc *worker.UserClass, cc *classCtx, onStart, onStop []*request
 		uc.OnStopRequests = mark(asRequests(onStop))
 		uc.OnStop = cc.run(onStop, runStop)
 	}
+	return true
 }

@@ -520,8 +520,7 @@ func (p *parser) userClass(n *yaml.Node, path string) (worker.UserClass, error) 
 	if len(uc.Tasks) == 0 {
 		return uc, p.errf(tasksNode, path+".tasks", "needs at least one task")
 	}
-	if cc != nil {
-		classRuntime(&uc, cc, onStart, onStop)
+	if classRuntime(&uc, cc, onStart, onStop) { // correlate.go
 		return uc, nil
 	}
 	if onStart != nil {
