@@ -82,6 +82,7 @@ type Config struct {
 	ResetStats     bool   // --reset-stats
 	HTMLFile       string // --html
 	JSON           bool   // --json
+	JSONFile       string // --json-file (Locust writes <JSONFile>.json)
 
 	SkipLogSetup bool   // --skip-log-setup
 	LogLevel     string // --loglevel/-L (INFO)
@@ -95,9 +96,10 @@ type Config struct {
 	EqualWeights      bool     // --equal-weights
 
 	// cicada's own options.
-	SourceIPs   string // --source-ips: range or CIDR of local addresses for user connections
-	SecondRound bool   // --second-round: one more request per user on its existing connection
-	NodeID      string // --node-id: worker id (default <hostname>_<uuid hex>)
+	SourceIPs   string   // --source-ips: range or CIDR of local addresses for user connections
+	SecondRound bool     // --second-round: one more request per user on its existing connection
+	NodeID      string   // --node-id: worker id (default <hostname>_<uuid hex>)
+	Thresholds  []string // --threshold, repeatable: pass/fail criteria (package thresholds' grammar)
 	// ClusterSecretFile (--cluster-secret-file) names a file holding the
 	// master/worker port's PLAIN password; ClusterSecret is the password,
 	// from that file or from CICADA_CLUSTER_SECRET (see secret.go).
@@ -258,6 +260,9 @@ func NewParser(out io.Writer, getenv func(string) string, home, workdir string) 
 	boolean(&cfg.ResetStats, "reset-stats", "", "LOCUST_RESET_STATS", "Reset statistics once spawning has completed")
 	str(&cfg.HTMLFile, "html", "", "LOCUST_HTML", "", "Write an HTML report to this file at the end of the run")
 	boolean(&cfg.JSON, "json", "", "", "Print the final per-endpoint stats as JSON on stdout")
+	str(&cfg.JSONFile, "json-file", "", "", "", "Write the final per-endpoint stats as JSON to <filename>.json")
+	fs.StringArrayVar(&cfg.Thresholds, "threshold", nil, "Pass/fail criterion, repeatable: 'p99<500ms', 'fail_ratio<1%', 'avg{GET /api}<200 window=30s abort_on_fail' (exit code 99 when one fails)")
+	p.options = append(p.options, option{name: "threshold"})
 
 	boolean(&cfg.SkipLogSetup, "skip-log-setup", "", "LOCUST_SKIP_LOG_SETUP", "Do not configure logging")
 	str(&cfg.LogLevel, "loglevel", "L", "LOCUST_LOGLEVEL", "INFO", "DEBUG/INFO/WARNING/ERROR/CRITICAL")
@@ -420,6 +425,8 @@ func (p *Parser) validate() error {
 		return fmt.Errorf("%w: argument -u/--users: must be >= 0", ErrUsage)
 	case c.MaxUsers < NoMaxUsers:
 		return fmt.Errorf("%w: argument --max-users: must be >= 0, or %d for no ceiling, got %d", ErrUsage, NoMaxUsers, c.MaxUsers)
+	case c.Worker && (c.JSON || c.JSONFile != "" || len(c.Thresholds) > 0):
+		return fmt.Errorf("%w: --json, --json-file and --threshold are for the master (or standalone), which holds the merged statistics", ErrUsage)
 	case c.Processes != 0 && c.Master:
 		return fmt.Errorf("%w: --processes cannot be combined with --master", ErrUsage)
 	}

@@ -11,10 +11,10 @@ import (
 )
 
 // secondRoundRun runs a headless master with two scripted cicada workers
-// that report connection counters, one self-diagnosis warning and the
-// given second-round results; it returns the exit code, the logs, the
-// final output and the connections CSV.
-func secondRoundRun(t *testing.T, results [2]map[string]any) (int, *logBuf, string, string) {
+// that report connection counters, one self-diagnosis warning (with warn)
+// and the given second-round results; it returns the exit code, the logs,
+// the final output and the connections CSV.
+func secondRoundRun(t *testing.T, warn bool, results [2]map[string]any) (int, *logBuf, string, string) {
 	t.Helper()
 	logs := &logBuf{}
 	o := testOptions(logs)
@@ -44,7 +44,9 @@ func secondRoundRun(t *testing.T, results [2]map[string]any) (int, *logBuf, stri
 			Connections: &protocol.ConnCounters{Open: n, Established: n, Connects: n + int64(i), Reconnects: int64(i),
 				Closes: map[string]int64{"server closed idle": int64(i)}, ConnectErrors: map[string]int64{"local ports exhausted": 2, "connection refused": 1}}})
 	}
-	ws[0].send(protocol.TypeCicadaWarning, &protocol.Custom{Data: map[string]any{"kind": "open-files", "message": "this worker is to hold 25000 connections but its open-files limit (RLIMIT_NOFILE) is 20000"}})
+	if warn {
+		ws[0].send(protocol.TypeCicadaWarning, &protocol.Custom{Data: map[string]any{"kind": "open-files", "message": "this worker is to hold 25000 connections but its open-files limit (RLIMIT_NOFILE) is 20000"}})
+	}
 	for i, w := range ws {
 		w.expect(protocol.TypeCicadaSecondRound)
 		w.send(protocol.TypeCicadaSecondRoundResult, &protocol.Custom{Data: results[i]})
@@ -58,7 +60,7 @@ func secondRoundRun(t *testing.T, results [2]map[string]any) (int, *logBuf, stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := h.m.Status(); len(st.Warnings) != 1 || st.Warnings[0].Kind != "open-files" || !st.SecondRound.Done || st.SecondRound.Users != 10 {
+	if st := h.m.Status(); warn && (len(st.Warnings) != 1 || st.Warnings[0].Kind != "open-files") || !st.SecondRound.Done || st.SecondRound.Users != 10 {
 		t.Errorf("Status().Warnings = %+v, SecondRound = %+v; want one open-files warning and a done round of 10 users", st.Warnings, st.SecondRound)
 	}
 	b, err := os.ReadFile(o.CSVPrefix + "_connections.csv")
@@ -77,9 +79,12 @@ func roundResult(users, reused, reconnected, failed int64) map[string]any {
 }
 
 func TestSecondRoundAllReused(t *testing.T) {
-	code, logs, out, csv := secondRoundRun(t, [2]map[string]any{roundResult(5, 5, 0, 0), roundResult(5, 5, 0, 0)})
-	if code != 0 {
-		t.Errorf("exit code %d; want 0; logs:\n%s", code, logs)
+	code, logs, out, csv := secondRoundRun(t, true, [2]map[string]any{roundResult(5, 5, 0, 0), roundResult(5, 5, 0, 0)})
+	if code != ExitCodeGeneratorLimited { // the open-files warning: the generator was the limit
+		t.Errorf("exit code %d; want %d; logs:\n%s", code, ExitCodeGeneratorLimited, logs)
+	}
+	if !strings.Contains(logs.String(), "The load generator itself was the limit (the workers' warnings above): exit code 98") {
+		t.Errorf("no line saying why the exit code is 98; logs:\n%s", logs)
 	}
 	const line = "Second round: 10 users, 10 reused their connection, 0 reconnected, 0 failed"
 	if !logs.has(line) || !strings.Contains(out, line) {
@@ -105,7 +110,7 @@ func TestSecondRoundAllReused(t *testing.T) {
 }
 
 func TestSecondRoundReconnectFailsRun(t *testing.T) {
-	code, logs, out, _ := secondRoundRun(t, [2]map[string]any{roundResult(5, 5, 0, 0), roundResult(5, 3, 1, 1)})
+	code, logs, out, _ := secondRoundRun(t, false, [2]map[string]any{roundResult(5, 5, 0, 0), roundResult(5, 3, 1, 1)})
 	if code != 1 {
 		t.Errorf("exit code %d; want 1 (not every user reused its connection)", code)
 	}

@@ -154,6 +154,8 @@ type Master struct {
 	connView   atomic.Pointer[connView] // published by the loop on its heartbeat ticks
 
 	st loopState // owned by the loop goroutine
+
+	thr thresholdWatch // Options.Thresholds (thresholds.go)
 }
 
 // New validates opts, binds the worker port and creates the CSV files.
@@ -181,6 +183,9 @@ func newMaster(opts Options, listen listenFunc) (*Master, error) {
 		return nil, fmt.Errorf("master: %w", err)
 	}
 	m.stats = st
+	if err := m.thr.init(&m.opts); err != nil {
+		return nil, err
+	}
 	m.st.init(&m.opts)
 	topts := opts.Transport
 	topts.Handler = m.inbox
@@ -239,6 +244,7 @@ func (m *Master) Run(ctx context.Context) (Result, error) {
 		m.goroutine("autostart", func() { m.autostart(ctx) })
 	}
 
+	m.startThresholds()
 	m.loop(ctx)
 
 	// The loop is done: no more state changes. Stop the outputs (frames
@@ -263,9 +269,13 @@ func (m *Master) Run(ctx context.Context) (Result, error) {
 	res.Failures = len(final.snap.Errors) > 0 || len(final.snap.Exceptions) > 0
 	cv := final.conns
 	res.SecondRoundFailed = m.opts.SecondRound && (cv == nil || !cv.round.Passed())
+	res.Thresholds, res.GeneratorLimited = m.finalThresholds(final.snap), generatorLimited(cv)
 	m.mainLog.Info(fmt.Sprintf("Shutting down (exit code %d)", res.ExitCode()))
 	csvErr := m.out.finishCSV(final)
 	m.out.summary(final)
+	if err := m.writeVerdicts(res); err != nil && csvErr == nil {
+		csvErr = err
+	}
 	if closeErr != nil && !errors.Is(closeErr, zmtp.ErrClosed) {
 		m.log.Debug("closing the worker port: " + closeErr.Error())
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/cicada-load/cicada/master/dispatch"
 	"github.com/cicada-load/cicada/protocol/zmtp"
 	"github.com/cicada-load/cicada/stats"
+	"github.com/cicada-load/cicada/thresholds"
 )
 
 // Defaults for the zero values of Options. The timings are Locust's
@@ -249,6 +250,19 @@ type Options struct {
 
 	// Transport configures the ZeroMQ ROUTER. Its Logger defaults to Logger.
 	Transport zmtp.Options
+	// Thresholds are evaluated on the merged statistics every
+	// ThresholdInterval while a test runs (windows, abort_on_fail) and at
+	// the end (Result.Thresholds): see package thresholds and
+	// thresholds.go. A threshold that fails with abort_on_fail ends a
+	// headless run (Quit) and stops any other test.
+	Thresholds []thresholds.Threshold
+	// DroppedIterations, if set, counts the arrival-rate iterations dropped
+	// so far (dropped thresholds are refused without it).
+	DroppedIterations func(*stats.Snapshot) int64
+	// ThresholdInterval is the period of the live evaluation. If zero,
+	// DefaultThresholdInterval.
+	ThresholdInterval time.Duration
+
 	// ScenarioFile is the scenario file served to workers started with
 	// `-f -` (Locust's locustfile message, ≥ 2.23): read at each request,
 	// so a changed file reaches the workers that join later. Empty: such
@@ -336,6 +350,7 @@ func (o *Options) normalize() error {
 	setDefault(&o.SecondRoundTimeout, DefaultSecondRoundTimeout)
 	setDefault(&o.WaitLogInterval, DefaultWaitLogInterval)
 	setDefault(&o.ShapeTick, DefaultShapeTick)
+	setDefault(&o.ThresholdInterval, DefaultThresholdInterval)
 	if o.Transport.Logger == nil {
 		o.Transport.Logger = o.Logger.With("logger", "cicada.zmtp")
 		if o.Standalone { // the process's own connections: their problems only

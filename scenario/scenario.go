@@ -50,6 +50,7 @@ import (
 	"github.com/cicada-load/cicada/internal/filelimit"
 	"github.com/cicada-load/cicada/internal/timespan"
 	"github.com/cicada-load/cicada/master"
+	"github.com/cicada-load/cicada/thresholds"
 	"github.com/cicada-load/cicada/worker"
 	"github.com/cicada-load/cicada/worker/httpc"
 )
@@ -94,6 +95,9 @@ type File struct {
 	// Stages is the optional load shape for a master (Options.Stages);
 	// nil if none. Each SpawnRate is set (1 where the file gives none).
 	Stages []master.Stage
+	// Thresholds are the pass/fail criteria of the thresholds: list
+	// (thresholds.go), each with its file:line as Source.
+	Thresholds []thresholds.Threshold
 }
 
 // MaxFileSize is the largest scenario file Load reads. Scenario files are
@@ -332,6 +336,8 @@ func (p *parser) file_(root *yaml.Node) (*File, error) {
 			f.Stages, err = p.stages(v, field)
 		case "feeds":
 			err = p.feedList(v, field)
+		case "thresholds":
+			f.Thresholds, err = p.thresholds(v, field)
 		default:
 			return errUnknown
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/stats"
+	"github.com/cicada-load/cicada/thresholds"
 )
 
 // ReportData is everything the HTML report shows.
@@ -33,6 +34,9 @@ type ReportData struct {
 	Version string
 	// Format lays out error texts (stats.Format.CSVText).
 	Format stats.Format
+	// Thresholds is the run's verdict (thresholds.go); nil omits the
+	// section.
+	Thresholds *thresholds.Verdict
 }
 
 // reportPercentiles are the columns of the report's response-time table.
@@ -64,6 +68,8 @@ type reportView struct {
 	CSS                              template.CSS
 	JS                               template.JS
 	TasksPerClass, TasksTotal        template.HTML
+	Thresholds                       []reportThreshold
+	ThresholdsPassed                 bool
 }
 
 // WriteReport writes the self-contained HTML report (Locust 2.12.1
@@ -162,6 +168,7 @@ func buildReportView(d ReportData) (*reportView, error) {
 		v.HistoryJSON = template.JS(jw.bytes())
 	}
 	v.TasksPerClass, v.TasksTotal = ratioHTML(d.Status, false), ratioHTML(d.Status, true)
+	v.Thresholds, v.ThresholdsPassed = reportThresholds(d.Thresholds)
 	return v, nil
 }
 
@@ -339,6 +346,18 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 {{- end}}
 </tbody>
 </table>
+
+{{if .Thresholds}}
+<h2>Thresholds: {{if .ThresholdsPassed}}passed{{else}}FAILED{{end}}</h2>
+<table class="grid" id="thresholds">
+<thead><tr><th>Threshold</th><th class="num">Measured</th><th>Result</th><th>Note</th></tr></thead>
+<tbody>
+{{- range .Thresholds}}
+<tr><td>{{.Threshold}}</td><td class="num">{{.Measured}}</td><td>{{.Result}}</td><td>{{.Note}}</td></tr>
+{{- end}}
+</tbody>
+</table>
+{{end}}
 
 {{if .Failures}}
 <h2>Failures Statistics</h2>

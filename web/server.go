@@ -434,6 +434,7 @@ func (s *Server) routes() http.Handler {
 	get("/logs", s.handleLogs)
 	get("/worker-count", s.handleWorkerCount)
 	get("/metrics", s.handleMetrics)
+	get("/thresholds", s.handleThresholds)
 	mux.Handle("GET /assets/", s.assetHandler("/assets/"))
 	mux.Handle("GET /static/", s.assetHandler("/static/"))
 	mux.HandleFunc("/", s.handleNotFound)

@@ -20,6 +20,7 @@ import (
 	"github.com/cicada-load/cicada/internal/locustlog"
 	"github.com/cicada-load/cicada/master"
 	"github.com/cicada-load/cicada/protocol/zmtp"
+	"github.com/cicada-load/cicada/thresholds"
 	"github.com/cicada-load/cicada/web"
 	"github.com/cicada-load/cicada/worker"
 )
@@ -74,6 +75,14 @@ func (a *app) runCluster(ctx context.Context, distributed bool) int {
 	}
 	opts := a.masterOptions(log, distributed, localWorkers)
 	a.statsFormat = opts.StatsFormat
+	var err error
+	if opts.Thresholds, err = a.thresholds(); err != nil {
+		log.Error(err.Error())
+		if rt != nil {
+			_ = rt.Close()
+		}
+		return 1
+	}
 	m, err := master.New(opts)
 	if err != nil {
 		if errors.Is(err, master.ErrBind) {
@@ -174,8 +183,14 @@ func (a *app) runCluster(ctx context.Context, distributed bool) int {
 	if webFailed.Load() && code == 0 {
 		code = 1
 	}
+	if err := a.writeJSON(m, res.Thresholds); err != nil {
+		log.Error(err.Error())
+		if code == 0 {
+			code = 1
+		}
+	}
 	if cfg.HTMLFile != "" {
-		if err := a.writeHTML(runner, hist); err != nil {
+		if err := a.writeHTML(runner, hist, res.Thresholds); err != nil {
 			log.Error(err.Error())
 		}
 	}
@@ -364,13 +379,13 @@ func (a *app) teeLog(buf *web.LogBuffer) *slog.Logger {
 	return slog.New(locustlog.New(io.MultiWriter(a.logOut, buf), level)).With("logger", "cicada.main")
 }
 
-func (a *app) writeHTML(r *masterRunner, hist *web.History) error {
+func (a *app) writeHTML(r *masterRunner, hist *web.History, verdict *thresholds.Verdict) error {
 	a.log.Info("writing html report to file: " + a.cfg.HTMLFile)
 	f, err := os.Create(a.cfg.HTMLFile)
 	if err != nil {
 		return fmt.Errorf("cannot write the HTML report: %w", err)
 	}
-	data := web.ReportData{Status: r.Status(), Snapshot: r.Snapshot(), Version: version, Format: a.statsFormat}
+	data := web.ReportData{Status: r.Status(), Snapshot: r.Snapshot(), Version: version, Format: a.statsFormat, Thresholds: verdict}
 	if hist != nil {
 		data.History = hist.Points()
 	}
