@@ -172,8 +172,9 @@ feeds:
 users:
   - name: U
     feed: {name: ids, take: task}
+    variables: {w: {worker_index: true}}
     tasks:
-      - {path: "/row/${id}", name: row}
+      - {path: "/row/${id}?w=${w}", name: row}
 `
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
@@ -197,9 +198,14 @@ users:
 		return true
 	})
 	got := rc.with("/row/")
-	count := map[string]int{}
+	count, byWorker := map[string]int{}, map[string]int{}
 	for _, r := range got {
-		count[strings.TrimSuffix(r, "||")]++
+		row, w, _ := strings.Cut(strings.TrimSuffix(r, "||"), "?")
+		count[row]++
+		byWorker[w]++
+	}
+	if byWorker["w=0"] == 0 || byWorker["w=1"] == 0 || len(byWorker) != 2 {
+		t.Errorf("rows used by worker: %v; want both workers", byWorker)
 	}
 	bad := 0
 	for i := range 1000 {
