@@ -144,3 +144,47 @@ func BenchmarkUniqueRows(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "rows/s")
 }
+
+// BenchmarkTemplate: expanding a path and a JSON body template into the
+// user's reused buffer (the CPU part of a templated request).
+func BenchmarkTemplate(b *testing.B) {
+	path, err := compileTemplate("/orders/${a}?user=${b}&page=2", testEnv, testSlots)
+	if err != nil {
+		b.Fatal(err)
+	}
+	vals := []string{"12345", `ann "the" user`}
+	var buf []byte
+	b.ReportAllocs()
+	for range b.N {
+		buf = path.appendTo(buf[:0], vals, appendRaw)
+		buf = path.appendTo(buf, vals, appendJSONString)
+	}
+}
+
+// BenchmarkJSONFind: a JSON path in a 1 kB response, scanned (find) and
+// decoded (lookup), per lookup.
+func BenchmarkJSONFind(b *testing.B) {
+	body := []byte(`{"meta":{"page":1,"pages":9},"items":[` + strings.Repeat(`{"id":1,"name":"item","tags":["a","b"]},`, 20) +
+		`{"id":2,"name":"last"}],"token":"tok-123"}`)
+	p, err := parseJSONPath("$.items[-1].name")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("find", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			if raw, ok := p.find(body); !ok || string(raw) != `"last"` {
+				b.Fatal(string(raw))
+			}
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			d, _ := decodeJSON(body)
+			if v, ok := p.lookup(d); !ok || v != "last" {
+				b.Fatal(v)
+			}
+		}
+	})
+}
