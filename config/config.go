@@ -110,6 +110,13 @@ type Config struct {
 	// open-files limit; NoMaxUsers (-1) is no ceiling; other negative
 	// values are refused.
 	MaxUsers int64
+	// ArrivalRate (--arrival-rate, CICADA_ARRIVAL_RATE; issue 13) asks for
+	// this many iterations per second in the whole cluster instead of
+	// closed-loop users; 0: not set. MaxInFlight (--max-in-flight) is the
+	// cap on in-flight iterations, the users spawned (-u may give it
+	// instead). Master and standalone only; see validateRate.
+	ArrivalRate float64
+	MaxInFlight int
 
 	// The userspace data plane (issue 11; cicada's own, CICADA_*). The
 	// values are kept as written: cmd/cicada parses them with
@@ -211,7 +218,7 @@ func NewParser(out io.Writer, getenv func(string) string, home, workdir string) 
 		fs.BoolVarP(ptr, name, short, false, usage)
 		p.options = append(p.options, option{name: name, env: env})
 	}
-	str(&cfg.Locustfile, "locustfile", "f", "LOCUST_LOCUSTFILE", "", "Scenario file (YAML) with user classes and tasks")
+	str(&cfg.Locustfile, "locustfile", "f", "LOCUST_LOCUSTFILE", "", "Scenario file (YAML), or Python locustfile(s): .py, comma-separated .py files, a directory")
 	str(&cfg.ConfigFile, "config", "", "", "", "Config file path (locust.conf syntax)")
 	str(&cfg.Host, "host", "H", "LOCUST_HOST", "", "Host to load test, e.g. http://10.21.32.33")
 	integer(&cfg.Users, "users", "u", "LOCUST_USERS", 0, "Peak number of concurrent users")
@@ -282,6 +289,9 @@ func NewParser(out io.Writer, getenv func(string) string, home, workdir string) 
 	str(&cfg.ClusterSecretFile, "cluster-secret-file", "", "CICADA_CLUSTER_SECRET_FILE", "", "File with the secret that masters and workers must share (ZMTP PLAIN; cicada-only clusters); or set CICADA_CLUSTER_SECRET")
 	fs.Int64Var(&cfg.MaxUsers, "max-users", 0, "Worker: most users a spawn may ask of it (0: twice the open-files limit, -1: no ceiling)")
 	p.options = append(p.options, option{name: "max-users", env: "CICADA_MAX_USERS"})
+	fs.Float64Var(&cfg.ArrivalRate, "arrival-rate", 0, "Open model: start this many iterations (a user's next task) per second in the whole cluster; needs --max-in-flight")
+	p.options = append(p.options, option{name: "arrival-rate", env: "CICADA_ARRIVAL_RATE"})
+	integer(&cfg.MaxInFlight, "max-in-flight", "", "CICADA_MAX_IN_FLIGHT", 0, "Open model: the most iterations in flight, the users pre-allocated for --arrival-rate (or -u)")
 
 	str(&cfg.Dataplane, "dataplane", "", "CICADA_DATAPLANE", "", "Userspace TCP data plane instead of kernel sockets: afpacket, afxdp or dpdk (worker or standalone; Linux, root; dpdk: make build-dpdk)")
 	str(&cfg.Interface, "interface", "", "CICADA_INTERFACE", "", "Data plane: the interface to send and receive on (refused if it carries the default route, see --dataplane-dedicated)")
@@ -431,6 +441,9 @@ func (p *Parser) validate() error {
 		return fmt.Errorf("%w: --processes cannot be combined with --master", ErrUsage)
 	}
 	if err := p.validateDataplane(); err != nil {
+		return err
+	}
+	if err := p.validateRate(); err != nil {
 		return err
 	}
 	switch strings.ToUpper(c.LogLevel) {

@@ -14,6 +14,7 @@ type loopState struct {
 	end  endState      // stop and quit waits, the run's result (endstate.go)
 	warn warnState     // log limiters and warn-once marks (ratelimit.go)
 	conn connLoopState // connections, warnings, second round (connections.go)
+	rate rateState     // the arrival-rate split (rate.go)
 	// index is the incremental bookkeeping of nodes, re-dispatch and
 	// final reports, kept as they change (node.go; see ix).
 	index loopIndex

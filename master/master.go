@@ -101,6 +101,12 @@
 // Concurrency: one goroutine (the loop) owns all master state; the Router's
 // goroutine decodes messages and hands them over in batches, and the
 // control methods run closures on the loop. See LOCKS.md.
+//
+// Arrival rate (issue 13; rate.go, rateout.go): with Options.Rate the users
+// are the in-flight cap and the master splits the rate among cicada
+// workers (Python workers keep their user counts), re-splitting on joins,
+// leaves and missing workers; the summary and PREFIX_rate.csv add the
+// dropped iterations and the corrected percentiles. Locust has no rate.
 package master
 
 import (
@@ -377,6 +383,7 @@ func (m *Master) Stop(ctx context.Context) error {
 func (m *Master) ResetStats() {
 	m.stats.Reset()
 	m.stats.ClearExceptions()
+	m.call(func() { clear(m.st.rate.dropped) }) // the per-worker drops too (rate.go)
 }
 
 // Snapshot returns an immutable view of the merged statistics.

@@ -624,6 +624,7 @@ func (m *Master) statsReport(id string, r *protocol.StatsReport) {
 	// the master deleted its node (as for a worker deleted while
 	// unreachable). lastTS outlives the node for goneTicks.
 	if st.spawnedTo(id) {
+		m.noteDropped(id, r.Dropped)
 		m.stats.Merge(r)
 	} else {
 		// Requests of a test this master did not start (an orphan of a

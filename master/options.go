@@ -168,6 +168,11 @@ type Options struct {
 	// Stages is an optional load shape; Users, SpawnRate and RunTime are
 	// then ignored (RunTime must be zero, as in Locust).
 	Stages []Stage
+	// Rate, if set, makes the test an arrival-rate test (rate.go, issue
+	// 13): Users is then the cap on in-flight iterations. Rate stages with
+	// durations end the test after the last one, counted from the start of
+	// the schedule (RunTime must then be zero).
+	Rate []RateStage
 	// ParsedOptions is sent to workers as the spawn message's
 	// parsed_options (Python workers take custom options, tags and
 	// exclude_tags from it). Nil sends {}.
@@ -291,6 +296,12 @@ func (o *Options) normalize() error {
 	}
 	if err := dispatch.CheckRate(o.SpawnRate); err != nil {
 		return fmt.Errorf("%w: spawn rate: %w", ErrOptions, err)
+	}
+	if err := checkRate(o); err != nil {
+		return err
+	}
+	if o.DroppedIterations == nil && len(o.Rate) > 0 {
+		o.DroppedIterations = snapshotDropped // rate.go: dropped thresholds need a rate test
 	}
 	if len(o.Stages) > 0 && o.RunTime > 0 {
 		return fmt.Errorf("%w: a run time cannot be combined with a load shape (stages:); to end the test earlier, end the last stage at that time instead of using -t/--run-time", ErrOptions)

@@ -30,13 +30,14 @@ import (
 // frame is the run at one moment as the outputs see it. It is immutable.
 type frame struct {
 	snap  *stats.Snapshot
-	users int64     // the users the workers reported
-	conns *connView // the connections table as last published (nil before the first)
+	users int64      // the users the workers reported
+	conns *connView  // the connections table as last published (nil before the first)
+	rate  *rateFrame // the arrival-rate view (rateout.go); nil without a rate
 }
 
 // frame takes a frame. Precondition: loop, or after the loop returned.
 func (m *Master) frame() frame {
-	return frame{snap: m.stats.Snapshot(), users: m.st.userCount(), conns: m.connView.Load()}
+	return frame{snap: m.stats.Snapshot(), users: m.st.userCount(), conns: m.connView.Load(), rate: m.rateFrame()}
 }
 
 // sink writes the frames the loop offers it: the console table when
@@ -52,6 +53,7 @@ type sink struct {
 
 	csv     *csvFiles // nil without Options.CSVPrefix
 	connCSV *connCSV  // nil without Options.CSVPrefix
+	rateCSV *rateCSV  // nil without Options.CSVPrefix or Options.Rate
 
 	table chan frame // capacity 1: the frame the printer has not taken yet
 	rows  chan frame // capacity 1: the frame the CSV writer has not taken yet
@@ -77,8 +79,15 @@ func newSink(o *Options, log *slog.Logger) (*sink, error) {
 		if err != nil {
 			return nil, err
 		}
+		if len(o.Rate) > 0 {
+			if s.rateCSV, err = openRateCSV(o.CSVPrefix); err != nil {
+				_ = c.close()
+				return nil, err
+			}
+		}
 		if s.connCSV, err = openConnCSV(o.CSVPrefix); err != nil {
 			c.close()
+			_ = s.rateCSV.close()
 			return nil, err
 		}
 		s.csv = c
@@ -171,6 +180,9 @@ func (s *sink) writeCSV(f frame) error {
 	if cerr := s.connCSV.write(f.conns); err == nil {
 		err = cerr
 	}
+	if cerr := s.rateCSV.write(f.snap, f.rate); err == nil {
+		err = cerr
+	}
 	return err
 }
 
@@ -200,6 +212,9 @@ func (s *sink) closeFiles() error {
 	if cerr := s.connCSV.close(); err == nil {
 		err = cerr
 	}
+	if cerr := s.rateCSV.close(); err == nil {
+		err = cerr
+	}
 	return err
 }
 
@@ -211,6 +226,7 @@ func (s *sink) summary(f frame) {
 	_ = s.format.WritePercentileTable(w, f.snap)
 	_ = s.format.WriteErrorReport(w, f.snap)
 	writeConnTable(w, f.conns)
+	writeRateTable(w, f.snap, f.rate)
 	writeDiagnosis(w, f.conns, s.secondRound)
 }
 

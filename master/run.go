@@ -36,6 +36,10 @@ func (m *Master) start(users int64, rate float64) error {
 		m.log.Warn("No user classes are known yet: pass them in the options, or wait for a worker to report its classes")
 		return ErrNoUserClasses
 	}
+	if err := m.startRate(); err != nil {
+		m.log.Error(err.Error())
+		return err
+	}
 	st.ramp.rate = rate
 	if st.ramp.disp == nil {
 		var ids []string
@@ -211,6 +215,7 @@ func (m *Master) sendStep(users dispatch.Mapping) {
 // step (Locust waits up to 1 s for user_count == target).
 func (m *Master) dispatchDone() {
 	st := &m.st
+	m.armRate()
 	st.ramp.reportWait = true
 	st.ramp.reportDue = timeNow().Add(m.opts.ReportWait)
 	m.checkReportWait()
@@ -236,6 +241,7 @@ func (m *Master) checkReportWait() {
 	if m.opts.ResetStats {
 		m.log.Info("Resetting stats")
 		m.stats.Reset()
+		clear(m.st.rate.dropped)
 	}
 	st.ramp.spawnComplete = true
 	m.log.Info(fmt.Sprintf("%s: %s", prefix, formatClasses(st.reportedClasses())))
@@ -267,6 +273,7 @@ func (m *Master) stopTest(sendStop bool) chan struct{} {
 		st.run.shapeCancel()
 		st.run.shapeCancel = nil
 	}
+	m.stopRate()
 	st.ramp.disp = nil
 	st.ix().pending = false
 	st.ramp.stepping = false

@@ -71,7 +71,9 @@ func (m *Master) automaticRun(ctx context.Context, atEnd func()) {
 		}
 	})
 	if o.RunTime <= 0 {
-		m.mainLog.Info("No run time limit set, use CTRL+C to interrupt")
+		if !rateStagesEnd(o) { // those end the test themselves (rate.go)
+			m.mainLog.Info("No run time limit set, use CTRL+C to interrupt")
+		}
 		return
 	}
 	m.mainLog.Info(fmt.Sprintf("Run time limit set to %s seconds", formatSeconds(o.RunTime)))

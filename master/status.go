@@ -70,6 +70,9 @@ type WorkerInfo struct {
 	// ConnectsPerSec is the worker's connect rate between its last two
 	// heartbeats.
 	ConnectsPerSec float64
+	// Dropped counts the arrival-rate iterations this worker dropped in
+	// the current test (issue 13); 0 for Python workers.
+	Dropped int64
 }
 
 func (s Status) clone() Status {
@@ -120,6 +123,7 @@ func (s *loopState) status(o *Options) Status {
 			Adopted:          nd.adopted,
 			Connections:      copyConns(nd.conn.c),
 			ConnectsPerSec:   nd.conn.rate,
+			Dropped:          s.rate.dropped[id],
 		})
 	}
 	return out

@@ -19,6 +19,10 @@ const (
 	// TypeCicadaSecondRoundResult (W→M) answers it: {"users", "reused",
 	// "reconnected", "failed": int, "errors": {str: int}}.
 	TypeCicadaSecondRoundResult = "cicada_second_round_result"
+	// TypeCicadaRate (M→W) gives a worker its share of an arrival rate
+	// (issue 13): {"rate": float, iterations per second}. A worker that
+	// gets it paces its users' iterations (package worker, rate.go).
+	TypeCicadaRate = "cicada_rate"
 )
 
 // ConnCounters are a worker's client connection counters, cumulative since

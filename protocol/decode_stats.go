@@ -83,6 +83,11 @@ func (d *decoder) statsReport() (*StatsReport, error) {
 			}
 		case "user_count":
 			r.UserCount, err = d.int64()
+		case KeyCicadaDropped:
+			r.Dropped, err = d.int64()
+			if err == nil && r.Dropped < 0 {
+				err = outOfRange("negative " + KeyCicadaDropped)
+			}
 		default:
 			err = d.skip(MaxDepth - 2)
 		}

@@ -390,7 +390,10 @@ func (e *encoder) spawn(s *Spawn) error {
 func (e *encoder) statsReport(r *StatsReport) {
 	n := 4
 	if r.UserCount != -1 {
-		n = 5
+		n++
+	}
+	if r.Dropped != 0 {
+		n++
 	}
 	e.mapLen(n)
 	e.key("stats")
@@ -415,6 +418,10 @@ func (e *encoder) statsReport(r *StatsReport) {
 	if r.UserCount != -1 {
 		e.key("user_count")
 		e.int(r.UserCount)
+	}
+	if r.Dropped != 0 {
+		e.key(KeyCicadaDropped)
+		e.int(r.Dropped)
 	}
 }
 

@@ -38,6 +38,10 @@ const (
 // keys, so the extension is invisible to them.
 const KeyCicadaLatency = "cicada_latency"
 
+// KeyCicadaDropped is the extra top-level stats message key carrying
+// StatsReport.Dropped.
+const KeyCicadaDropped = "cicada_dropped"
+
 // CicadaVersion is the version of cicada's extensions to the protocol that a
 // cicada master announces in its ack (Ack.Cicada).
 const CicadaVersion = "1"
@@ -171,6 +175,12 @@ type StatsReport struct {
 	Errors           map[string]StatsError
 	UserClassesCount map[string]int64
 	UserCount        int64
+	// Dropped is cicada's extension, sent under the top-level key
+	// KeyCicadaDropped when not zero: the arrival-rate iterations this
+	// worker could not start in the report window because every user was
+	// busy (issue 13). Python masters ignore unknown top-level keys of a
+	// stats message (they read stats, stats_total, errors and the counts).
+	Dropped int64
 
 	mem *statsMem // the pooled memory of a DecodePooled report, else nil
 }

@@ -762,7 +762,16 @@ func sStatsReport(v any) (*StatsReport, error) {
 		}),
 		req("errors", func(v any) (err error) { r.Errors, err = sStatsErrors(v); return err }),
 		req("user_classes_count", strInts(&r.UserClassesCount)),
-		opt("user_count", integer(&r.UserCount)))
+		opt("user_count", integer(&r.UserCount)),
+		opt(KeyCicadaDropped, func(v any) error {
+			if err := integer(&r.Dropped)(v); err != nil {
+				return err
+			}
+			if r.Dropped < 0 {
+				return outOfRange("negative " + KeyCicadaDropped)
+			}
+			return nil
+		}))
 	return r, err
 }
 

@@ -95,6 +95,8 @@ type File struct {
 	// Stages is the optional load shape for a master (Options.Stages);
 	// nil if none. Each SpawnRate is set (1 where the file gives none).
 	Stages []master.Stage
+	// Load is the optional arrival-rate form (rate.go); nil if none.
+	Load *RateLoad
 	// Thresholds are the pass/fail criteria of the thresholds: list
 	// (thresholds.go), each with its file:line as Source.
 	Thresholds []thresholds.Threshold
@@ -336,6 +338,8 @@ func (p *parser) file_(root *yaml.Node) (*File, error) {
 			f.Stages, err = p.stages(v, field)
 		case "feeds":
 			err = p.feedList(v, field)
+		case "load":
+			f.Load, err = p.load(v, field)
 		case "thresholds":
 			f.Thresholds, err = p.thresholds(v, field)
 		default:
@@ -348,6 +352,9 @@ func (p *parser) file_(root *yaml.Node) (*File, error) {
 	}
 	if usersNode == nil {
 		return nil, p.errf(root, "users", "missing: a scenario needs at least one user class")
+	}
+	if f.Load != nil && f.Stages != nil {
+		return nil, p.errf(root, "load", "cannot be combined with stages (a user load shape)")
 	}
 	names := map[string]bool{}
 	err = p.list(usersNode, "users", func(i int, item *yaml.Node, field string) error {
@@ -629,6 +636,10 @@ func (p *parser) task(n *yaml.Node, path string) (worker.Task, error) {
 		case "weight":
 			t.Weight, err = p.int_(v, field, 1)
 		case "requests":
+			if v.Kind == yaml.SequenceNode && len(v.Content) == 0 {
+				reqs = []*request{} // a task that sends nothing (a locustfile's pass or interrupt())
+				break
+			}
 			reqs, err = p.requests(v, field)
 		default:
 			isSingle = true
@@ -653,6 +664,9 @@ func (p *parser) task(n *yaml.Node, path string) (worker.Task, error) {
 		return t, p.errf(n, path, "a task needs a path (or a list of requests)")
 	default:
 		t.Name = name
+		if t.Name == "" && len(reqs) == 0 {
+			return t, p.errf(n, path+".name", "missing: a task without requests needs a name")
+		}
 		if t.Name == "" {
 			t.Name = reqs[0].req.StatsName()
 		}

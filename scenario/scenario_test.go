@@ -206,6 +206,7 @@ users:
 func FuzzParse(f *testing.F) {
 	f.Add([]byte("users: [{name: A, wait: constant(1), tasks: [{path: /}]}]"))
 	f.Add([]byte("host: ${X:-y}\nusers:\n  - name: A\n    tasks:\n      - requests: [{path: /a, json: {a: [1, 2]}}]\nstages: [{duration: 1, users: 2}]"))
+	f.Add([]byte("users: [{name: A, tasks: [{path: /}]}]\nload: {max_in_flight: 3, stages: [{duration: 1s, rate: 2.5}, {duration: 2s, rate: 0}]}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := Parse("fuzz.yaml", data, nil)
 		if err != nil {

@@ -60,7 +60,12 @@ if command -v golangci-lint >/dev/null 2>&1 || [ -x "$($GO env GOPATH)/bin/golan
 fi
 npm_ok=false
 [ -f web/ui/node_modules/.package-lock.json ] && [ ! web/ui/package-lock.json -nt web/ui/node_modules/.package-lock.json ] && npm_ok=true
+# vegeta: bench/rate's open-model peer (MIT; k6 is AGPL and not installed).
+VEGETA_VERSION=v12.13.0
+vegeta_ok=false
+[ -x "$($GO env GOPATH)/bin/vegeta" ] || command -v vegeta >/dev/null 2>&1 && vegeta_ok=true
 if $check; then
+	$vegeta_ok || { echo "peers: vegeta missing (bench/rate; go install github.com/tsenart/vegeta/v12@$VEGETA_VERSION)"; exit 1; }
 	$lint_ok || { echo "peers: golangci-lint $GOLANGCI_LINT_VERSION missing (make tools)"; exit 1; }
 	$npm_ok || { echo "peers: web/ui/node_modules missing or stale (npm ci in web/ui)"; exit 1; }
 	echo "peers: all present"; exit 0
@@ -73,4 +78,8 @@ $GO mod download
 if ! $lint_ok; then
 	echo "peers: golangci-lint $GOLANGCI_LINT_VERSION (make tools)"
 	$GO install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION"
+fi
+if ! $vegeta_ok; then
+	echo "peers: vegeta $VEGETA_VERSION (bench/rate)"
+	$GO install "github.com/tsenart/vegeta/v12@$VEGETA_VERSION"
 fi

@@ -90,4 +90,11 @@
 // testdata/scenarios through this package and through Locust's own stats
 // code (testdata/locust_golden.py, run with /usr/bin/python3) and require
 // identical reports, tables, CSV files, medians, percentiles and rates.
+//
+// Arrival-rate tests (issue 13; rate.go): Recorder.RecordCorrected puts the
+// service time in Locust's fields and the time from the iteration's due
+// moment (wrk2's correction) in the exact histogram, so Locust's tables keep
+// Locust's numbers and the exact percentiles carry the corrected ones;
+// Recorder.AddDropped counts dropped iterations (StatsReport.Dropped),
+// summed by Merge into Snapshot.Total.Dropped until Clear or Reset.
 package stats

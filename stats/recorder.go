@@ -46,7 +46,8 @@ type Recorder struct {
 	// (fold rows not counted): Record adds one per new text, Report
 	// recounts them.
 	nErrs        atomic.Int64
-	warnedErrors atomic.Bool // the MaxErrors warning was logged since Clear
+	warnedErrors atomic.Bool  // the MaxErrors warning was logged since Clear
+	dropped      atomic.Int64 // arrival-rate iterations dropped since the last Report (rate.go)
 
 	mu struct {
 		sync.Mutex
@@ -123,16 +124,16 @@ func pyTime(t time.Time) float64 {
 // not allocate when the entry (and, for a failure, that error text) has been
 // seen before.
 func (r *Recorder) Record(method, name string, rt time.Duration, contentLength int64, failure string) {
-	r.record(method, name, rt, false, contentLength, failure)
+	r.record(method, name, rt, rt, false, contentLength, failure)
 }
 
 // RecordNone logs a request whose response time is None in Locust's terms
 // (counted as a request, excluded from times and buckets).
 func (r *Recorder) RecordNone(method, name string, contentLength int64, failure string) {
-	r.record(method, name, 0, true, contentLength, failure)
+	r.record(method, name, 0, 0, true, contentLength, failure)
 }
 
-func (r *Recorder) record(method, name string, rt time.Duration, none bool, contentLength int64, failure string) {
+func (r *Recorder) record(method, name string, rt, exactRT time.Duration, none bool, contentLength int64, failure string) {
 	now := pyTime(r.now())
 	e := (*r.entries.Load())[entryKey{method, name}]
 	if e == nil {
@@ -150,7 +151,7 @@ func (r *Recorder) record(method, name string, rt time.Duration, none bool, cont
 			rt = 0
 		}
 		key = BucketKey(rt)
-		us = toMicros(rt)
+		us = toMicros(max(exactRT, rt))
 	}
 
 	contentLength = max(contentLength, 0)
@@ -287,6 +288,7 @@ func (r *Recorder) Report(userClassesCount map[string]int64, userCount int64) *p
 		Errors:           map[string]protocol.StatsError{},
 		UserClassesCount: userClassesCount,
 		UserCount:        userCount,
+		Dropped:          r.dropped.Swap(0),
 	}
 	tot := &r.mu.tot
 	tot.reset(r.mu.totalStart)
@@ -356,6 +358,7 @@ func (r *Recorder) Clear() {
 	r.mu.order = nil
 	r.mu.totalStart = now
 	r.mu.totalMethodNil = false
+	r.dropped.Store(0)
 	r.mu.warnedEntries = false
 	r.nErrs.Store(0)
 	r.warnedErrors.Store(false)

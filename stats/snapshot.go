@@ -63,6 +63,13 @@ type EntryStats struct {
 	// workers, false as soon as a Python worker contributed).
 	ExactComplete bool
 
+	// Dropped counts the arrival-rate iterations that could not start
+	// because every user of their worker was busy (issue 13), summed over
+	// the workers' reports since Clear or Reset. It is set on
+	// Snapshot.Total only (an iteration that never ran has no request
+	// name); Locust has no such figure.
+	Dropped int64
+
 	buckets []bucket     // ascending
 	current *currentBase // base for the current percentiles, nil if none
 	exact   []byte       // encoded
@@ -121,6 +128,7 @@ func (s *Stats) Snapshot() *Snapshot {
 		return strings.Compare(a.Method, b.Method)
 	})
 	snap.Total = tot.snapshot(tot, nowSec, &s.mu.snapScratch)
+	snap.Total.Dropped = s.mu.dropped
 	snap.Errors = make([]ErrorStats, 0, len(s.mu.errOrder))
 	for _, e := range s.mu.errOrder {
 		snap.Errors = append(snap.Errors, ErrorStats{

@@ -50,6 +50,7 @@ type Stats struct {
 		snapScratch    snapScratch
 		warned         folds // limits already logged since the last Clear
 		overKeys       int   // keys in the entries' rtHist.over maps (addBucketLocked)
+		dropped        int64 // arrival-rate iterations dropped (rate.go)
 	}
 }
 
@@ -361,6 +362,7 @@ func (s *Stats) Merge(r *protocol.StatsReport) {
 // Precondition: s.mu is held.
 func (s *Stats) mergeLocked(r *protocol.StatsReport) folds {
 	var f folds
+	s.mu.dropped = addSat(s.mu.dropped, max(r.Dropped, 0))
 	var now float64 // a new entry's start time, read when first needed
 	hint := &s.mu.firstHint
 	for i := range r.Stats {
@@ -484,6 +486,7 @@ func (s *Stats) Clear() {
 	s.mu.excOrder = nil
 	s.mu.warned = 0
 	s.mu.overKeys = 0
+	s.mu.dropped = 0
 }
 
 // Reset is Locust's RequestStats.reset_all (--reset-stats, /stats/reset):
@@ -494,6 +497,7 @@ func (s *Stats) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.mu.total.resetLocked(s, now)
+	s.mu.dropped = 0
 	for _, e := range s.mu.entries {
 		e.resetLocked(s, now)
 	}

@@ -8,6 +8,7 @@
 //	/delay/<ms>      waits ms milliseconds (at most Options.MaxDelay), then serves the page
 //	/_cicada/stats   the counters as JSON (not counted as a request)
 //	/auth/login      POST {"user", "password"}: a token; /auth/* else needs it (401), see auth.go
+//	/_cicada/stall?ms=N  every response paused for N ms from now (stall.go)
 //	POST, PUT, PATCH any other path: the length of the request body, in decimal
 //	anything else    the page (Options.Body); HEAD gets its headers only
 //
@@ -77,6 +78,9 @@ type Options struct {
 	IdleTimeout time.Duration
 	// MaxDelay caps /delay/<ms>. If zero, DefaultMaxDelay.
 	MaxDelay time.Duration
+	// StallAfter and StallFor script one stall (stall.go): every request
+	// is held from StallAfter after New for StallFor. Zero StallFor: none.
+	StallAfter, StallFor time.Duration
 	// Logger receives a warning when accepting fails (at most one per
 	// 10 s, with the count of failures) and a note when it works again.
 	// If nil, nothing is logged.
@@ -106,6 +110,9 @@ type Server struct {
 	open         atomic.Int64
 	acceptErrors atomic.Int64
 
+	stallMu               sync.Mutex
+	stallFrom, stallUntil int64 // the stall window, unix ns (stall.go)
+
 	done      chan struct{} // closed when shutting down; wakes /delay
 	closeOnce sync.Once
 	running   atomic.Bool
@@ -133,6 +140,10 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("target: listen %s: %w", opts.Listen, err)
 	}
 	s := &Server{opts: opts, ln: ln, page: opts.Body, ctype: []byte(opts.ContentType), start: time.Now(), done: make(chan struct{})}
+	if opts.StallFor > 0 {
+		from := s.start.Add(opts.StallAfter).UnixNano()
+		s.setStall(from, from+int64(opts.StallFor))
+	}
 	s.srv = &fasthttp.Server{
 		Handler:                       s.handle,
 		Name:                          "cicada-target",
@@ -298,6 +309,12 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	case string(path) == string(pathStats):
 		s.serveStats(ctx)
 		return
+	case string(path) == string(pathStall):
+		s.serveStall(ctx)
+		return
+	}
+	s.stallWait()
+	switch {
 	case hasPrefix(path, prefixStatus):
 		s.requests.Add(1)
 		code, ok := atoiPath(path[len(prefixStatus):])

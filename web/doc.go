@@ -146,4 +146,10 @@
 // a theme kept in localStorage; the report follows prefers-color-scheme.
 // The final ratios of the report use the users per class of the moment
 // the test began stopping (Status.FinalUserClassesCount), as Locust's do.
+//
+// Arrival-rate tests (issue 13) add, once an iteration was dropped,
+// dropped_iterations to /stats/requests (top level, and per worker while
+// distributed), cicada_dropped_iterations_total and
+// cicada_worker_dropped_iterations_total to /metrics and a Dropped box to
+// the dashboard; closed-model output is unchanged.
 package web

@@ -251,6 +251,7 @@ func appendMetrics(p *promWriter, st *Status, snap *stats.Snapshot) {
 		p.family("cicada_connections", "gauge", "Open client connections of all workers that report them.")
 		p.sample("cicada_connections", float64(conns))
 	}
+	appendRateMetrics(p, st, snap)
 	appendConnMetrics(p, st)
 }
 

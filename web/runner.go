@@ -129,6 +129,9 @@ type WorkerInfo struct {
 	// Connections is the number of open client connections the worker
 	// reported, -1 if unknown (Python workers do not report it).
 	Connections int
+	// Dropped counts the arrival-rate iterations the worker dropped in the
+	// current test (issue 13).
+	Dropped int64
 	// Conn details the worker's connection counters, nil if unknown.
 	Conn *ConnStats
 }

@@ -147,6 +147,10 @@ func appendRequestsJSON(w *jsonWriter, st *Status, snap *stats.Snapshot) {
 	}
 	w.endObject()
 	w.kNum("current_rps", rateNum(total.CurrentRPS, total))
+	if total.Dropped > 0 {
+		// cicada's arrival-rate drops (issue 13); absent in closed-model runs.
+		w.kInt("dropped_iterations", total.Dropped)
+	}
 
 	w.key("errors")
 	w.beginArray()
@@ -202,6 +206,9 @@ func appendRequestsJSON(w *jsonWriter, st *Status, snap *stats.Snapshot) {
 				w.kFloat("connects_per_sec", wk.Conn.ConnectsPerSec)
 			}
 			w.kFloat("cpu_usage", wk.CPUUsage)
+			if wk.Dropped > 0 {
+				w.kInt("dropped_iterations", wk.Dropped)
+			}
 			w.kStr("id", wk.ID)
 			w.kInt("memory_usage", wk.MemoryUsage)
 			w.kStr("state", wk.State)

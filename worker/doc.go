@@ -39,7 +39,7 @@
 //   - an unknown user class in a spawn is reported to the master as an
 //     exception (a Python worker hangs in spawning), once per class and
 //     test, all classes of one spawn in one report; a scenario with one
-//     class serves any class name;
+//     class serves any class name (unless Scenario.ExactClassNames);
 //   - a spawn asking for more users than Options.MaxUsers (by default twice
 //     the open-files limit: each HTTP user holds a connection) runs that many,
 //     each class its share, with an ERROR and an exception to the master
@@ -104,4 +104,12 @@
 // (its next task is scheduled with a timer), so a worker holds tens of
 // thousands of idle keep-alive users at a few KiB each. See LOCKS.md for the
 // goroutines and the lock order.
+//
+// Arrival rate (issue 13; rate.go): SetRate, or a cicada master's
+// cicada_rate message, puts the worker in the open model: its users park
+// between iterations and a pacer starts one user's next task at each due
+// time of an even schedule; an iteration due while every user is busy is
+// dropped and counted (stats report key cicada_dropped). Requests of a
+// paced iteration are recorded with their service time in Locust's fields
+// and with the time from the due moment in the exact histogram.
 package worker

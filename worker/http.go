@@ -159,7 +159,7 @@ func (u *User) do(ctx context.Context, req *httpc.Request, chk Checker, resp *ht
 	}
 	c, err := u.HTTP()
 	if err != nil {
-		u.p.env.rec.Record(method, req.StatsName(), 0, 0, err.Error())
+		u.record(method, req.StatsName(), 0, 0, err.Error())
 		return err
 	}
 	u.lastReq = req
@@ -168,7 +168,7 @@ func (u *User) do(ctx context.Context, req *httpc.Request, chk Checker, resp *ht
 		if ctx.Err() != nil || u.ctx.Err() != nil || httpc.Classify(err) == httpc.Canceled {
 			return err // interrupted by a stop: not a measurement
 		}
-		u.p.env.rec.Record(method, req.StatsName(), resp.Duration, 0, err.Error())
+		u.record(method, req.StatsName(), resp.Duration, 0, err.Error())
 		return err
 	}
 	fail := chk.Check(resp, req)
@@ -176,7 +176,7 @@ func (u *User) do(ctx context.Context, req *httpc.Request, chk Checker, resp *ht
 	if fail != nil {
 		failure = fail.Error()
 	}
-	u.p.env.rec.Record(method, req.StatsName(), resp.Duration, resp.ContentLength(), failure)
+	u.record(method, req.StatsName(), resp.Duration, resp.ContentLength(), failure)
 	return fail
 }
 

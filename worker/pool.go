@@ -76,11 +76,13 @@ type pool struct {
 	mu      sync.Mutex
 	classes map[string]*classRT // by the name the master uses
 	aliased bool                // the one-class notice was logged
+	exact   bool                // Scenario.ExactClassNames: no alias
 	closed  bool                // the worker is shutting down: start no more users
 
 	live    sync.WaitGroup // users started and not finished
 	nLive   atomic.Int64
-	nextSrc atomic.Uint32 // source address of the next user, round robin
+	nextSrc atomic.Uint32         // source address of the next user, round robin
+	rate    atomic.Pointer[pacer] // arrival-rate mode (rate.go); nil: closed model
 }
 
 func newPool(e *env, classes []*compiledClass) *pool {
@@ -98,7 +100,7 @@ func (p *pool) classLocked(name string) *classRT {
 	if c, ok := p.classes[name]; ok {
 		return c
 	}
-	if len(p.defs) != 1 || name == "" {
+	if len(p.defs) != 1 || name == "" || p.exact {
 		return nil
 	}
 	if !p.aliased {

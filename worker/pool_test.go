@@ -255,6 +255,22 @@ func TestPoolSingleClassServesAnyName(t *testing.T) {
 	}
 }
 
+// TestPoolExactClassNames: with Scenario.ExactClassNames (a locustfile's
+// classes) a single class serves only its own name.
+func TestPoolExactClassNames(t *testing.T) {
+	c := &UserClass{Name: "Only", Wait: Constant(time.Hour), Tasks: []Task{{Name: "t", Fn: func(context.Context, *User) error { return nil }}}}
+	p, _ := newTestPool(t, c)
+	p.exact = true
+	unknown, b := p.apply(map[string]int64{"Other": 2, "Only": 1})
+	b.start()
+	if len(unknown) != 1 || unknown[0] != "Other" {
+		t.Fatalf("unknown = %v; want [Other]", unknown)
+	}
+	if m, total := p.counts(); m["Only"] != 1 || total != 1 {
+		t.Fatalf("counts = %v %d; want Only=1", m, total)
+	}
+}
+
 func TestPoolUnknownClass(t *testing.T) {
 	task := Task{Name: "t", Fn: func(context.Context, *User) error { return nil }}
 	p, _ := newTestPool(t, &UserClass{Name: "A", Tasks: []Task{task}, Wait: Constant(time.Hour)},

@@ -26,6 +26,7 @@ const (
 	causeEncode         = "message encoding failed"
 	causeStop           = "stop message"
 	causeQuit           = "quit message"
+	causeRate           = "arrival rate message"
 )
 
 // maxRepeatCauses bounds the causes the limiter tracks (the causes above,

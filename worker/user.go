@@ -214,6 +214,14 @@ type User struct {
 	due        int64          // when the timer fires (unix ns), while waiting
 	lastReq    *httpc.Request // the last request sent, for a second round
 	probe      *secondRound   // a second-round request to send after the current step (guarded by mu)
+	// Arrival-rate mode (rate.go): dispatched and dueNs (the iteration's
+	// due time, unix ns) are set by the pacer when it starts the user's
+	// next iteration (under mu, before the step's go statement); paced
+	// holds while that iteration's task runs, lag is how late the task
+	// began. Owned by the running step otherwise.
+	dispatched, paced bool
+	dueNs             int64
+	lag               time.Duration
 
 	http httpState
 }
@@ -243,7 +251,7 @@ func (u *User) Record(method, name string, rt time.Duration, contentLength int64
 			failure = "error"
 		}
 	}
-	u.p.env.rec.Record(method, name, rt, contentLength, failure)
+	u.record(method, name, rt, contentLength, failure)
 }
 
 // step runs the user's next piece of work: OnStart (first time), a task,
@@ -273,8 +281,21 @@ func (u *User) step() {
 			continue // re-check the stop request before the first task
 		}
 
+		pc := u.p.rate.Load()
+		if pc != nil {
+			if !u.dispatched {
+				if pc.park(u) {
+					return
+				}
+				continue // a stop was requested: finish at the top
+			}
+			u.dispatched, u.paced = false, true
+			u.lag = max(0, time.Duration(pc.now().UnixNano()-u.dueNs))
+		}
 		t := &cc.def.Tasks[u.pick()]
-		if u.run(t.Name, t.Fn) {
+		stop := u.run(t.Name, t.Fn)
+		u.paced, u.lag = false, 0
+		if stop {
 			u.selfStop()
 			return
 		}
@@ -282,6 +303,9 @@ func (u *User) step() {
 			u.sendProbe(r)
 		}
 		var w time.Duration
+		if pc != nil {
+			continue // the pacer starts the next iteration
+		}
 		if cc.def.Wait != nil {
 			w = cc.def.Wait(u)
 		}

@@ -31,6 +31,11 @@ type Scenario struct {
 	Classes []UserClass
 	// HTTP configures every user's HTTP client.
 	HTTP HTTPOptions
+	// ExactClassNames turns off the single-class alias: a scenario with
+	// one class then serves only that name, and other names are unknown
+	// classes. Set for a locustfile that names its classes (package
+	// locustfile), where another name is a class left out of the read.
+	ExactClassNames bool
 }
 
 // Worker is a Locust worker: it joins a Locust (or cicada) master over
@@ -54,6 +59,8 @@ type Worker struct {
 
 	maxUsers    int64  // the user ceiling; negative: none
 	maxUsersWhy string // where maxUsers comes from, for messages
+
+	rateMu sync.Mutex // SetRate and leaveRate (rate.go)
 
 	customMu sync.RWMutex
 	custom   map[string]MessageHandler
@@ -139,6 +146,7 @@ func New(opts Options, sc Scenario) (*Worker, error) {
 	w.env.configs.sources = opts.SourceIPs
 	w.env.worker = w
 	w.pool = newPool(w.env, w.classes)
+	w.pool.exact = sc.ExactClassNames
 	w.exc.rate = opts.ExceptionRate
 	w.maxUsers, w.maxUsersWhy = userCeiling(opts.MaxUsers)
 	w.repeats = ratelimit.New(opts.RepeatInterval, maxRepeatCauses)
@@ -363,6 +371,7 @@ func (w *Worker) handle(msg protocol.Message) {
 		w.onSpawn(msg)
 	case protocol.TypeStop:
 		w.logRepeated(slog.LevelInfo, causeStop, "stop message from master")
+		w.leaveRate()
 		w.enqueue(command{kind: cmdStop})
 	case protocol.TypeQuit:
 		w.logRepeated(slog.LevelInfo, causeQuit, "quit message from master: shutting down")
@@ -377,6 +386,8 @@ func (w *Worker) handle(msg protocol.Message) {
 		w.log.Debug("master finished spawning", "data", fmt.Sprint(msg.Data))
 	case protocol.TypeCicadaSecondRound:
 		w.onSecondRound()
+	case protocol.TypeCicadaRate:
+		w.onRate(msg)
 	case protocol.TypeUpdateUserClass, protocol.TypeLocustfile:
 		w.logRepeated(slog.LevelWarn, causeUnsupported+" "+msg.Type, "message type not supported by this worker; ignored", "type", msg.Type)
 	default:

@@ -47,10 +47,10 @@ func TestHostWithoutSchemeRefused(t *testing.T) {
 	}
 }
 
-// TestPythonLocustfileRefused: cicada says what it reads and what to do
-// when given (or sitting next to) a Python locustfile, instead of a YAML
-// syntax error or a silent run of the built-in scenario.
-func TestPythonLocustfileRefused(t *testing.T) {
+// TestPythonLocustfile: -f locustfile.py (and a bare cicada next to
+// ./locustfile.py, as Locust) reads the locustfile; Python under another
+// name, or a directory without one, is refused with what to do.
+func TestPythonLocustfile(t *testing.T) {
 	const py = "from locust import HttpUser, task\n\nclass A(HttpUser):\n    @task\n    def t(self):\n        self.client.get(\"/\")\n"
 	dir := t.TempDir()
 	for _, name := range []string{"locustfile.py", "locustfile"} {
@@ -65,20 +65,24 @@ func TestPythonLocustfileRefused(t *testing.T) {
 	tests := []struct {
 		name string
 		args []string
-		want string
+		code int
+		want string // in stdout when code is 0, in stderr otherwise
 	}{
-		{"py suffix", []string{"-f", "locustfile.py", "--headless", "-t", "1s"}, "-f locustfile.py: cicada reads YAML scenario files; Python locustfiles are not read yet"},
-		{"python content", []string{"-f", "locustfile", "--headless", "-t", "1s"}, "-f locustfile looks like Python: cicada reads YAML"},
-		{"directory", []string{"-f", "pkg", "--headless", "-t", "1s"}, "-f pkg: a directory: cicada reads YAML"},
-		{"bare next to locustfile.py", []string{"--headless", "-t", "1s"}, "no -f given, and this directory holds locustfile.py"},
-		{"worker", []string{"--worker", "-f", "locustfile.py"}, "Python locustfiles are not read yet"},
+		{"py suffix", []string{"-f", "locustfile.py", "--list"}, 0, "Available Users:\n    A\n"},
+		{"bare next to locustfile.py", []string{"--list"}, 0, "Available Users:\n    A\n"},
+		{"python content", []string{"-f", "locustfile", "--headless", "-t", "1s"}, 1, "-f locustfile looks like Python: a Python locustfile must be named *.py"},
+		{"empty directory", []string{"-f", "pkg", "--headless", "-t", "1s"}, 1, "directory pkg holds no locustfile"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			code := run(tt.args, &out, &errb)
-			if code != 1 || !strings.Contains(errb.String(), tt.want) || !strings.Contains(errb.String(), "pass it with -f") {
-				t.Errorf("run(%q) = %d, stderr %q; want 1, %q and what to do", tt.args, code, errb.String(), tt.want)
+			got := errb.String()
+			if tt.code == 0 {
+				got = out.String()
+			}
+			if code != tt.code || !strings.Contains(got, tt.want) {
+				t.Errorf("run(%q) = %d, stdout %q, stderr %q; want %d and %q", tt.args, code, out.String(), errb.String(), tt.code, tt.want)
 			}
 		})
 	}
@@ -87,7 +91,7 @@ func TestPythonLocustfileRefused(t *testing.T) {
 func TestBuiltinDefaultScenarioNamed(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run([]string{"--help"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "built-in\ndefault scenario: user class HelloWorldUser") ||
-		!strings.Contains(out.String(), "Python locustfiles are not read\nyet") {
+		!strings.Contains(out.String(), "Python locustfiles (.py, a\ncomma-separated list, a directory)") {
 		t.Errorf("--help: code %d, out %q; want the built-in default scenario and Python locustfiles named", code, out.String())
 	}
 	t.Chdir(t.TempDir())

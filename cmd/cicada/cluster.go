@@ -247,6 +247,7 @@ func (a *app) masterOptions(log *slog.Logger, distributed bool, localWorkers int
 		}
 	}
 	opts.Stages = slices.Clone(a.file.Stages) // the master may fill in defaults
+	a.applyRate(&opts)
 	return opts
 }
 

@@ -75,13 +75,14 @@ func (a *app) fetchScenario() (*scenario.File, error) {
 		if lf == nil {
 			return nil, fmt.Errorf("%w: an empty answer", ErrScenarioFetch)
 		}
-		return parseServedScenario(lf.Data)
+		return a.parseServedScenario(lf.Data)
 	}
 }
 
 // parseServedScenario reads a master's locustfile answer: one YAML scenario
-// file, or an error naming why not.
-func parseServedScenario(data map[string]any) (*scenario.File, error) {
+// file, or a Python locustfile read by package locustfile (a Python
+// master's), or an error naming why not. a may be nil (tests).
+func (a *app) parseServedScenario(data map[string]any) (*scenario.File, error) {
 	if e, ok := data["error"]; ok {
 		return nil, fmt.Errorf("%w: the master answered: %v", ErrScenarioFetch, e)
 	}
@@ -104,9 +105,9 @@ func parseServedScenario(data map[string]any) (*scenario.File, error) {
 	if name == "" || !ok {
 		return nil, fmt.Errorf("%w: the master's answer has no filename or contents", ErrScenarioFetch)
 	}
-	if strings.HasSuffix(strings.ToLower(name), ".py") || looksLikePython([]byte(contents)) {
-		return nil, fmt.Errorf("%w: the master serves the Python locustfile %s (a Python Locust master): %w; "+
-			"start this worker with its own -f scenario.yaml whose user class names match the locustfile's", ErrScenarioFetch, name, ErrPythonLocustfile)
+	if isPythonName(name) || looksLikePython([]byte(contents)) {
+		// A Python Locust master's locustfile: through the reader.
+		return a.readServedLocustfile(name, contents)
 	}
 	file, err := scenario.Parse(name+" (from the master)", []byte(contents), os.LookupEnv)
 	if err != nil {

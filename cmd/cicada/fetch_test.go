@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"errors"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cicada-load/cicada/locustfile"
 )
 
 // TestWorkerFetchesScenario: a worker started with -f - runs the scenario
@@ -17,8 +20,35 @@ func TestWorkerFetchesScenario(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a 3 s distributed load test")
 	}
+	wlog := fetchRun(t, writeScenario(t, "users:\n  - name: Fetched\n    wait: constant(0.05)\n    tasks: [{path: /fetched}]\n"))
+	if strings.Contains(wlog, "Python locustfile") {
+		t.Errorf("a YAML scenario was read as Python; stderr:\n%s", wlog)
+	}
+}
+
+// TestWorkerFetchesLocustfile: the same with a master started with -f
+// locustfile.py: the worker runs the served Python through the reader (as
+// under a Python Locust master >= 2.23).
+func TestWorkerFetchesLocustfile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a 3 s distributed load test")
+	}
+	lf := filepath.Join(t.TempDir(), "locustfile.py")
+	py := "from locust import HttpUser, task, constant\n\nclass Fetched(HttpUser):\n    wait_time = constant(0.05)\n\n" +
+		"    @task\n    def fetched(self):\n        self.client.get(\"/fetched\")\n"
+	if err := os.WriteFile(lf, []byte(py), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if wlog := fetchRun(t, lf); !strings.Contains(wlog, "read the master's Python locustfile locustfile.py: 1 user classes") {
+		t.Errorf("the worker did not read the served locustfile; stderr:\n%s", wlog)
+	}
+}
+
+// fetchRun runs a master with -f scen and a worker with -f - for 3 s and
+// returns the worker's log.
+func fetchRun(t *testing.T, scen string) string {
+	t.Helper()
 	srv := startTarget(t)
-	scen := writeScenario(t, "users:\n  - name: Fetched\n    wait: constant(0.05)\n    tasks: [{path: /fetched}]\n")
 	port := strconv.Itoa(freePort(t))
 	prefix := filepath.Join(t.TempDir(), "run")
 	var mlog, wlog syncBuffer
@@ -50,6 +80,7 @@ func TestWorkerFetchesScenario(t *testing.T) {
 	if !strings.Contains(mlog.String(), "Sending scenario file") || !strings.Contains(mlog.String(), "/fetched") {
 		t.Errorf("the master did not serve the scenario, or its users did not run it; stderr:\n%s", mlog.String())
 	}
+	return wlog.String()
 }
 
 // TestFetchOnlyForWorkers: -f - on a master or standalone is a usage error.
@@ -75,8 +106,10 @@ func TestParseServedScenario(t *testing.T) {
 	}{
 		{"YAML scenario", file("shop.yaml", yamlFile), "", false},
 		{"2.23-2.30 format", map[string]any{"filename": "shop.yaml", "contents": yamlFile}, "", false},
-		{"Python master's locustfile", file("locustfile.py", "from locust import HttpUser\n"), "Python locustfile locustfile.py", true},
-		{"Python under another name", file("load", "from locust import HttpUser, task\n\nclass U(HttpUser):\n    pass\n"), "Python locustfile", true},
+		{"Python master's locustfile", file("locustfile.py", "from locust import HttpUser, task\n\nclass A(HttpUser):\n    @task\n    def t(self):\n        self.client.get('/')\n"), "", false},
+		{"Python without a user class", file("locustfile.py", "from locust import HttpUser\n"), "locustfile.py (from the master) defines no HttpUser", true},
+		{"Python under another name", file("load", "from locust import HttpUser, task\n\nclass U(HttpUser):\n    pass\n"), "load (from the master):3:1: class U: class without tasks", true},
+		{"Python outside the subset", file("locustfile.py", "import gevent\n"), "locustfile.py (from the master):1:1: import gevent", true},
 		{"master error", map[string]any{"error": "no such file"}, "the master answered: no such file", false},
 		{"two files", map[string]any{"locustfiles": []any{map[string]any{}, map[string]any{}}}, "serves 2 files", false},
 		{"a URL", map[string]any{"locustfiles": []any{"https://example.com/l.py"}}, "not a file", false},
@@ -86,7 +119,7 @@ func TestParseServedScenario(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := parseServedScenario(tc.data)
+			f, err := (*app)(nil).parseServedScenario(tc.data)
 			if tc.wantErr == "" {
 				if err != nil || f == nil || len(f.Scenario.Classes) != 1 {
 					t.Fatalf("got %v, %v", f, err)
@@ -96,8 +129,9 @@ func TestParseServedScenario(t *testing.T) {
 			if !errors.Is(err, ErrScenarioFetch) || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("err %v, want ErrScenarioFetch containing %q", err, tc.wantErr)
 			}
-			if errors.Is(err, ErrPythonLocustfile) != tc.python {
-				t.Errorf("errors.Is(ErrPythonLocustfile) = %v, want %v", !tc.python, tc.python)
+			isReader := errors.Is(err, locustfile.ErrNoUsers) || errors.Is(err, locustfile.ErrUnsupported)
+			if isReader != tc.python {
+				t.Errorf("a locustfile reader error: %v, want %v (%v)", isReader, tc.python, err)
 			}
 		})
 	}
@@ -107,7 +141,7 @@ func FuzzParseServedScenario(f *testing.F) {
 	f.Add("shop.yaml", "users:\n  - name: A\n    tasks: [{path: /}]\n")
 	f.Add("locustfile.py", "import locust\n")
 	f.Fuzz(func(t *testing.T, name, contents string) {
-		file, err := parseServedScenario(map[string]any{"locustfiles": []any{map[string]any{"filename": name, "contents": contents}}})
+		file, err := (*app)(nil).parseServedScenario(map[string]any{"locustfiles": []any{map[string]any{"filename": name, "contents": contents}}})
 		if (err == nil) == (file == nil) {
 			t.Fatalf("file %v and err %v", file, err)
 		}

@@ -17,6 +17,7 @@ import (
 var version = "dev"
 
 const usageHead = `Usage: cicada [OPTIONS] [UserClass ...]
+       cicada convert LOCUSTFILE.py [-o OUT.yaml]
        cicada target [--listen 127.0.0.1:8080]
        cicada target --dataplane afpacket|afxdp --interface IF --listen ADDR:PORT --client-ips RANGE
        cicada target --dataplane dpdk --dpdk-eal EAL --dpdk-port PORT --listen ADDR:PORT --client-ips RANGE
@@ -25,9 +26,11 @@ cicada is a Go load tester that speaks Locust's master/worker protocol: run it
 as a worker of a Python Locust master (--worker), as a master of Python and Go
 workers (--master), or standalone (both in one process).
 
--f reads a YAML scenario (examples/*.yaml); Python locustfiles are not read
-yet: keep them on a Python Locust master, with cicada workers running a YAML
-scenario of the same user class names. Without -f cicada runs the built-in
+-f reads a YAML scenario (examples/*.yaml) or Python locustfiles (.py, a
+comma-separated list, a directory) whose HttpUser classes stay within the
+subset of doc/locustfile.md; classes outside it are listed and left out.
+Without -f cicada reads ./locustfile.py if there is one (as Locust does),
+or else runs the built-in
 default scenario: user class HelloWorldUser, GET / on the host (-H), then
 idle 900 s, as examples/seed.yaml; a master without -f dispatches the user
 classes its cicada workers report.
@@ -43,6 +46,9 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "target" {
 		return runTarget(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "convert" {
+		return runConvert(args[1:], stdout, stderr)
 	}
 	p := config.NewParser(stderr, nil, "", "")
 	fs := p.FlagSet()

@@ -16,6 +16,7 @@ import (
 	"github.com/cicada-load/cicada/diag"
 	"github.com/cicada-load/cicada/internal/locustlog"
 	"github.com/cicada-load/cicada/internal/shutdown"
+	"github.com/cicada-load/cicada/locustfile"
 	"github.com/cicada-load/cicada/master"
 	"github.com/cicada-load/cicada/protocol/zmtp"
 	"github.com/cicada-load/cicada/scenario"
@@ -36,28 +37,14 @@ users:
 
 const defaultScenarioName = "the built-in default scenario (user class HelloWorldUser: GET / on the host of -H, then idle 900 s, as examples/seed.yaml)"
 
-// ErrPythonLocustfile means -f named a Python locustfile, or no -f was
-// given in a directory holding ./locustfile.py: cicada reads YAML
-// scenarios only until the locustfile reader lands (issue #18).
-var ErrPythonLocustfile = errors.New("cicada reads YAML scenario files; Python locustfiles are not read yet")
+// ErrPythonLocustfile means -f named a file that holds Python but not under
+// a .py name: the locustfile reader (package locustfile) reads .py files,
+// comma-separated lists of them and directories, as Locust does.
+var ErrPythonLocustfile = errors.New("a Python locustfile must be named *.py")
 
 // pythonLocustfileHelp is what to do instead, appended to ErrPythonLocustfile.
-const pythonLocustfileHelp = "write the user classes as a YAML scenario (examples/demo.yaml; README, First test) and pass it with -f, " +
-	"or keep this locustfile on a Python Locust master (locust -f locustfile.py --master) with cicada workers " +
-	"running a YAML scenario whose user class names are the locustfile's"
-
-// checkPythonLocustfile refuses a -f that is a Python locustfile: a .py
-// file, a directory (Locust's package of locustfiles), or a file whose
-// first statement is a Python import.
-func checkPythonLocustfile(path string) error {
-	if strings.HasSuffix(path, ".py") {
-		return fmt.Errorf("-f %s: %w: %s", path, ErrPythonLocustfile, pythonLocustfileHelp)
-	}
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return fmt.Errorf("-f %s: a directory: %w: %s", path, ErrPythonLocustfile, pythonLocustfileHelp)
-	}
-	return nil
-}
+const pythonLocustfileHelp = "rename it to a .py file and pass it with -f (cicada reads the HttpUser subset of doc/locustfile.md), " +
+	"or convert it once with cicada convert, or write a YAML scenario (examples/demo.yaml) and pass it with -f"
 
 // looksLikePython reports whether data's first statement is a Python import
 // or class, as a locustfile's is (YAML has no such lines).
@@ -104,6 +91,10 @@ func runMode(cfg *config.Config, dp *dataplaneOpts, stdout, stderr io.Writer) in
 	}
 	defer closeLog()
 	if err := a.loadScenario(); err != nil {
+		a.log.Error(err.Error())
+		return 1
+	}
+	if err := a.checkRate(); err != nil {
 		a.log.Error(err.Error())
 		return 1
 	}
@@ -168,13 +159,16 @@ func (a *app) loadScenario() error {
 		err error
 	)
 	if a.cfg.Locustfile == "" {
-		if fi, err := os.Stat("locustfile.py"); err == nil && !fi.IsDir() {
-			return fmt.Errorf("no -f given, and this directory holds locustfile.py: %w: %s; "+
-				"to run %s instead, run cicada from another directory", ErrPythonLocustfile, pythonLocustfileHelp, defaultScenarioName)
+		fi, statErr := os.Stat("locustfile.py")
+		hasLocustfile := statErr == nil && !fi.IsDir()
+		if hasLocustfile {
+			a.log.Info("No -f given: reading ./locustfile.py, as Locust does")
+			f, err = a.loadLocustfile("locustfile.py")
+		} else {
+			f, err = scenario.Parse("<built-in default scenario>", []byte(defaultScenario), os.LookupEnv)
 		}
-		f, err = scenario.Parse("<built-in default scenario>", []byte(defaultScenario), os.LookupEnv)
 		switch {
-		case err != nil:
+		case err != nil || hasLocustfile:
 		case a.cfg.Master && len(a.cfg.UserClasses) > 0:
 			a.learnClasses = true
 			a.log.Info("No -f given: the master dispatches the user classes named on the command line (weight 1 each)")
@@ -190,10 +184,9 @@ func (a *app) loadScenario() error {
 			return fmt.Errorf("-f - (the scenario from the master) is for workers (--worker): %w", config.ErrUsage)
 		}
 		f, err = a.fetchScenario()
+	} else if locustfile.IsLocustfileSpec(a.cfg.Locustfile) {
+		f, err = a.loadLocustfile(a.cfg.Locustfile)
 	} else {
-		if err := checkPythonLocustfile(a.cfg.Locustfile); err != nil {
-			return err
-		}
 		f, err = scenario.Load(a.cfg.Locustfile)
 		if err != nil {
 			if data, rerr := os.ReadFile(a.cfg.Locustfile); rerr == nil && looksLikePython(data) {

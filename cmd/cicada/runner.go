@@ -102,6 +102,7 @@ func (r *masterRunner) Status() web.Status {
 			CPUUsage:    w.CPUUsage,
 			MemoryUsage: w.MemoryUsage,
 			Connections: -1,
+			Dropped:     w.Dropped,
 		}
 		if c := w.Connections; c != nil {
 			wi.Connections = int(c.Open)

@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -46,6 +45,8 @@ func runTarget(args []string, stdout, stderr io.Writer) int {
 	fs.SortFlags = false
 	listen := fs.String("listen", target.DefaultListen, "Address to listen on (host:port; port 0 picks a free port; with --dataplane the address the stack answers for, port 0 is 80)")
 	idle := fs.Duration("idle-timeout", 0, "Close keep-alive connections idle this long (0: never; 24h with --dataplane)")
+	stallAfter := fs.Duration("stall-after", 0, "Script a stall: hold every response from this long after the start, for --stall-for")
+	stallFor := fs.Duration("stall-for", 0, "Length of the stall of --stall-after (0: none; /_cicada/stall?ms=N stalls at any time)")
 	dp := fs.String("dataplane", "", "Serve from a userspace TCP stack: afpacket, afxdp or dpdk (Linux, root; dpdk: make build-dpdk)")
 	iface := fs.String("interface", "", "Data plane: the interface to serve on")
 	clientIPs := fs.String("client-ips", "", "Data plane: the clients' address range (as the worker's --client-ips)")
@@ -83,7 +84,11 @@ func runTarget(args []string, stdout, stderr io.Writer) int {
 				return 2
 			}
 		}
-		return runKernelTarget(ctx, *listen, *idle, log, stderr)
+		if *stallAfter < 0 || *stallFor < 0 {
+			fmt.Fprintf(stderr, "cicada target: error: --stall-after and --stall-for must not be negative\n")
+			return 2
+		}
+		return runKernelTarget(ctx, target.Options{Listen: *listen, IdleTimeout: *idle, Logger: log, StallAfter: *stallAfter, StallFor: *stallFor}, stderr)
 	}
 	o := target.DataplaneOptions{Link: *dp, Interface: *iface, Cores: *cores, BodySize: *body, IdleTimeout: *idle,
 		Dedicated: *dedicated, ReportEvery: *every, Logger: log}
@@ -93,6 +98,8 @@ func runTarget(args []string, stdout, stderr io.Writer) int {
 	}
 	var err error
 	switch {
+	case fs.Lookup("stall-after").Changed || fs.Lookup("stall-for").Changed:
+		return usage("--stall-after and --stall-for are the kernel target's (not with --dataplane)")
 	case *dp != "afpacket" && *dp != "afxdp" && *dp != "dpdk":
 		return usage("argument --dataplane: invalid choice %q (choose from afpacket, afxdp, dpdk)", *dp)
 	case *dp != "dpdk" && (fs.Lookup("dpdk-eal").Changed || fs.Lookup("dpdk-port").Changed || fs.Lookup("dpdk-idle-sleep").Changed):
@@ -144,8 +151,8 @@ func runTarget(args []string, stdout, stderr io.Writer) int {
 	return runDataplaneTarget(ctx, o, stderr)
 }
 
-func runKernelTarget(ctx context.Context, listen string, idle time.Duration, log *slog.Logger, stderr io.Writer) int {
-	srv, err := target.New(target.Options{Listen: listen, IdleTimeout: idle, Logger: log})
+func runKernelTarget(ctx context.Context, o target.Options, stderr io.Writer) int {
+	srv, err := target.New(o)
 	if err != nil {
 		fmt.Fprintf(stderr, "cicada target: %v\n", err)
 		return 1

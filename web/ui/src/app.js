@@ -46,6 +46,9 @@ function renderHeader(d) {
   const rps = d.current_rps ?? d.total_rps ?? 0;
   $("rps").textContent = rps.toFixed(2);
   $("fail-ratio").textContent = Math.round((d.fail_ratio || 0) * 100) + "%";
+  // cicada's arrival-rate drops (issue 13): shown once there are any.
+  $("dropped-box").hidden = !d.dropped_iterations;
+  if (d.dropped_iterations) $("dropped").textContent = d.dropped_iterations;
   const active = d.state === "spawning" || d.state === "running";
   $("btn-new").hidden = active;
   $("btn-edit").hidden = !active;
@@ -335,7 +338,7 @@ function renderWorkers(d) {
       (w) =>
         `<tr><td>${esc(w.id)}</td><td>${esc(w.state)}</td><td class="num">${w.user_count}</td>` +
         `<td class="num">${(w.cpu_usage ?? 0).toFixed(1)}%</td><td class="num">${bytes(w.memory_usage)}</td>` +
-        `<td class="num">${w.connections ?? ""}</td></tr>`,
+        `<td class="num">${w.connections ?? ""}</td><td class="num">${w.dropped_iterations ?? ""}</td></tr>`,
     )
     .join("");
 }
