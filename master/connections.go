@@ -27,6 +27,7 @@ type connState struct {
 	prevCon int64
 	peak    int64  // the most established connections seen
 	name    string // its row name in the connections table
+	tls     tlsRate
 }
 
 // noteConns records the counters of a heartbeat. Precondition: loop.
@@ -41,6 +42,7 @@ func (m *Master) noteConns(nd *node, c *protocol.ConnCounters) {
 			cs.rate = max(float64(c.Connects-cs.prevCon)/dt, 0)
 		}
 	}
+	cs.tls.note(cs.c != nil, now.Sub(cs.prevAt).Seconds(), c)
 	cs.c, cs.prevAt, cs.prevCon = c, now, c.Connects
 	cs.peak = max(cs.peak, c.Established)
 	st := &m.st
@@ -54,7 +56,7 @@ func (m *Master) noteConns(nd *node, c *protocol.ConnCounters) {
 		st.conn.order = append(st.conn.order, nd.id)
 		st.conn.unsorted = true
 	}
-	st.conn.rows[nd.id] = connRow{name: cs.name, c: *c, rate: cs.rate, peak: cs.peak}
+	st.conn.rows[nd.id] = connRow{name: cs.name, c: *c, rate: cs.rate, peak: cs.peak, tlsRate: cs.tls.rate}
 }
 
 // WorkerWarning is a self-diagnosis warning a cicada worker sent
@@ -255,6 +257,8 @@ type connRow struct {
 	c    protocol.ConnCounters
 	rate float64
 	peak int64 // most established connections seen (the total's is the sum of the workers' peaks)
+	// tlsRate is the TLS handshakes (full and resumed) per second.
+	tlsRate float64
 }
 
 // publishConns refreshes the view for the output goroutines.
@@ -279,7 +283,7 @@ func (m *Master) publishConns() {
 	for _, id := range ids {
 		r := st.conn.rows[id]
 		if nd := st.reg.nodes[id]; nd == nil || !active(nd.state) {
-			r.rate = 0 // gone or missing: no longer connecting
+			r.rate, r.tlsRate = 0, 0 // gone or missing: no longer connecting
 		}
 		v.rows = append(v.rows, r)
 	}
@@ -313,6 +317,7 @@ func (t *connRow) add(r connRow) {
 	t.c.Closes = addCounts(t.c.Closes, r.c.Closes)
 	t.c.ConnectErrors = addCounts(t.c.ConnectErrors, r.c.ConnectErrors)
 	t.c.Errors = addCounts(t.c.Errors, r.c.Errors)
+	t.addTLS(r)
 }
 
 // forgottenRows sums the connection rows of forgotten workers.
@@ -323,7 +328,7 @@ type forgottenRows struct {
 
 // fold adds a forgotten worker's last counters (it is gone: no rate).
 func (f *forgottenRows) fold(r connRow) {
-	r.rate = 0
+	r.rate, r.tlsRate = 0, 0
 	f.row.add(r)
 	f.n++
 }
@@ -414,6 +419,7 @@ func writeConnTable(w io.Writer, v *connView) {
 	if len(t.c.Errors) > 0 {
 		b.WriteString("Errors on open connections: " + formatFailures(t.c.Errors) + "\n")
 	}
+	writeTLSLine(&b, t)
 	b.WriteString("\n")
 	io.WriteString(w, b.String())
 }

@@ -70,6 +70,9 @@ type WorkerInfo struct {
 	// ConnectsPerSec is the worker's connect rate between its last two
 	// heartbeats.
 	ConnectsPerSec float64
+	// TLSHandshakesPerSec is the worker's TLS handshake rate (full and
+	// resumed) between its last two heartbeats.
+	TLSHandshakesPerSec float64
 	// Dropped counts the arrival-rate iterations this worker dropped in
 	// the current test (issue 13); 0 for Python workers.
 	Dropped int64
@@ -123,7 +126,9 @@ func (s *loopState) status(o *Options) Status {
 			Adopted:          nd.adopted,
 			Connections:      copyConns(nd.conn.c),
 			ConnectsPerSec:   nd.conn.rate,
-			Dropped:          s.rate.dropped[id],
+
+			TLSHandshakesPerSec: nd.conn.tls.rate,
+			Dropped:             s.rate.dropped[id],
 		})
 	}
 	return out

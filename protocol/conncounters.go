@@ -50,10 +50,26 @@ type ConnCounters struct {
 	// Errors counts failed requests on open connections by kind
 	// ("connection reset", "EOF before response", "read timeout", ...).
 	Errors map[string]int64
+	// TLSHandshakes and TLSResumed count completed full and resumed TLS
+	// handshakes, TLSHandshakeMicros their summed time in microseconds.
+	// H2GoAways and H2ResetStreams count GOAWAY and RST_STREAM frames
+	// received on HTTP/2 connections. Wire keys "tls_handshakes",
+	// "tls_resumed", "tls_handshake_us", "h2_goaways", "h2_rst_streams",
+	// sent only when one of them is not zero (issue 16).
+	TLSHandshakes, TLSResumed, TLSHandshakeMicros int64
+	H2GoAways, H2ResetStreams                     int64
+}
+
+func (c *ConnCounters) hasTLS() bool {
+	return c.TLSHandshakes != 0 || c.TLSResumed != 0 || c.TLSHandshakeMicros != 0 || c.H2GoAways != 0 || c.H2ResetStreams != 0
 }
 
 func (e *encoder) connCounters(c *ConnCounters) {
-	e.mapLen(7)
+	if c.hasTLS() {
+		e.mapLen(12)
+	} else {
+		e.mapLen(7)
+	}
 	e.key("open")
 	e.int(c.Open)
 	e.key("established")
@@ -68,6 +84,18 @@ func (e *encoder) connCounters(c *ConnCounters) {
 	e.strIntMap(c.ConnectErrors)
 	e.key("errors")
 	e.strIntMap(c.Errors)
+	if c.hasTLS() {
+		e.key("tls_handshakes")
+		e.int(c.TLSHandshakes)
+		e.key("tls_resumed")
+		e.int(c.TLSResumed)
+		e.key("tls_handshake_us")
+		e.int(c.TLSHandshakeMicros)
+		e.key("h2_goaways")
+		e.int(c.H2GoAways)
+		e.key("h2_rst_streams")
+		e.int(c.H2ResetStreams)
+	}
 }
 
 func (d *decoder) connCounters() (*ConnCounters, error) {
@@ -90,6 +118,16 @@ func (d *decoder) connCounters() (*ConnCounters, error) {
 			c.ConnectErrors, err = d.strIntMap()
 		case "errors":
 			c.Errors, err = d.strIntMap()
+		case "tls_handshakes":
+			c.TLSHandshakes, err = d.int64()
+		case "tls_resumed":
+			c.TLSResumed, err = d.int64()
+		case "tls_handshake_us":
+			c.TLSHandshakeMicros, err = d.int64()
+		case "h2_goaways":
+			c.H2GoAways, err = d.int64()
+		case "h2_rst_streams":
+			c.H2ResetStreams, err = d.int64()
 		default:
 			return false, nil
 		}
@@ -124,6 +162,13 @@ const (
 	FailureCanceled          = "canceled"
 	FailureInvalidRequest    = "invalid request"
 	FailureClientClosed      = "client closed"
+	// The TLS handshake failures (issue 16): the certificate did not
+	// verify, no common protocol version, the server sent an alert, the
+	// handshake timed out. FailureTLS is every other TLS failure.
+	FailureTLSCertificate = "TLS certificate"
+	FailureTLSVersion     = "TLS version"
+	FailureTLSAlert       = "TLS alert"
+	FailureTLSTimeout     = "TLS handshake timeout"
 )
 
 // failureKinds is the one table of the failure kinds and of which are the
@@ -149,6 +194,10 @@ var failureKinds = map[string]bool{
 	FailureCanceled:          true,
 	FailureInvalidRequest:    true,
 	FailureClientClosed:      true,
+	FailureTLSCertificate:    false,
+	FailureTLSVersion:        false,
+	FailureTLSAlert:          false,
+	FailureTLSTimeout:        false,
 }
 
 // KnownFailureKind reports whether kind is one of the Failure* labels.

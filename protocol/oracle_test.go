@@ -733,7 +733,12 @@ func sConnCounters(v any) (*ConnCounters, error) {
 		opt("reconnects", integer(&c.Reconnects)),
 		opt("closes", strInts(&c.Closes)),
 		opt("connect_errors", strInts(&c.ConnectErrors)),
-		opt("errors", strInts(&c.Errors)))
+		opt("errors", strInts(&c.Errors)),
+		opt("tls_handshakes", integer(&c.TLSHandshakes)),
+		opt("tls_resumed", integer(&c.TLSResumed)),
+		opt("tls_handshake_us", integer(&c.TLSHandshakeMicros)),
+		opt("h2_goaways", integer(&c.H2GoAways)),
+		opt("h2_rst_streams", integer(&c.H2ResetStreams)))
 	return c, err
 }
 

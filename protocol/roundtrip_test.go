@@ -225,6 +225,10 @@ func (g gen) message() Message {
 		if g.n(2) == 0 {
 			hb.Connections = &ConnCounters{Open: g.int(), Established: g.int(), Connects: g.count(), Reconnects: g.count(),
 				Closes: g.classes(), ConnectErrors: g.classes(), Errors: g.classes()}
+			if g.n(2) == 0 {
+				c := hb.Connections
+				c.TLSHandshakes, c.TLSResumed, c.TLSHandshakeMicros, c.H2GoAways, c.H2ResetStreams = g.count(), g.count(), g.count(), g.count(), g.count()
+			}
 		}
 		m.Type, m.Data = TypeHeartbeat, hb
 	case 3:
@@ -433,6 +437,10 @@ func TestGeneratorSideKind(t *testing.T) {
 		{"HTTP status", false, true},
 		{"protocol error", false, true},
 		{"network unreachable", false, true},
+		{"TLS certificate", false, true},
+		{"TLS version", false, true},
+		{"TLS alert", false, true},
+		{"TLS handshake timeout", false, true},
 		{"", false, false},
 		{"Local ports exhausted", false, false},
 		{"made up", false, false},
@@ -445,7 +453,7 @@ func TestGeneratorSideKind(t *testing.T) {
 			t.Errorf("KnownFailureKind(%q) = %v; want %v", tt.kind, got, tt.known)
 		}
 	}
-	if n := len(failureKinds); n != 19 {
-		t.Errorf("len(failureKinds) = %d; want the 19 kinds above", n)
+	if n := len(failureKinds); n != 23 {
+		t.Errorf("len(failureKinds) = %d; want the 23 kinds above", n)
 	}
 }

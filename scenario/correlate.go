@@ -733,8 +733,11 @@ func classRuntime(uc *worker.UserClass, cc *classCtx, onStart, onStop []*request
 		return rs
 	}
 	for i := range uc.Tasks {
-		uc.Tasks[i].Fn = cc.run(tasks[i], runTask)
 		mark(uc.Tasks[i].Requests)
+		if tasks[i] == nil || uc.Tasks[i].Parallel {
+			continue // a socket task, or fixed requests sent at once: their own Fn
+		}
+		uc.Tasks[i].Fn = cc.run(tasks[i], runTask)
 	}
 	if onStart != nil {
 		uc.OnStartRequests = mark(asRequests(onStart))

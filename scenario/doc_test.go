@@ -1,9 +1,16 @@
 package scenario
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"go/ast"
 	goparser "go/parser"
 	"go/token"
+	"math/big"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // docFile is the scenario reference checked against the parser.
@@ -99,7 +107,12 @@ func TestDocReference(t *testing.T) {
 		t.Fatalf("only %d yaml examples in %s", len(blocks), docFile)
 	}
 	dir := t.TempDir()
+	cert, key := docCertificate(t)
+	files := map[string]string{"ca.pem": cert, "client.pem": cert, "client.key": key}
 	for name, content := range docFeedFiles {
+		files[name] = content
+	}
+	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -128,4 +141,28 @@ func TestDocReference(t *testing.T) {
 			t.Errorf("no example in %s uses the key %q", docFile, k)
 		}
 	}
+}
+
+// docCertificate returns a self-signed certificate and its key in PEM, for
+// the TLS example's files.
+func docCertificate(t *testing.T) (certPEM, keyPEM string) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "gw.example"},
+		DNSNames: []string{"gw.example"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kd, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+		string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd}))
 }

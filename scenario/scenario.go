@@ -12,6 +12,9 @@
 //	    tasks:
 //	      - path: /
 //
+// User classes of kind websocket or tcp have tasks of steps instead of
+// requests (scenario/socket.go documents them).
+//
 // Every string value may use ${VAR} and ${VAR:-default} to read environment
 // variables ($$ is a literal $); nothing else is expanded and no shell is
 // involved. Unknown fields are errors. Errors name the file, line, column
@@ -31,6 +34,10 @@
 //
 // Deliberate differences from Locust: a templated path without a name is
 // reported under the template (/orders/${id}), one row for all values.
+//
+// The http block's http2, streams and tls options and a task's parallel
+// flag (issue 16) are described in tls.go; TLS files are read at load,
+// relative to the scenario file's directory.
 package scenario
 
 import (
@@ -149,6 +156,8 @@ type parser struct {
 	lookup func(string) (string, bool)
 	feeds  map[string]*feed // the file's feeds by name
 	cls    *classCtx        // the user class being read, if it has variables
+	tls    *tlsBlock        // the http.tls block, if any (tls.go)
+	par    []parallelAt     // the parallel: true of tasks, checked against http2
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
@@ -332,6 +341,9 @@ func (p *parser) file_(root *yaml.Node) (*File, error) {
 			f.Scenario.Host, err = p.str(v, field)
 		case "http":
 			err = p.httpOptions(v, field, &f.Scenario.HTTP)
+			if err == nil {
+				err = p.checkProtocols(v, &f.Scenario.HTTP, p.tls)
+			}
 		case "users":
 			usersNode = v
 		case "stages":
@@ -375,6 +387,9 @@ func (p *parser) file_(root *yaml.Node) (*File, error) {
 	if len(f.Scenario.Classes) == 0 {
 		return nil, p.errf(usersNode, "users", "needs at least one user class")
 	}
+	if len(p.par) > 0 && !f.Scenario.HTTP.HTTP2 {
+		return nil, p.errf(p.par[0].n, p.par[0].field, "%v", errParallel)
+	}
 	return f, nil
 }
 
@@ -396,6 +411,12 @@ func (p *parser) httpOptions(n *yaml.Node, path string, o *httpc.Options) error 
 			o.DisableCookies, err = p.bool_(v, field)
 		case "disable_compression":
 			o.DisableCompression, err = p.bool_(v, field)
+		case "http2":
+			o.HTTP2, err = p.bool_(v, field)
+		case "streams":
+			o.HTTP2Streams, err = p.int_(v, field, 1)
+		case "tls":
+			p.tls, err = p.tlsOptions(v, field, &o.TLS)
 		case "max_redirects":
 			var n int
 			n, err = p.int_(v, field, -1)
@@ -475,6 +496,7 @@ func (p *parser) userClass(n *yaml.Node, path string) (worker.UserClass, error) 
 	var uc worker.UserClass
 	var tasksNode, nameNode *yaml.Node
 	var onStart, onStop []*request
+	var sock socketClass // kind, url, headers (socket.go)
 	cc, err := p.classContext(n, path)
 	if err != nil {
 		return uc, err
@@ -486,6 +508,8 @@ func (p *parser) userClass(n *yaml.Node, path string) (worker.UserClass, error) 
 		switch key {
 		case "variables", "feed":
 			// read by classContext
+		case "kind", "url", "headers":
+			err = p.socketClassField(&sock, key, v, field)
 		case "name":
 			nameNode = v
 			uc.Name, err = p.str(v, field)
@@ -522,8 +546,15 @@ func (p *parser) userClass(n *yaml.Node, path string) (worker.UserClass, error) 
 	if tasksNode == nil {
 		return uc, p.errf(n, path+".tasks", "missing: a user class needs at least one task")
 	}
+	if err := p.checkSocketClass(&sock, n, path); err != nil {
+		return uc, err
+	}
 	err = p.list(tasksNode, path+".tasks", func(i int, item *yaml.Node, field string) error {
-		t, err := p.task(item, field)
+		before := len(cc.tasks)
+		t, err := p.classTask(&sock, item, field)
+		if len(cc.tasks) == before {
+			cc.tasks = append(cc.tasks, nil) // not HTTP requests (a socket task)
+		}
 		uc.Tasks = append(uc.Tasks, t)
 		return err
 	})
@@ -626,8 +657,9 @@ func (p *parser) task(n *yaml.Node, path string) (worker.Task, error) {
 	t := worker.Task{}
 	single := &request{}
 	var reqs []*request
-	var isSingle bool
+	var isSingle, parallel bool
 	var name string
+	var parNode *yaml.Node
 	err := p.fields(n, path, func(key string, v *yaml.Node, field string) error {
 		var err error
 		switch key {
@@ -641,6 +673,9 @@ func (p *parser) task(n *yaml.Node, path string) (worker.Task, error) {
 				break
 			}
 			reqs, err = p.requests(v, field)
+		case "parallel":
+			parallel, err = p.bool_(v, field)
+			parNode = v
 		default:
 			isSingle = true
 			err = p.requestField(single, key, v, field)
@@ -675,6 +710,19 @@ func (p *parser) task(n *yaml.Node, path string) (worker.Task, error) {
 	t.Fn = worker.RequestsFunc(t.Requests)
 	if p.cls != nil {
 		p.cls.tasks = append(p.cls.tasks, reqs)
+	}
+	if parallel {
+		if isSingle {
+			return t, p.errf(parNode, path+".parallel", "needs a list of requests")
+		}
+		for _, r := range reqs {
+			if r.dyn != nil {
+				return t, p.errf(parNode, path+".parallel", "a parallel task sends its requests at once: they cannot read or write the user's variables, capture or check beyond status (%s)", r.why)
+			}
+		}
+		t.Parallel = true
+		t.Fn = worker.ParallelRequestsFunc(t.Requests)
+		p.par = append(p.par, parallelAt{parNode, path + ".parallel"})
 	}
 	return t, nil
 }

@@ -17,12 +17,13 @@ GO=${GO:-go}
 #   gcc make git: go test -race (cgo), the Makefile, version stamps
 #   python3-zmq python3-msgpack python3-locust: interop with the real Locust and pyzmq
 #   nginx wrk curl: targets and comparisons; chromium: the dashboard's browser tests
+#   nghttp2-client: h2load, bench/tls's HTTP/2 peer
 #   iproute2 ethtool iputils-ping nftables procps: the data plane's namespace lab
 #   prometheus: the /metrics scrape test
 #   libdpdk-dev dpdk pkg-config libsystemd-dev: make test-dpdk (static DPDK needs libsystemd.so's link)
 #   podman runc: make image and deploy/podtest's podman kube play
 #   nodejs npm: the dashboard build (esbuild, uPlot) and playwright-core
-pkgs=(gcc make git python3-zmq python3-msgpack python3-locust nginx wrk curl chromium
+pkgs=(gcc make git python3-zmq python3-msgpack python3-locust nginx wrk curl chromium nghttp2-client
 	iproute2 ethtool iputils-ping nftables procps prometheus
 	libdpdk-dev dpdk pkg-config libsystemd-dev podman runc nodejs npm)
 

@@ -5,12 +5,17 @@
 // Routes (any method unless said otherwise):
 //
 //	/status/<code>   answers with that status (100-599); 3xx redirect to /
+//	/bytes/<n>       an n-byte body (0 to MaxObjectSize, 16 MiB): the throughput test's objects
 //	/delay/<ms>      waits ms milliseconds (at most Options.MaxDelay), then serves the page
 //	/_cicada/stats   the counters as JSON (not counted as a request)
 //	/auth/login      POST {"user", "password"}: a token; /auth/* else needs it (401), see auth.go
 //	/_cicada/stall?ms=N  every response paused for N ms from now (stall.go)
+//	/ws              WebSocket echo (see WSPath); /ws/set-cookie?k=v sets cookie k=v
 //	POST, PUT, PATCH any other path: the length of the request body, in decimal
 //	anything else    the page (Options.Body); HEAD gets its headers only
+//
+// With Options.H2C the same routes are served over h2c (HTTP/2 with prior
+// knowledge) on the same port.
 //
 // The server is fasthttp's with ReduceMemoryUsage: an idle keep-alive
 // connection keeps its goroutine but no read or write buffer.
@@ -78,6 +83,10 @@ type Options struct {
 	IdleTimeout time.Duration
 	// MaxDelay caps /delay/<ms>. If zero, DefaultMaxDelay.
 	MaxDelay time.Duration
+	// H2C also serves HTTP/2 cleartext with prior knowledge (h2c) on the
+	// same port: connections that open with the HTTP/2 preface get the
+	// same routes over HTTP/2 (see h2c.go).
+	H2C bool
 	// StallAfter and StallFor script one stall (stall.go): every request
 	// is held from StallAfter after New for StallFor. Zero StallFor: none.
 	StallAfter, StallFor time.Duration
@@ -189,7 +198,13 @@ func (s *Server) Run(ctx context.Context) error {
 	default:
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- s.srv.Serve(&retryListener{Listener: s.ln, s: s}) }()
+	var ln net.Listener = &retryListener{Listener: s.ln, s: s}
+	if s.opts.H2C {
+		m := newH2CMux(s, ln)
+		go m.run()
+		ln = m.h1
+	}
+	go func() { errc <- s.srv.Serve(ln) }()
 	select {
 	case err := <-errc:
 		select {
@@ -315,6 +330,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	}
 	s.stallWait()
 	switch {
+	case hasPrefix(path, prefixWS):
+		s.requests.Add(1)
+		s.serveWSPaths(ctx)
+		return
 	case hasPrefix(path, prefixStatus):
 		s.requests.Add(1)
 		code, ok := atoiPath(path[len(prefixStatus):])
@@ -330,6 +349,9 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 			ctx.SetContentType("text/plain; charset=utf-8")
 			ctx.Response.SetBodyString(strconv.Itoa(code) + " " + fasthttp.StatusMessage(code) + "\n")
 		}
+		return
+	case hasPrefix(path, prefixBytes):
+		s.serveBytes(ctx, path[len(prefixBytes):])
 		return
 	case hasPrefix(path, prefixDelay):
 		s.requests.Add(1)

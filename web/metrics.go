@@ -284,6 +284,7 @@ func appendConnMetrics(p *promWriter, st *Status) {
 		func(c *ConnStats) float64 { return float64(c.Reconnects) })
 	gauge("cicada_worker_connects_per_second", "gauge", "Connect rate of each worker between its last two heartbeats.",
 		func(c *ConnStats) float64 { return c.ConnectsPerSec })
+	appendTLSMetrics(ws, gauge)
 	byKey := func(name, help, label string, get func(c *ConnStats) map[string]int64, sided bool) {
 		p.family(name, "counter", help)
 		for _, w := range ws {

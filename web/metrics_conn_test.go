@@ -4,6 +4,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/stats"
@@ -57,7 +58,41 @@ func TestConnectionMetrics(t *testing.T) {
 			t.Errorf("promtool check metrics: %v\n%s", err, out)
 		}
 	}
+	if strings.Contains(text, "tls_") || strings.Contains(text, "http2_") {
+		t.Error("TLS metrics without TLS counts")
+	}
+	st.Workers[0].Conn.TLSHandshakes, st.Workers[0].Conn.TLSResumed, st.Workers[0].Conn.TLSHandshakeTime = 7, 3, 1500*time.Millisecond
+	st.Workers[0].Conn.TLSHandshakesPerSec, st.Workers[0].Conn.H2ResetStreams = 2.5, 4
+	p = promWriter{}
+	appendMetrics(&p, st, stats.New(nil).Snapshot())
+	for _, want := range []string{
+		`cicada_worker_tls_handshakes_total{worker="a_1"} 7`,
+		`cicada_worker_tls_resumed_total{worker="a_1"} 3`,
+		`cicada_worker_tls_handshake_seconds_total{worker="a_1"} 1.5`,
+		`cicada_worker_tls_handshakes_per_second{worker="a_1"} 2.5`,
+		`cicada_worker_http2_goaways_total{worker="a_1"} 0`,
+		`cicada_worker_http2_rst_streams_total{worker="a_1"} 4`,
+	} {
+		if !strings.Contains(string(p.b), want+"\n") {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
 	if strings.Contains(text, `cicada_worker_connects_total{worker="py_1"}`) {
 		t.Error("a worker without counters has connection metrics")
+	}
+}
+
+// TestStatsJSONTLSRate: /stats/requests' workers carry the TLS handshake
+// rate only for workers that made TLS handshakes.
+func TestStatsJSONTLSRate(t *testing.T) {
+	st := &Status{State: protocol.StateRunning, Distributed: true, Workers: []WorkerInfo{
+		{ID: "tls_1", State: protocol.StateRunning, Connections: 1, Conn: &ConnStats{Established: 1, TLSHandshakes: 4, TLSHandshakesPerSec: 2.5}},
+		{ID: "plain_1", State: protocol.StateRunning, Connections: 1, Conn: &ConnStats{Established: 1}},
+	}}
+	w := &jsonWriter{}
+	appendRequestsJSON(w, st, stats.New(nil).Snapshot())
+	out := string(w.buf)
+	if strings.Count(out, `"tls_handshakes_per_sec"`) != 1 || !strings.Contains(out, `"tls_handshakes_per_sec": 2.5`) && !strings.Contains(out, `"tls_handshakes_per_sec":2.5`) {
+		t.Errorf("workers JSON = %s; want tls_handshakes_per_sec 2.5 for the TLS worker only", out)
 	}
 }

@@ -156,6 +156,15 @@ type ConnStats struct {
 	// GeneratorSide reports whether a failure kind is the load generator's
 	// fault. Nil means none is.
 	GeneratorSide func(kind string) bool
+	// TLSHandshakes and TLSResumed count completed full and resumed TLS
+	// handshakes, TLSHandshakeTime their summed time;
+	// TLSHandshakesPerSec is the handshake rate between the last two
+	// heartbeats. H2GoAways and H2ResetStreams count received HTTP/2
+	// GOAWAY and RST_STREAM frames.
+	TLSHandshakes, TLSResumed int64
+	TLSHandshakeTime          time.Duration
+	TLSHandshakesPerSec       float64
+	H2GoAways, H2ResetStreams int64
 }
 
 // UserClass describes one User class for the task-ratio view (/tasks).

@@ -212,6 +212,9 @@ func appendRequestsJSON(w *jsonWriter, st *Status, snap *stats.Snapshot) {
 			w.kStr("id", wk.ID)
 			w.kInt("memory_usage", wk.MemoryUsage)
 			w.kStr("state", wk.State)
+			if c := wk.Conn; c != nil && c.TLSHandshakes+c.TLSResumed > 0 {
+				w.kFloat("tls_handshakes_per_sec", c.TLSHandshakesPerSec) // cicada (issue 16): only when TLS is in use
+			}
 			w.kInt("user_count", int64(wk.UserCount))
 			w.endObject()
 		}

@@ -239,6 +239,12 @@ func (w *Worker) connCounters() *protocol.ConnCounters {
 		Established: s.Open,
 		Connects:    s.Connects,
 		Reconnects:  s.Reconnects,
+
+		TLSHandshakes:      s.TLSHandshakes,
+		TLSResumed:         s.TLSResumed,
+		TLSHandshakeMicros: s.TLSHandshakeTime.Microseconds(),
+		H2GoAways:          s.H2GoAways,
+		H2ResetStreams:     s.H2ResetStreams,
 	}
 	for i, n := range s.Closes {
 		if n > 0 {
@@ -264,6 +270,7 @@ func (w *Worker) connCounters() *protocol.ConnCounters {
 			c.Errors[httpc.Kind(i).String()] = n
 		}
 	}
+	w.env.socks.counters.AddTo(c) // WebSocket and TCP tasks (socket.go)
 	return c
 }
 

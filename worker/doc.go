@@ -96,6 +96,12 @@
 // data runtime refuses. User.Index and Worker.CicadaMaster serve the
 // scenario's generators and unique feeds.
 //
+// Task.Socket gives a WebSocket or raw TCP task as data (SocketFunc,
+// User.SocketStep, User.WebSocket, User.TCPConn; package worker/sockc):
+// the user holds the connection across tasks, each exchange is a request
+// of method "WS" or "TCP" in the stats, and the socket counters (closes
+// by side and WebSocket close code) join the heartbeat's.
+//
 // Options.SourceIPs binds the users' connections to local addresses in turn,
 // each giving a full ephemeral port range per destination, so one worker
 // can hold more than ~64k connections to one server address.

@@ -144,8 +144,14 @@ var respPool = sync.Pool{New: func() any { return new(httpc.Response) }}
 // DoDiscard is Do without returning the response: its buffers are pooled,
 // so a steady stream of requests does not allocate response memory.
 func (u *User) DoDiscard(ctx context.Context, req *httpc.Request, expect *Expect) error {
+	return u.doDiscard(ctx, req, expect, true)
+}
+
+// doDiscard is DoDiscard; track says whether req becomes the user's last
+// request (a parallel task's goroutines do not touch it).
+func (u *User) doDiscard(ctx context.Context, req *httpc.Request, expect *Expect, track bool) error {
 	resp := respPool.Get().(*httpc.Response)
-	err := u.do(ctx, req, expect, resp)
+	err := u.send(ctx, req, expect, resp, track)
 	if cap(resp.Body) <= 64<<10 {
 		respPool.Put(resp)
 	}
@@ -153,6 +159,10 @@ func (u *User) DoDiscard(ctx context.Context, req *httpc.Request, expect *Expect
 }
 
 func (u *User) do(ctx context.Context, req *httpc.Request, chk Checker, resp *httpc.Response) error {
+	return u.send(ctx, req, chk, resp, true)
+}
+
+func (u *User) send(ctx context.Context, req *httpc.Request, chk Checker, resp *httpc.Response, track bool) error {
 	method := req.Method
 	if method == "" {
 		method = "GET"
@@ -162,7 +172,9 @@ func (u *User) do(ctx context.Context, req *httpc.Request, chk Checker, resp *ht
 		u.record(method, req.StatsName(), 0, 0, err.Error())
 		return err
 	}
-	u.lastReq = req
+	if track {
+		u.lastReq = req
+	}
 	err = c.DoInto(ctx, req, resp)
 	if err != nil {
 		if ctx.Err() != nil || u.ctx.Err() != nil || httpc.Classify(err) == httpc.Canceled {

@@ -44,6 +44,14 @@ type Task struct {
 	// sends instead of calling Fn. Package scenario fills both. A task
 	// with only Fn cannot run on such a runtime, which refuses it by name.
 	Requests []Request
+	// Parallel marks a task made by ParallelRequestsFunc: its Requests go
+	// out at once (streams of the user's HTTP/2 connection), not in
+	// order. A runtime that sends Requests itself must honour it or
+	// refuse the task.
+	Parallel bool
+	// Socket, if set, is a WebSocket or TCP task as data (SocketFunc runs
+	// it when Fn is nil). Runtimes that speak only HTTP refuse it.
+	Socket *Socket
 }
 
 // Request is one HTTP request as data, with the checks that decide its
@@ -149,7 +157,9 @@ func compileClass(uc *UserClass) (*compiledClass, error) {
 		uc.OnStop = RequestsFunc(uc.OnStopRequests)
 	}
 	for i, t := range uc.Tasks {
-		if t.Fn == nil && len(t.Requests) > 0 {
+		if t.Fn == nil && t.Socket != nil {
+			uc.Tasks[i].Fn = SocketFunc(t.Socket)
+		} else if t.Fn == nil && len(t.Requests) > 0 {
 			uc.Tasks[i].Fn = RequestsFunc(t.Requests)
 		} else if t.Fn == nil {
 			return nil, fmt.Errorf("%w: user class %q: task %d (%q) has neither a function nor requests", ErrScenario, uc.Name, i, t.Name)
@@ -224,6 +234,7 @@ type User struct {
 	lag               time.Duration
 
 	http httpState
+	sock *sockState // WebSocket and TCP connections, made on first use (socket.go)
 }
 
 // Class returns the user class name this user was spawned as: the name the
@@ -457,6 +468,7 @@ func (u *User) finish() {
 		r.pending.Done()
 	}
 	u.http.close()
+	u.sock.close() // nil-safe
 	u.mu.Lock()
 	b := u.batch
 	u.state = stDone

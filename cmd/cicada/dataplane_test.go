@@ -73,6 +73,7 @@ func TestDataplaneUsage(t *testing.T) {
 		{"target option alone", []string{"target", "--client-ips", "198.18.0.1"}, "--client-ips requires --dataplane"},
 		{"target body alone", []string{"target", "--body-size", "10"}, "--body-size requires --dataplane"},
 		{"target extra argument", []string{"target", "extra"}, "unexpected arguments"},
+		{"target h2c on the data plane", []string{"target", "--dataplane", "afpacket", "--h2c"}, "--h2c is not served by the data plane"},
 		{"target stall with the data plane", []string{"target", "--dataplane", "afpacket", "--interface", "x", "--stall-for", "1s"}, "--stall-after and --stall-for are the kernel target's"},
 		{"target negative stall", []string{"target", "--stall-for", "-1s"}, "--stall-after and --stall-for must not be negative"},
 		{"rate with the data plane", append([]string{"--headless", "--client-ips", "198.18.0.1", "--arrival-rate", "10", "--max-in-flight", "2"}, dp...), "--arrival-rate cannot be combined with --dataplane"},

@@ -21,6 +21,7 @@ const usageHead = `Usage: cicada [OPTIONS] [UserClass ...]
        cicada target [--listen 127.0.0.1:8080]
        cicada target --dataplane afpacket|afxdp --interface IF --listen ADDR:PORT --client-ips RANGE
        cicada target --dataplane dpdk --dpdk-eal EAL --dpdk-port PORT --listen ADDR:PORT --client-ips RANGE
+       cicada bench concurrent|cps|teardown|tps|throughput|latency -H http://IP:PORT (RFC 3511/9411 searches)
 
 cicada is a Go load tester that speaks Locust's master/worker protocol: run it
 as a worker of a Python Locust master (--worker), as a master of Python and Go
@@ -46,6 +47,9 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "target" {
 		return runTarget(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "bench" {
+		return runBench(args[1:], stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "convert" {
 		return runConvert(args[1:], stdout, stderr)

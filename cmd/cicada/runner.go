@@ -108,7 +108,9 @@ func (r *masterRunner) Status() web.Status {
 			wi.Connections = int(c.Open)
 			wi.Conn = &web.ConnStats{Open: c.Open, Established: c.Established, Connects: c.Connects, Reconnects: c.Reconnects,
 				ConnectsPerSec: w.ConnectsPerSec, Closes: c.Closes, ConnectErrors: c.ConnectErrors, Errors: c.Errors,
-				GeneratorSide: protocol.GeneratorSideKind}
+				GeneratorSide: protocol.GeneratorSideKind,
+				TLSHandshakes: c.TLSHandshakes, TLSResumed: c.TLSResumed, TLSHandshakeTime: time.Duration(c.TLSHandshakeMicros) * time.Microsecond,
+				TLSHandshakesPerSec: w.TLSHandshakesPerSec, H2GoAways: c.H2GoAways, H2ResetStreams: c.H2ResetStreams}
 		}
 		st.Workers = append(st.Workers, wi)
 	}

@@ -25,7 +25,8 @@ const targetUsage = `Usage: cicada target [--listen 127.0.0.1:8080]
        cicada target --dataplane dpdk --dpdk-eal EAL --dpdk-port PORT --listen 198.18.1.1:80 --client-ips RANGE
 
 A small HTTP server to point load tests at: a 128-byte page on every GET path,
-/status/<code>, /delay/<ms>, and its counters at /_cicada/stats.
+/status/<code>, /delay/<ms>, /bytes/<n> (an n-byte object), and its counters
+at /_cicada/stats.
 
 With --dataplane a userspace TCP stack serves the page instead, on the
 interface, to any number of connections (no file descriptor per connection):
@@ -44,6 +45,8 @@ func runTarget(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.SortFlags = false
 	listen := fs.String("listen", target.DefaultListen, "Address to listen on (host:port; port 0 picks a free port; with --dataplane the address the stack answers for, port 0 is 80)")
+	h2c := fs.Bool("h2c", false, "Also serve HTTP/2 cleartext with prior knowledge (h2c) on the same port (not with --dataplane)")
+	tcpEcho := fs.String("tcp-echo", "", "Also echo raw TCP on this address (host:port) for tcp users; the WebSocket echo is always on /ws")
 	idle := fs.Duration("idle-timeout", 0, "Close keep-alive connections idle this long (0: never; 24h with --dataplane)")
 	stallAfter := fs.Duration("stall-after", 0, "Script a stall: hold every response from this long after the start, for --stall-for")
 	stallFor := fs.Duration("stall-for", 0, "Length of the stall of --stall-after (0: none; /_cicada/stall?ms=N stalls at any time)")
@@ -88,7 +91,15 @@ func runTarget(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "cicada target: error: --stall-after and --stall-for must not be negative\n")
 			return 2
 		}
-		return runKernelTarget(ctx, target.Options{Listen: *listen, IdleTimeout: *idle, Logger: log, StallAfter: *stallAfter, StallFor: *stallFor}, stderr)
+		return runKernelTarget(ctx, target.Options{Listen: *listen, IdleTimeout: *idle, H2C: *h2c, Logger: log, StallAfter: *stallAfter, StallFor: *stallFor}, *tcpEcho, stderr)
+	}
+	if *h2c {
+		fmt.Fprintln(stderr, "cicada target: error: --h2c is not served by the data plane (it speaks HTTP/1.1 only)")
+		return 2
+	}
+	if *tcpEcho != "" {
+		fmt.Fprintln(stderr, "cicada target: error: --tcp-echo is served by the kernel target, not with --dataplane")
+		return 2
 	}
 	o := target.DataplaneOptions{Link: *dp, Interface: *iface, Cores: *cores, BodySize: *body, IdleTimeout: *idle,
 		Dedicated: *dedicated, ReportEvery: *every, Logger: log}
@@ -151,13 +162,22 @@ func runTarget(args []string, stdout, stderr io.Writer) int {
 	return runDataplaneTarget(ctx, o, stderr)
 }
 
-func runKernelTarget(ctx context.Context, o target.Options, stderr io.Writer) int {
+func runKernelTarget(ctx context.Context, o target.Options, tcpEcho string, stderr io.Writer) int {
 	srv, err := target.New(o)
 	if err != nil {
 		fmt.Fprintf(stderr, "cicada target: %v\n", err)
 		return 1
 	}
 	fmt.Fprintf(stderr, "cicada target serving %s\n", srv.URL())
+	if tcpEcho != "" {
+		a, err := srv.ListenTCPEcho(tcpEcho)
+		if err != nil {
+			srv.Close()
+			fmt.Fprintf(stderr, "cicada target: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "cicada target echoing TCP on %s\n", a)
+	}
 	err = srv.Run(ctx)
 	c := srv.Counters()
 	fmt.Fprintf(stderr, "cicada target served %d requests on %d connections\n", c.Requests, c.ConnectionsAccepted)

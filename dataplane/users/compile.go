@@ -68,6 +68,10 @@ func compile(sc *worker.Scenario) (*plan, error) {
 		return nil, refused("http.connect_timeout", "the data plane's connects end after its SYN retransmissions, not after a timeout; remove connect_timeout")
 	case h.TLSConfig != nil || h.InsecureSkipVerify:
 		return nil, refused("http.insecure", "the data plane has no TLS")
+	case !h.TLS.IsZero():
+		return nil, refused("http.tls", "the data plane has no TLS")
+	case h.HTTP2 || h.HTTP2Streams != 0:
+		return nil, refused("http.http2", "the data plane speaks HTTP/1.1 only")
 	case h.LocalAddr != nil:
 		return nil, refused("http LocalAddr", "the data plane's source addresses are its client IPs")
 	}
@@ -123,6 +127,12 @@ func compile(sc *worker.Scenario) (*plan, error) {
 		for ti := range c.Tasks {
 			t := &c.Tasks[ti]
 			tw := fmt.Sprintf("%s task %d (%q)", cw, ti, t.Name)
+			if t.Parallel {
+				return nil, refused(tw+" parallel", "the data plane sends a user's requests one at a time")
+			}
+			if t.Socket != nil {
+				return nil, refused(tw, "a %s task cannot run on the data plane, which speaks HTTP/1.1 only; run this class on a worker without --dataplane", t.Socket.Kind)
+			}
 			if len(t.Requests) == 0 {
 				return nil, refused(tw, "a Go task function cannot run on the data plane; give the task's requests as data (Task.Requests)")
 			}

@@ -154,6 +154,17 @@ func TestNewRefuses(t *testing.T) {
 		{"tls", func() worker.Scenario {
 			return parseScenario(t, okHTTP+"host: https://198.18.1.1\nusers: [{name: U, tasks: [{path: /}]}]")
 		}, nil, ErrRefused, "no TLS"},
+		{"tls options", func() worker.Scenario {
+			return parseScenario(t, "host: "+serverHost+"\nhttp: {disable_cookies: true, max_redirects: 0, tls: {min_version: '1.3'}}\nusers: [{name: U, tasks: [{path: /}]}]")
+		}, nil, ErrRefused, "http.tls"},
+		{"http2", func() worker.Scenario {
+			return parseScenario(t, "host: "+serverHost+"\nhttp: {disable_cookies: true, max_redirects: 0, http2: true}\nusers: [{name: U, tasks: [{path: /}]}]")
+		}, nil, ErrRefused, "http.http2"},
+		{"parallel task", func() worker.Scenario {
+			sc := parseScenario(t, task(""))
+			sc.Classes[0].Tasks[0].Parallel = true
+			return sc
+		}, nil, ErrRefused, `task 0 ("/x") parallel`},
 		{"dns name", func() worker.Scenario {
 			return parseScenario(t, okHTTP+"host: http://example.test:8080\nusers: [{name: U, tasks: [{path: /}]}]")
 		}, nil, ErrRefused, "not an IPv4 address"},
@@ -175,6 +186,12 @@ func TestNewRefuses(t *testing.T) {
 		{"absolute url", func() worker.Scenario {
 			return parseScenario(t, okHTTP+"host: "+serverHost+"\nusers: [{name: U, tasks: [{path: 'http://198.18.1.1/x'}]}]")
 		}, nil, ErrRefused, "absolute URL"},
+		{"websocket class", func() worker.Scenario {
+			return parseScenario(t, okHTTP+"host: "+serverHost+"\nusers: [{name: W, kind: websocket, url: /ws, tasks: [{name: chat, steps: [{send: hi}]}]}]")
+		}, nil, ErrRefused, `class "W" task 0 ("chat"): a websocket task cannot run on the data plane`},
+		{"tcp class", func() worker.Scenario {
+			return parseScenario(t, okHTTP+"host: "+serverHost+"\nusers: [{name: T, kind: tcp, url: 'tcp://198.18.1.1:7', tasks: [{steps: [{send: hi}]}]}]")
+		}, nil, ErrRefused, `class "T" task 0 (""): a tcp task cannot run on the data plane`},
 		{"go task", func() worker.Scenario {
 			sc := parseScenario(t, task(""))
 			sc.Classes[0].Tasks = append(sc.Classes[0].Tasks, worker.Task{Name: "code", Fn: func(context.Context, *worker.User) error { return nil }})

@@ -22,6 +22,7 @@
 //	Eventually(t, d, what, f)   Poll(d, interval, f)
 //	RequirePeer(t, name)        LookPeer(name)
 //	RequirePython(t, mods...)   CheckPython(mods...)
+//	MustTestCA(t), MustIssue    NewTestCA(), Issue (throw-away TLS certificates)
 //
 // A required peer that is missing fails the test when the environment has
 // CI=true (the CI machine installs every peer, see .ci/run) and skips it

@@ -45,6 +45,7 @@ type NginxConfig struct {
 	Host        string        // listen address; default 127.0.0.1
 	Wrap        []string      // command prefix nginx runs under, which must exec it (e.g. ip netns exec NAME)
 	Dial        DialFunc      // readiness probe; default a TCP dial from this process
+	TLS         *NginxTLS     // serve https (and h2) instead of http; see nginxtls.go
 }
 
 // Nginx is a running nginx started from an NginxConfig.
@@ -56,6 +57,7 @@ type Nginx struct {
 
 	accessLog string
 	dial      DialFunc
+	tls       bool
 }
 
 // DialFunc connects to addr ("host:port"), as the readiness probe of an
@@ -63,7 +65,12 @@ type Nginx struct {
 type DialFunc func(addr string) (net.Conn, error)
 
 // URL is the base URL, by default "http://127.0.0.1:port".
-func (n *Nginx) URL() string { return "http://" + n.Addr() }
+func (n *Nginx) URL() string {
+	if n.tls {
+		return "https://" + n.Addr()
+	}
+	return "http://" + n.Addr()
+}
 
 // Addr is "host:port", by default "127.0.0.1:port".
 func (n *Nginx) Addr() string { return net.JoinHostPort(n.Host, strconv.Itoa(n.Port)) }
@@ -90,7 +97,7 @@ func (c NginxConfig) conf(accessLog string) string {
 	fmt.Fprintf(&b, "events { worker_connections %d; }\nhttp {\n", c.Connections)
 	if accessLog != "" {
 		// One line per request: status, method, path; counted by Requests.
-		fmt.Fprintf(&b, "  log_format testpeer '$status $request_method $uri';\n  access_log %s testpeer;\n", accessLog)
+		fmt.Fprintf(&b, "  log_format testpeer '$status $request_method $uri%s';\n  access_log %s testpeer;\n", c.TLS.logFields(), accessLog)
 	} else {
 		b.WriteString("  access_log off;\n")
 	}
@@ -102,7 +109,9 @@ func (c NginxConfig) conf(accessLog string) string {
 	if c.ReusePort {
 		b.WriteString(" reuseport")
 	}
+	b.WriteString(c.TLS.listenFlags())
 	b.WriteString(";\n")
+	b.WriteString(c.TLS.directives())
 	if c.Root != "" {
 		fmt.Fprintf(&b, "    default_type text/html;\n    root %s;\n    location / { index index.html; }\n", c.Root)
 	}
@@ -168,7 +177,10 @@ func (c NginxConfig) Start() (*Nginx, error) {
 			return nil, fmt.Errorf("testpeer: nginx location %q status %d: want a plain path and a status 100-599", l.Path, l.Status)
 		}
 	}
-	n := &Nginx{Port: c.Port, Dir: c.Dir, Host: c.Host, dial: c.Dial}
+	if err := c.TLS.check(); err != nil {
+		return nil, err
+	}
+	n := &Nginx{Port: c.Port, Dir: c.Dir, Host: c.Host, dial: c.Dial, tls: c.TLS != nil}
 	if c.AccessLog {
 		n.accessLog = filepath.Join(c.Dir, "access.log")
 	}

@@ -45,8 +45,22 @@ type Options struct {
 	// If zero, DefaultConnectTimeout.
 	ConnectTimeout time.Duration
 	// TLSConfig is used for https URLs. If nil, a default configuration;
-	// ServerName defaults to the URL's host. ALPN is always http/1.1.
+	// ServerName defaults to the URL's host. ALPN is http/1.1 (h2 with
+	// HTTP2) unless TLS.ALPN says otherwise.
 	TLSConfig *tls.Config
+	// TLS are TLS settings as data (CA bundle, client certificate, server
+	// name, versions, cipher suites, session resumption, ALPN), applied on
+	// top of TLSConfig; NewConfig reads the files. See TLSOptions.
+	TLS TLSOptions
+	// HTTP2 speaks HTTP/2: h2 over TLS (negotiated with ALPN; a server
+	// that does not select h2 fails the connect) and h2c with prior
+	// knowledge over plain http. Each Client keeps one connection and
+	// serves up to HTTP2Streams requests at once on it. See http2.go.
+	HTTP2 bool
+	// HTTP2Streams bounds the concurrent requests (streams) of one Client
+	// with HTTP2; the server's SETTINGS_MAX_CONCURRENT_STREAMS bounds them
+	// too. If zero, DefaultHTTP2Streams.
+	HTTP2Streams int
 	// InsecureSkipVerify disables certificate verification (Locust's
 	// insecure=True), whatever TLSConfig says.
 	InsecureSkipVerify bool
@@ -104,6 +118,10 @@ type config struct {
 	optionHeaders   []byte    // Options.Headers rendered
 	tlsTemplate     *tls.Config
 	insecure        bool
+	keepALPN        bool // tlsTemplate's NextProtos are final (TLS options or HTTP2)
+	http2           bool
+	streams         int
+	h2              *h2shared
 	extra           *Counters
 }
 
@@ -129,6 +147,7 @@ type Client struct {
 		active   net.Conn        // the connection the running exchange uses
 		inflight <-chan struct{} // Done of the running Do's context
 		closed   bool
+		h2       *h2state // HTTP/2 mode: the connection (http2.go)
 	}
 
 	// Only the goroutine running Do touches these (busy guards them).
@@ -201,6 +220,9 @@ func newConfig(baseURL string, opts Options) (*config, error) {
 		tlsTemplate:     opts.TLSConfig,
 		insecure:        opts.InsecureSkipVerify,
 		extra:           opts.Counters,
+	}
+	if err := cfg.applyProtocolOptions(&opts); err != nil {
+		return nil, err
 	}
 	ep, err := cfg.endpointOf(u, baseURL)
 	if err != nil {
@@ -295,7 +317,7 @@ func (cfg *config) endpointOf(u *url.URL, raw string) (*endpoint, error) {
 		origin: scheme + "://" + u.Host,
 	}
 	if ep.tls {
-		ep.tlsCfg = tlsConfigFor(cfg.tlsTemplate, host, cfg.insecure)
+		ep.tlsCfg = tlsConfigFor(cfg.tlsTemplate, host, cfg.insecure, cfg.keepALPN)
 	}
 	return ep, nil
 }
@@ -308,10 +330,11 @@ type tlsKey struct {
 	tmpl     *tls.Config
 	host     string
 	insecure bool
+	keepALPN bool
 }
 
-func tlsConfigFor(tmpl *tls.Config, host string, insecure bool) *tls.Config {
-	key := tlsKey{tmpl, host, insecure}
+func tlsConfigFor(tmpl *tls.Config, host string, insecure, keepALPN bool) *tls.Config {
+	key := tlsKey{tmpl, host, insecure, keepALPN}
 	if v, ok := tlsConfigs.Load(key); ok {
 		return v.(*tls.Config)
 	}
@@ -327,7 +350,13 @@ func tlsConfigFor(tmpl *tls.Config, host string, insecure bool) *tls.Config {
 	if insecure {
 		c.InsecureSkipVerify = true
 	}
-	c.NextProtos = []string{"http/1.1"}
+	if !keepALPN {
+		c.NextProtos = []string{"http/1.1"}
+	} else {
+		// tmpl was built for one Config (TLSOptions.Build): caching it
+		// process-wide would keep every such Config alive.
+		return c
+	}
 	v, _ := tlsConfigs.LoadOrStore(key, c)
 	return v.(*tls.Config)
 }
@@ -350,9 +379,12 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.mu.closed = true
-	conn, active := c.mu.conn, c.mu.active
+	conn, active, h2 := c.mu.conn, c.mu.active, c.mu.h2
 	c.mu.conn = nil
 	c.mu.Unlock()
+	if h2 != nil {
+		h2.close(c.counterSet())
+	}
 	if conn != nil {
 		conn.Close()
 		c.counterSet().closed(CloseClient)
@@ -387,6 +419,16 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 func (c *Client) DoInto(ctx context.Context, req *Request, resp *Response) error {
 	start := time.Now()
 	resp.reset()
+	if c.cfg.http2 {
+		err := c.doH2(ctx, req, resp, start)
+		resp.Duration = time.Since(start)
+		if err != nil {
+			resp.StatusCode = 0
+			resp.Body = resp.Body[:0]
+			resp.hdr = resp.hdr[:0]
+		}
+		return err
+	}
 	if !c.busy.CompareAndSwap(false, true) {
 		return &Error{Kind: ClientClosed, Op: "request", Err: ErrConcurrentUse}
 	}
@@ -744,7 +786,12 @@ func (c *Client) dial(ctx context.Context, cl *call) (net.Conn, syscall.RawConn,
 	if ep.tls {
 		conn.SetDeadline(time.Now().Add(c.cfg.dialer.Timeout))
 		tconn := tls.Client(conn, ep.tlsCfg)
+		hsStart := time.Now()
 		if err := tconn.HandshakeContext(ctx); err != nil {
+			conn.Close()
+			return nil, nil, c.connectError(ctx, cl, "tls", err)
+		}
+		if err := c.handshakeDone(tconn, time.Since(hsStart)); err != nil {
 			conn.Close()
 			return nil, nil, c.connectError(ctx, cl, "tls", err)
 		}

@@ -51,6 +51,7 @@ type Counters struct {
 	closes        [numCloseCauses]atomic.Int64
 	connectErrors [numKinds]atomic.Int64
 	errors        [numKinds]atomic.Int64
+	tls           tlsCounters // handshakes, resumptions, HTTP/2 frames (tlscounters.go)
 }
 
 // CountersSnapshot is a point-in-time copy of Counters.
@@ -75,6 +76,8 @@ type CountersSnapshot struct {
 	// server reset or closed the connection, a timeout, a bad response.
 	// Connect failures are in ConnectErrors, canceled requests in neither.
 	Errors [NumKinds]int64
+	// TLS and HTTP/2 counts: handshakes, their time, GOAWAY and RST_STREAM.
+	TLSCounts
 }
 
 // Snapshot returns the current values. Fields are read one by one, so a
@@ -94,6 +97,7 @@ func (c *Counters) Snapshot() CountersSnapshot {
 	for i := range c.errors {
 		s.Errors[i] = c.errors[i].Load()
 	}
+	s.TLSCounts = c.tls.snapshot()
 	return s
 }
 

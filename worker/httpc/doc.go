@@ -7,6 +7,24 @@
 // a cookie jar. Requests to other origins (absolute URLs, redirects) use a
 // one-request connection each.
 //
+// # TLS and HTTP/2
+//
+// Options.TLS sets the TLS options as data (TLSOptions: CA bundle, client
+// certificate, server name, versions, cipher suites, session resumption,
+// ALPN); NewConfig reads the files and refuses what crypto/tls cannot do
+// (TLS 1.3 cipher suites, h2 in ALPN without HTTP2). Session resumption is
+// off by default, as in Python's ssl module between connections: every new
+// connection makes a full handshake. Counters count full and resumed
+// handshakes and their time; handshake failures have kinds of their own
+// (TLSCertificate, TLSVersion, TLSAlert, TLSTimeout) with the texts
+// Python's ssl module raises, without its "(_ssl.c:NNN)" suffix.
+//
+// Options.HTTP2 speaks h2 (ALPN) or h2c with prior knowledge over one
+// connection per Client, with golang.org/x/net/http2's framing; Do is then
+// safe for concurrent use, one stream per call, at most HTTP2Streams at
+// once. Redirects and absolute URLs stay on the base origin in this mode
+// (another origin fails with InvalidRequest): a deliberate limit.
+//
 // # Ownership
 //
 // Responses own their bytes. Do returns a new *Response; DoInto fills a

@@ -79,6 +79,10 @@ const (
 	Canceled                      // the context was canceled (the user is stopping)
 	InvalidRequest                // the request or URL cannot be sent (a scenario bug)
 	ClientClosed                  // Do after Close, or concurrent Do
+	TLSCertificate                // the server's certificate did not verify (expired, unknown authority, wrong name)
+	TLSVersion                    // client and server share no TLS version
+	TLSAlert                      // the server ended the handshake with a TLS alert
+	TLSTimeout                    // the TLS handshake took longer than ConnectTimeout
 	numKinds
 )
 
@@ -106,6 +110,10 @@ var kindNames = [numKinds]string{
 	Canceled:          protocol.FailureCanceled,
 	InvalidRequest:    protocol.FailureInvalidRequest,
 	ClientClosed:      protocol.FailureClientClosed,
+	TLSCertificate:    protocol.FailureTLSCertificate,
+	TLSVersion:        protocol.FailureTLSVersion,
+	TLSAlert:          protocol.FailureTLSAlert,
+	TLSTimeout:        protocol.FailureTLSTimeout,
 }
 
 // generatorSide is derived from protocol's table of failure kinds, the one
@@ -208,6 +216,9 @@ func classify(err error, op string) Kind {
 		return EOFBeforeResponse
 	case errors.Is(err, ErrIncompleteResponse):
 		return Incomplete
+	}
+	if k, ok := classifyTLS(err, op); ok {
+		return k
 	}
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
@@ -361,6 +372,8 @@ func message(e *Error) string {
 		return "gaierror(-2, 'Name or service not known')"
 	case TLS:
 		return "SSLError(" + pyrepr.String(errText(e.Err)) + ")"
+	case TLSCertificate, TLSVersion, TLSAlert, TLSTimeout:
+		return tlsMessage(e.Kind, e.Err)
 	case Protocol:
 		return "HTTPParseError(" + pyrepr.String(parseErrorText(e.Err)) + ")"
 	}

@@ -423,7 +423,11 @@ func TestKindTable(t *testing.T) {
 		{Canceled, "canceled", true},
 		{InvalidRequest, "invalid request", true},
 		{ClientClosed, "client closed", true},
-		{numKinds, "Kind(19)", false},
+		{TLSCertificate, "TLS certificate", false},
+		{TLSVersion, "TLS version", false},
+		{TLSAlert, "TLS alert", false},
+		{TLSTimeout, "TLS handshake timeout", false},
+		{numKinds, "Kind(23)", false},
 	}
 	if len(tests) != NumKinds+1 {
 		t.Fatalf("table has %d kinds; want NumKinds = %d", len(tests)-1, NumKinds)

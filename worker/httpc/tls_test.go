@@ -17,13 +17,13 @@ func TestTLS(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	// Certificate not trusted: a TLS connect error.
+	// Certificate not trusted: a TLS certificate connect error.
 	c := mustNew(t, srv.URL, Options{})
 	_, err := c.Do(context.Background(), &Request{Path: "/"})
-	if Classify(err) != TLS || !strings.HasPrefix(err.Error(), "SSLError(") {
-		t.Errorf("Do with an untrusted certificate = %v; want a TLS failure", err)
+	if Classify(err) != TLSCertificate || !strings.HasPrefix(err.Error(), "SSLCertVerificationError(") {
+		t.Errorf("Do with an untrusted certificate = %v; want a TLS certificate failure", err)
 	}
-	if s := c.Counters(); s.ConnectErrors[TLS] != 1 || s.Connects != 0 {
+	if s := c.Counters(); s.ConnectErrors[TLSCertificate] != 1 || s.Connects != 0 {
 		t.Errorf("Counters() = %+v; want one TLS connect error", s)
 	}
 

@@ -1,0 +1,8 @@
+//go:build !unix
+
+package dpprobe
+
+import "time"
+
+// cpuTime is unknown here: the CPU check is skipped.
+func cpuTime() (time.Duration, bool) { return 0, false }

@@ -1,0 +1,48 @@
+package probe
+
+import "time"
+
+// Due returns when arrival i (from 0) of a trial at rate per second is due,
+// relative to the trial's start.
+func Due(i int, rate float64) time.Duration {
+	return time.Duration(float64(i) * float64(time.Second) / rate)
+}
+
+// Arrivals returns how many arrivals a trial of d at rate per second has
+// (at least 1).
+func Arrivals(rate float64, d time.Duration) int {
+	n := int(rate * d.Seconds())
+	return max(n, 1)
+}
+
+// pace issues n arrivals at rate from start, calling issue(i, due) for each
+// when it is due (due is absolute), and counts those issued more than tol
+// late. It returns early, with the arrivals issued, when stop is closed.
+func pace(n int, rate float64, start time.Time, tol time.Duration, stop <-chan struct{}, issue func(i int, due time.Time)) (issued, late int) {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for i := 0; i < n; i++ {
+		due := start.Add(Due(i, rate))
+		if wait := time.Until(due); wait > 0 {
+			if timer == nil {
+				timer = time.NewTimer(wait)
+			} else {
+				timer.Reset(wait)
+			}
+			select {
+			case <-timer.C:
+			case <-stop:
+				return issued, late
+			}
+		} else if time.Since(due) > tol {
+			late++
+		}
+		issue(i, due)
+		issued++
+	}
+	return issued, late
+}

@@ -1,0 +1,355 @@
+package probe
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/cicada-load/cicada/capacity"
+	"github.com/cicada-load/cicada/diag"
+)
+
+// ErrOptions is wrapped for options that cannot be honoured.
+var ErrOptions = errors.New("probe: invalid options")
+
+// Defaults of Options' zero values.
+const (
+	DefaultDuration       = 2 * time.Second
+	DefaultConnectTimeout = 3 * time.Second
+	DefaultTimeout        = 5 * time.Second
+	DefaultConns          = 64
+	DefaultWindow         = 256
+	DefaultMaxInFlight    = 20000
+	DefaultCPUBusy        = 0.9
+	DefaultLagTolerance   = 50 * time.Millisecond
+	DefaultLateRatio      = 0.05
+	// MaxSamples bounds the latencies a trial keeps (the rest are counted,
+	// not sampled into the percentiles).
+	MaxSamples = 1 << 20
+)
+
+// Options are a prober's; the zero value of every field but Addr works.
+type Options struct {
+	// Addr is the target's host:port (an IP address: the generator's
+	// port-range check is per destination address).
+	Addr string
+	// Host is the HTTP Host header; if empty, Addr.
+	Host string
+	// Path is the request path; if empty, "/".
+	Path string
+	// HTTP makes CPS and Concurrent do one HTTP GET on each new
+	// connection (RFC 9411's TCP/HTTP tests); false: bare TCP.
+	HTTP bool
+	// Duration is a rate trial's length; if zero, DefaultDuration.
+	Duration time.Duration
+	// ConnectTimeout bounds a connect (SYN to established); if zero,
+	// DefaultConnectTimeout. A device that drops SYNs fails connects
+	// after it.
+	ConnectTimeout time.Duration
+	// Timeout bounds one transaction or close; if zero, DefaultTimeout.
+	Timeout time.Duration
+	// Conns is how many keep-alive connections TPS and Throughput use; if
+	// zero, DefaultConns.
+	Conns int
+	// Window bounds the connects in flight while Concurrent and Teardown
+	// open their connections; if zero, DefaultWindow.
+	Window int
+	// MaxInFlight bounds CPS's connections in flight; if zero,
+	// DefaultMaxInFlight (and never more than the open-files limit allows).
+	MaxInFlight int
+	// Hold is how long Concurrent holds its connections before the
+	// second round.
+	Hold time.Duration
+	// CPUBusy is the fraction of the process's cores (GOMAXPROCS) above
+	// which a trial is generator-limited; if zero, DefaultCPUBusy; 1 or
+	// more: never.
+	CPUBusy float64
+	// LagTolerance and LateRatio: a trial whose pacer issued more than
+	// LateRatio of its arrivals later than LagTolerance is
+	// generator-limited; if zero, the defaults.
+	LagTolerance time.Duration
+	LateRatio    float64
+	// Limits reads the generator's limits; if nil, diag.ReadLimits (tests
+	// inject their own).
+	Limits func() (diag.Limits, error)
+}
+
+// Prober runs trials against one target.
+type Prober struct {
+	o    Options
+	dst  netip.AddrPort
+	req  []byte
+	reqC []byte // with Connection: close
+}
+
+// New checks o and returns a Prober.
+func New(o Options) (*Prober, error) {
+	ap, err := netip.ParseAddrPort(o.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: address %q must be IP:port: %w", ErrOptions, o.Addr, err)
+	}
+	if o.Path == "" {
+		o.Path = "/"
+	}
+	if !strings.HasPrefix(o.Path, "/") || strings.ContainsAny(o.Path, " \r\n") {
+		return nil, fmt.Errorf("%w: path %q must start with / and hold no space or line break", ErrOptions, o.Path)
+	}
+	if o.Host == "" {
+		o.Host = o.Addr
+	}
+	if strings.ContainsAny(o.Host, " \r\n") {
+		return nil, fmt.Errorf("%w: host %q holds a space or line break", ErrOptions, o.Host)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"duration", o.Duration}, {"connect timeout", o.ConnectTimeout}, {"timeout", o.Timeout}, {"hold", o.Hold}, {"lag tolerance", o.LagTolerance}} {
+		if d.v < 0 {
+			return nil, fmt.Errorf("%w: %s %v is negative", ErrOptions, d.name, d.v)
+		}
+	}
+	if o.Conns < 0 || o.Window < 0 || o.MaxInFlight < 0 || o.CPUBusy < 0 || o.LateRatio < 0 || o.LateRatio >= 1 {
+		return nil, fmt.Errorf("%w: conns, window, max in flight, CPU busy and late ratio must not be negative (late ratio below 1)", ErrOptions)
+	}
+	def := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&o.Duration, DefaultDuration)
+	def(&o.ConnectTimeout, DefaultConnectTimeout)
+	def(&o.Timeout, DefaultTimeout)
+	def(&o.LagTolerance, DefaultLagTolerance)
+	if o.Conns == 0 {
+		o.Conns = DefaultConns
+	}
+	if o.Window == 0 {
+		o.Window = DefaultWindow
+	}
+	if o.MaxInFlight == 0 {
+		o.MaxInFlight = DefaultMaxInFlight
+	}
+	if o.CPUBusy == 0 {
+		o.CPUBusy = DefaultCPUBusy
+	}
+	if o.LateRatio == 0 {
+		o.LateRatio = DefaultLateRatio
+	}
+	if o.Limits == nil {
+		o.Limits = diag.ReadLimits
+	}
+	p := &Prober{o: o, dst: ap}
+	p.req = []byte("GET " + o.Path + " HTTP/1.1\r\nHost: " + o.Host + "\r\nUser-Agent: cicada-bench\r\n\r\n")
+	p.reqC = []byte("GET " + o.Path + " HTTP/1.1\r\nHost: " + o.Host + "\r\nUser-Agent: cicada-bench\r\nConnection: close\r\n\r\n")
+	return p, nil
+}
+
+// Options returns the options with their defaults filled in.
+func (p *Prober) Options() Options { return p.o }
+
+// recorder collects one trial's outcomes; safe for concurrent use.
+type recorder struct {
+	mu        sync.Mutex
+	lat       []time.Duration
+	attempted int64
+	failed    int64
+	bytes     int64
+	errs      map[string]int64
+	generator string
+}
+
+func (r *recorder) ok(d time.Duration, n int64) {
+	r.mu.Lock()
+	r.attempted++
+	r.bytes += n
+	if len(r.lat) < MaxSamples {
+		r.lat = append(r.lat, d)
+	}
+	r.mu.Unlock()
+}
+
+func (r *recorder) fail(err error) {
+	kind, gen := Classify(err)
+	r.mu.Lock()
+	r.attempted++
+	r.failed++
+	if r.errs == nil {
+		r.errs = map[string]int64{}
+	}
+	r.errs[kind]++
+	if gen != "" && r.generator == "" {
+		r.generator = gen
+	}
+	r.mu.Unlock()
+}
+
+func (r *recorder) limit(why string) {
+	r.mu.Lock()
+	if r.generator == "" {
+		r.generator = why
+	}
+	r.mu.Unlock()
+}
+
+// trial fills a capacity.Trial from the recorder.
+func (r *recorder) trial(d time.Duration) capacity.Trial {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	slices.Sort(r.lat)
+	t := capacity.Trial{Duration: d, Attempted: r.attempted, Failed: r.failed, Bytes: r.bytes, Errors: r.errs, GeneratorLimit: r.generator}
+	t.P50, t.P95, t.P99 = pct(r.lat, 50), pct(r.lat, 95), pct(r.lat, 99)
+	if n := len(r.lat); n > 0 {
+		t.Max = r.lat[n-1]
+	}
+	return t
+}
+
+// pct is the nearest-rank percentile of sorted.
+func pct(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	k := int(math.Ceil(p/100*float64(len(sorted)))) - 1
+	return sorted[min(max(k, 0), len(sorted)-1)]
+}
+
+// Classify names a failure's kind and, when the generator caused it, the
+// generator limit it shows ("" for the device's failures).
+func Classify(err error) (kind, generator string) {
+	var ne net.Error
+	switch {
+	case errors.Is(err, syscall.EMFILE):
+		return "open-files", "open files: connect failed with EMFILE (raise ulimit -n)"
+	case errors.Is(err, syscall.ENFILE):
+		return "system-files", "system files: connect failed with ENFILE (fs.file-max)"
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
+		return "ports", "ports: connect failed with EADDRNOTAVAIL (the port range towards the target is used up)"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "refused", ""
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return "reset", ""
+	case errors.Is(err, errNotOpened):
+		return "not-opened", ""
+	case errors.Is(err, errNoClose):
+		return "no-close", ""
+	case errors.Is(err, errStatus):
+		return "http-status", ""
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "closed", ""
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timeout", ""
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return "unreachable", ""
+	}
+	return "other", ""
+}
+
+var errStatus = errors.New("probe: HTTP status not 2xx")
+
+// watch measures a trial's CPU use and checks the generator's limits.
+type watch struct {
+	p     *Prober
+	start time.Time
+	cpu   time.Duration
+	cpuOK bool
+}
+
+func (p *Prober) startWatch() *watch {
+	w := &watch{p: p, start: time.Now()}
+	w.cpu, w.cpuOK = cpuTime()
+	return w
+}
+
+// cpuLimit returns a generator limit when the process was CPU-bound.
+func (w *watch) cpuLimit() string {
+	now, ok := cpuTime()
+	wall := time.Since(w.start)
+	if !ok || !w.cpuOK || wall <= 0 || w.p.o.CPUBusy >= 1 {
+		return ""
+	}
+	cores := runtime.GOMAXPROCS(0)
+	busy := float64(now-w.cpu) / float64(wall) / float64(cores)
+	if busy > w.p.o.CPUBusy {
+		return fmt.Sprintf("CPU saturated: %.0f%% of %d cores (over %.0f%%)", busy*100, cores, w.p.o.CPUBusy*100)
+	}
+	return ""
+}
+
+// preflight checks the generator's limits for conns connections to the
+// target, as diag does for a worker; a limit it shows is returned.
+func (p *Prober) preflight(conns int) string {
+	l, _ := p.o.Limits()
+	tw, _ := diag.TimeWait([]netip.AddrPort{p.dst})
+	for _, w := range diag.Check(l, diag.Plan{Users: conns, PerDestination: map[netip.AddrPort]int{p.dst: conns}}, tw) {
+		switch w.Kind {
+		case diag.KindOpenFiles, diag.KindSystemFiles, diag.KindPorts:
+			return w.Kind + ": " + w.Message
+		}
+	}
+	return ""
+}
+
+// fdRoom is how many more descriptors the process may open (-1: unknown).
+func (p *Prober) fdRoom() int {
+	l, err := p.o.Limits()
+	if err != nil || l.OpenFiles < 0 || l.FilesInUse < 0 {
+		return -1
+	}
+	return int(l.OpenFiles - l.FilesInUse)
+}
+
+func (p *Prober) dial(ctx context.Context) (*net.TCPConn, error) {
+	d := net.Dialer{Timeout: p.o.ConnectTimeout}
+	c, err := d.DialContext(ctx, "tcp4", p.o.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("probe: connect: %w", err)
+	}
+	return c.(*net.TCPConn), nil
+}
+
+// httpConn is one keep-alive connection's reader.
+type httpConn struct {
+	c  *net.TCPConn
+	br *bufio.Reader
+}
+
+// do sends req and reads one response, returning the body's length; a
+// non-2xx status is an error wrapping errStatus.
+func (p *Prober) do(h *httpConn, req []byte) (int64, error) {
+	if err := h.c.SetDeadline(time.Now().Add(p.o.Timeout)); err != nil {
+		return 0, fmt.Errorf("probe: deadline: %w", err)
+	}
+	if _, err := h.c.Write(req); err != nil {
+		return 0, fmt.Errorf("probe: request: %w", err)
+	}
+	resp, err := http.ReadResponse(h.br, nil)
+	if err != nil {
+		return 0, fmt.Errorf("probe: response: %w", err)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return n, fmt.Errorf("probe: body: %w", err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return n, fmt.Errorf("%w: %d", errStatus, resp.StatusCode)
+	}
+	return n, nil
+}
+
+func newHTTPConn(c *net.TCPConn) *httpConn {
+	return &httpConn{c: c, br: bufio.NewReaderSize(c, 16<<10)}
+}
