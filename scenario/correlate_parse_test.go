@@ -31,6 +31,8 @@ func TestCorrelationParseErrors(t *testing.T) {
 		{"check unknown", "users: [{name: U, tasks: [{path: /a, checks: {xml: 1}}]}]", `unknown field "xml"`},
 		{"unset env in path", "users: [{name: U, tasks: [{path: '/a/${token}'}]}]", "environment variable token is not set, nor is it a variable, capture or feed column"},
 		{"feed column without feed", "users: [{name: U, tasks: [{path: '/a/${ids.id}'}]}]", "no feed of this user class has that column"},
+		{"parallel with a capture", "http: {http2: true}\nusers: [{name: U, tasks: [{name: t, parallel: true, requests: [{path: /a, capture: {x: {status: true}}}, {path: /b}]}]}]",
+			"users[0].tasks[0].parallel: a parallel task sends its requests at once: they cannot read or write the user's variables"},
 		{"template in json key", "users: [{name: U, variables: {k: a}, tasks: [{path: /a, json: {'${k}': 1}}]}]", "reads a user variable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
