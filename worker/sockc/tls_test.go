@@ -62,7 +62,7 @@ func TestTLSEcho(t *testing.T) {
 		insecure bool
 		kind     httpc.Kind // of the dial error; Other: none
 	}{
-		{"unverified certificate refused", false, httpc.TLS},
+		{"unverified certificate refused", false, httpc.TLSCertificate},
 		{"insecure", true, httpc.Other},
 	}
 	for _, tt := range tests {
