@@ -18,6 +18,8 @@ type loopState struct {
 	// index is the incremental bookkeeping of nodes, re-dispatch and
 	// final reports, kept as they change (node.go; see ix).
 	index loopIndex
+
+	feeds feedState // unique feeds' cursors (feeds.go)
 }
 
 func (s *loopState) init(o *Options) {

@@ -422,6 +422,9 @@ func (m *Master) handleMessage(in inbound) (stateChange bool) {
 	case protocol.TypeCicadaWarning, protocol.TypeCicadaSecondRoundResult:
 		m.cicadaMessage(id, msg)
 		return false
+	case protocol.TypeCicadaFeedTake:
+		m.feedTake(id, msg)
+		return false
 	default:
 		m.logf(slog.LevelWarn, "unknown message type", "Unknown message type received from worker %s (index %d): %s", id, m.index(id), msg.Type)
 		return false

@@ -20,6 +20,21 @@
 // involved. Unknown fields are errors. Errors name the file, line, column
 // and field.
 //
+// A name declared in a user class by variables, a capture or a feed's
+// columns is the user's variable instead: ${name} in a path, header value,
+// body, JSON string or string check is read for each request at run time
+// (templates are compiled at load; requests without any stay fixed data,
+// sent without work per request). Captures read JSON paths, regular
+// expressions, headers, cookies and the status; checks add JSON path
+// equals/exists, regular expressions and headers. Feeds (CSV, JSON lines)
+// give rows sequentially, at random, or once across the cluster (mode
+// unique: the cicada master hands out row numbers, FeedBatch at a time;
+// a Python Locust master cannot, and such users stop with a FEED
+// failure). doc/scenario.md is the reference of every field.
+//
+// Deliberate differences from Locust: a templated path without a name is
+// reported under the template (/orders/${id}), one row for all values.
+//
 // The http block's http2, streams and tls options and a task's parallel
 // flag (issue 16) are described in tls.go; TLS files are read at load,
 // relative to the scenario file's directory.
@@ -27,12 +42,12 @@ package scenario
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -139,8 +154,10 @@ func Parse(name string, data []byte, lookup func(string) (string, bool)) (*File,
 type parser struct {
 	file   string
 	lookup func(string) (string, bool)
-	tls    *tlsBlock    // the http.tls block, if any (tls.go)
-	par    []parallelAt // the parallel: true of tasks, checked against http2
+	feeds  map[string]*feed // the file's feeds by name
+	cls    *classCtx        // the user class being read, if it has variables
+	tls    *tlsBlock        // the http.tls block, if any (tls.go)
+	par    []parallelAt     // the parallel: true of tasks, checked against http2
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
@@ -212,7 +229,7 @@ func (p *parser) str(n *yaml.Node, field string) (string, error) {
 	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
 		return "", p.errf(n, field, "must be a string, not %s", kindName(n))
 	}
-	s, err := expand(n.Value, p.lookup)
+	s, err := p.expandStatic(n.Value)
 	if err != nil {
 		return "", p.errf(n, field, "%v", err)
 	}
@@ -331,6 +348,8 @@ func (p *parser) file_(root *yaml.Node) (*File, error) {
 			usersNode = v
 		case "stages":
 			f.Stages, err = p.stages(v, field)
+		case "feeds":
+			err = p.feedList(v, field)
 		case "load":
 			f.Load, err = p.load(v, field)
 		case "thresholds":
@@ -479,9 +498,17 @@ func (p *parser) userClass(n *yaml.Node, path string) (worker.UserClass, error) 
 	var onStart, onStop []*request
 	var classTags []string
 	var sock socketClass // kind, url, headers (socket.go)
-	err := p.fields(n, path, func(key string, v *yaml.Node, field string) error {
+	cc, err := p.classContext(n, path)
+	if err != nil {
+		return uc, err
+	}
+	p.cls = cc
+	defer func() { p.cls = nil }()
+	err = p.fields(n, path, func(key string, v *yaml.Node, field string) error {
 		var err error
 		switch key {
+		case "variables", "feed":
+			// read by classContext
 		case "kind", "url", "headers":
 			err = p.socketClassField(&sock, key, v, field)
 		case "name":
@@ -526,8 +553,12 @@ func (p *parser) userClass(n *yaml.Node, path string) (worker.UserClass, error) 
 		return uc, err
 	}
 	err = p.list(tasksNode, path+".tasks", func(i int, item *yaml.Node, field string) error {
+		before := len(cc.tasks)
 		t, err := p.classTask(&sock, item, field)
 		t.Tags = mergeTags(classTags, t.Tags)
+		if len(cc.tasks) == before {
+			cc.tasks = append(cc.tasks, nil) // not HTTP requests (a socket task)
+		}
 		uc.Tasks = append(uc.Tasks, t)
 		return err
 	})
@@ -536,6 +567,9 @@ func (p *parser) userClass(n *yaml.Node, path string) (worker.UserClass, error) 
 	}
 	if len(uc.Tasks) == 0 {
 		return uc, p.errf(tasksNode, path+".tasks", "needs at least one task")
+	}
+	if classRuntime(&uc, cc, onStart, onStop) { // correlate.go
+		return uc, nil
 	}
 	if onStart != nil {
 		uc.OnStartRequests = asRequests(onStart)
@@ -611,6 +645,14 @@ type request struct {
 	req    httpc.Request
 	expect *worker.Expect
 	json   bool
+	// read at run time (correlate.go); dyn is nil for a fixed request
+	pathT template
+	hdrT  []template // aligned with req.Headers
+	bodyT *template
+	ext   *extChecks
+	caps  []capture
+	dyn   *dynRequest
+	why   string // worker.Request.Dynamic
 }
 
 // task reads a task: a single request (method, path, name, ...; its name is
@@ -672,9 +714,17 @@ func (p *parser) task(n *yaml.Node, path string) (worker.Task, error) {
 	}
 	t.Requests = asRequests(reqs)
 	t.Fn = worker.RequestsFunc(t.Requests)
+	if p.cls != nil {
+		p.cls.tasks = append(p.cls.tasks, reqs)
+	}
 	if parallel {
 		if isSingle {
 			return t, p.errf(parNode, path+".parallel", "needs a list of requests")
+		}
+		for _, r := range reqs {
+			if r.dyn != nil {
+				return t, p.errf(parNode, path+".parallel", "a parallel task sends its requests at once: they cannot read or write the user's variables, capture or check beyond status (%s)", r.why)
+			}
 		}
 		t.Parallel = true
 		t.Fn = worker.ParallelRequestsFunc(t.Requests)
@@ -719,37 +769,37 @@ func (p *parser) requestField(r *request, key string, v *yaml.Node, field string
 		}
 		r.req.Method = m
 	case "path":
-		r.req.Path, err = p.str(v, field)
+		r.pathT, err = p.tmpl(v, field)
+		r.req.Path = r.pathT.text
 		if err == nil && r.req.Path == "" {
 			err = p.errf(v, field, "must not be empty")
 		}
 	case "name":
 		r.req.Name, err = p.str(v, field)
 	case "headers":
-		r.req.Headers, err = p.headers(v, field)
+		r.req.Headers, r.hdrT, err = p.headersT(v, field)
 	case "body":
 		if r.req.Body != nil {
 			return p.errf(v, field, "a request has body or json, not both")
 		}
-		var s string
-		s, err = p.str(v, field)
-		r.req.Body = []byte(s)
+		var t template
+		t, err = p.tmpl(v, field)
+		r.req.Body = []byte(t.text)
+		r.bodyT = &t
 	case "json":
 		if r.req.Body != nil {
 			return p.errf(v, field, "a request has body or json, not both")
 		}
-		var val any
-		val, err = p.plain(v, field)
+		r.bodyT, err = p.jsonBody(v, field)
 		if err == nil {
-			r.req.Body, err = json.Marshal(val)
-			if err != nil {
-				err = p.errf(v, field, "cannot encode as JSON: %v", err)
-			}
+			r.req.Body = []byte(r.bodyT.text)
 			r.json = true
 		}
 	case "checks":
 		r.expect = &worker.Expect{}
-		err = p.checks(v, field, r.expect)
+		err = p.checks(v, field, r.expect, r)
+	case "capture":
+		err = p.captures(v, field, r)
 	default:
 		return errUnknown
 	}
@@ -763,19 +813,15 @@ func (p *parser) finishRequest(r *request, n *yaml.Node, path string) error {
 	if r.req.Method == "" {
 		r.req.Method = "GET"
 	}
-	if r.json {
+	if r.json && !slices.ContainsFunc(r.req.Headers, func(h httpc.Header) bool { return strings.EqualFold(h.Key, "Content-Type") }) {
 		// A Content-Type given in headers wins over the one json implies.
-		for _, h := range r.req.Headers {
-			if strings.EqualFold(h.Key, "Content-Type") {
-				return nil
-			}
-		}
 		r.req.Headers = append(r.req.Headers, httpc.Header{Key: "Content-Type", Value: "application/json"})
+		r.hdrT = append(r.hdrT, template{text: "application/json", static: true})
 	}
-	return nil
+	return p.finishDynamic(r)
 }
 
-func (p *parser) checks(n *yaml.Node, path string, e *worker.Expect) error {
+func (p *parser) checks(n *yaml.Node, path string, e *worker.Expect, r *request) error {
 	return p.fields(n, path, func(key string, v *yaml.Node, field string) error {
 		switch key {
 		case "status":
@@ -791,11 +837,7 @@ func (p *parser) checks(n *yaml.Node, path string, e *worker.Expect) error {
 				e.Status = append(e.Status, c)
 			}
 		case "body_contains":
-			ss, err := p.strOrList(v, field)
-			if err != nil {
-				return err
-			}
-			e.BodyContains = append(e.BodyContains, ss...)
+			return p.bodyContains(v, field, e, r)
 		case "max_response_time":
 			d, err := p.duration(v, field, time.Millisecond)
 			if err != nil {
@@ -803,7 +845,7 @@ func (p *parser) checks(n *yaml.Node, path string, e *worker.Expect) error {
 			}
 			e.MaxResponseTime = d
 		default:
-			return errUnknown
+			return p.extCheck(key, v, field, r)
 		}
 		return nil
 	})
@@ -859,7 +901,7 @@ func (p *parser) plain(n *yaml.Node, field string) (any, error) {
 func asRequests(reqs []*request) []worker.Request {
 	out := make([]worker.Request, len(reqs))
 	for i, r := range reqs {
-		out[i] = worker.Request{HTTP: r.req, Expect: r.expect}
+		out[i] = worker.Request{HTTP: r.req, Expect: r.expect, Dynamic: r.why}
 	}
 	return out
 }

@@ -8,6 +8,7 @@
 //	/bytes/<n>       an n-byte body (0 to MaxObjectSize, 16 MiB): the throughput test's objects
 //	/delay/<ms>      waits ms milliseconds (at most Options.MaxDelay), then serves the page
 //	/_cicada/stats   the counters as JSON (not counted as a request)
+//	/auth/login      POST {"user", "password"}: a token; /auth/* else needs it (401), see auth.go
 //	/_cicada/stall?ms=N  every response paused for N ms from now (stall.go)
 //	/ws              WebSocket echo (see WSPath); /ws/set-cookie?k=v sets cookie k=v
 //	POST, PUT, PATCH any other path: the length of the request body, in decimal
@@ -373,6 +374,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	s.requests.Add(1)
+	if hasPrefix(path, prefixAuth) {
+		s.serveAuth(ctx) // auth.go
+		return
+	}
 	if ctx.IsPost() || ctx.IsPut() || ctx.IsPatch() {
 		ctx.SetContentType("text/plain; charset=utf-8")
 		var b [24]byte

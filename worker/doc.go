@@ -104,6 +104,12 @@
 // stats report under "cicada_phases" (package stats), which Python masters
 // ignore.
 //
+// A request whose success depends on more than an Expect goes through
+// User.DoCheck with a Checker (package scenario's captures and body
+// checks); Request.Dynamic marks requests that are not fixed data, which a
+// data runtime refuses. User.Index and Worker.CicadaMaster serve the
+// scenario's generators and unique feeds.
+//
 // Task.Socket gives a WebSocket or raw TCP task as data (SocketFunc,
 // User.SocketStep, User.WebSocket, User.TCPConn; package worker/sockc):
 // the user holds the connection across tasks, each exchange is a request

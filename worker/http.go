@@ -111,6 +111,12 @@ func (e *Expect) check(resp *httpc.Response, name string) error {
 	return nil
 }
 
+// Check is check for the Checker interface: the response's failure under
+// e (nil e: the default, status below 400), or nil.
+func (e *Expect) Check(resp *httpc.Response, req *httpc.Request) error {
+	return e.check(resp, req.Name)
+}
+
 // CheckError is a failed response check. Its message is what Locust records
 // for response.failure(msg) in a catch_response block:
 // CatchResponseError('msg').
@@ -152,11 +158,11 @@ func (u *User) doDiscard(ctx context.Context, req *httpc.Request, expect *Expect
 	return err
 }
 
-func (u *User) do(ctx context.Context, req *httpc.Request, expect *Expect, resp *httpc.Response) error {
-	return u.send(ctx, req, expect, resp, true)
+func (u *User) do(ctx context.Context, req *httpc.Request, chk Checker, resp *httpc.Response) error {
+	return u.send(ctx, req, chk, resp, true)
 }
 
-func (u *User) send(ctx context.Context, req *httpc.Request, expect *Expect, resp *httpc.Response, track bool) error {
+func (u *User) send(ctx context.Context, req *httpc.Request, chk Checker, resp *httpc.Response, track bool) error {
 	method := req.Method
 	if method == "" {
 		method = "GET"
@@ -177,7 +183,7 @@ func (u *User) send(ctx context.Context, req *httpc.Request, expect *Expect, res
 		u.recordHTTP(method, req.StatsName(), resp.Duration, 0, err.Error(), &resp.Phases) // phases.go
 		return err
 	}
-	fail := expect.check(resp, req.Name)
+	fail := chk.Check(resp, req)
 	failure := ""
 	if fail != nil {
 		failure = fail.Error()

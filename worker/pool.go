@@ -31,6 +31,7 @@ type env struct {
 	defHost    string                 // the scenario's host
 	masterHost atomic.Pointer[string] // the host of the last spawn, if any
 	configs    clientConfigs
+	worker     *Worker   // the worker running the pool (User.Worker)
 	socks      socketEnv // socket tasks' options and counters (socket.go)
 }
 

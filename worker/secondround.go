@@ -108,7 +108,7 @@ func (u *User) sendProbe(r *secondRound) {
 	}
 	resp := respPool.Get().(*httpc.Response)
 	defer respPool.Put(resp)
-	if err := u.do(u.ctx, req, nil, resp); err != nil {
+	if err := u.do(u.ctx, req, (*Expect)(nil), resp); err != nil {
 		k := httpc.Classify(err)
 		label := k.String()
 		if k.GeneratorSide() {

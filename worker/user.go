@@ -64,6 +64,12 @@ type Request struct {
 	HTTP httpc.Request
 	// Expect are the response checks; nil means any status below 400.
 	Expect *Expect
+	// Dynamic, if not empty, says why this request is not fixed data
+	// (templates filled from the user's variables, captures, checks
+	// that only Go code runs): a runtime that sends requests as data
+	// (the data plane) refuses it with this reason. The task's Fn sends
+	// it.
+	Dynamic string
 }
 
 // RequestsFunc returns a task that sends reqs in order with User.DoDiscard.

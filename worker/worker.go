@@ -144,6 +144,7 @@ func New(opts Options, sc Scenario) (*Worker, error) {
 	w.conns = httpOpts.Counters
 	w.env = &env{rec: w.rec, log: w.log, onExc: w.reportException, httpOpts: httpOpts, defHost: sc.Host}
 	w.env.configs.sources = opts.SourceIPs
+	w.env.worker = w
 	w.pool = newPool(w.env, w.classes)
 	w.pool.exact = sc.ExactClassNames
 	w.exc.rate = opts.ExceptionRate

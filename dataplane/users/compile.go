@@ -189,6 +189,8 @@ func (p *plan) add(where string, r *worker.Request) (int, error) {
 	}
 	pr := planRequest{where: where, method: method, name: hr.StatsName(), path: hr.Path, body: hr.Body}
 	switch {
+	case r.Dynamic != "":
+		return 0, refused(where, "%s: the data plane sends fixed requests only (no variables, captures, feeds or checks beyond status)", r.Dynamic)
 	case strings.ContainsAny(method, " \t\r\n\x00/"):
 		return 0, refused(where+" method", "invalid method %q", method)
 	case strings.HasPrefix(hr.Path, "http://") || strings.HasPrefix(hr.Path, "https://"):
