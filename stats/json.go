@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/cicada-load/cicada/internal/pyrepr"
 )
@@ -71,17 +70,17 @@ func (s *Stats) AppendJSON(dst []byte, extra ...[]byte) []byte {
 func (e *mentry) appendJSON(dst []byte, buckets []bucket) []byte {
 	key := func(k string) {
 		dst = append(dst, "\n        "...)
-		dst = AppendJSONString(dst, k)
+		dst = pyrepr.AppendJSONString(dst, k)
 		dst = append(dst, ": "...)
 	}
 	key("name")
-	dst = AppendJSONString(dst, e.name)
+	dst = pyrepr.AppendJSONString(dst, e.name)
 	dst = append(dst, ',')
 	key("method")
 	if e.methodNil {
 		dst = append(dst, "null"...)
 	} else {
-		dst = AppendJSONString(dst, e.method)
+		dst = pyrepr.AppendJSONString(dst, e.method)
 	}
 	dst = append(dst, ',')
 	key("last_request_timestamp")
@@ -148,59 +147,4 @@ func (e *mentry) appendJSON(dst []byte, buckets []bucket) []byte {
 	dict("num_reqs_per_sec", func(i int) int64 { return reqs[i].Key }, func(i int) int64 { return reqs[i].N }, len(reqs), false)
 	dict("num_fail_per_sec", func(i int) int64 { return fails[i].Key }, func(i int) int64 { return fails[i].N }, len(fails), true)
 	return dst
-}
-
-// AppendJSONString appends s as Python's json.dumps writes a str with
-// ensure_ascii (the default): ", \ and control characters escaped, every
-// non-ASCII character as \uXXXX (a surrogate pair above U+FFFF), invalid
-// UTF-8 as U+FFFD.
-func AppendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	u := func(r rune) {
-		dst = append(dst, '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
-	}
-	dst = append(dst, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch c {
-			case '"':
-				dst = append(dst, '\\', '"')
-			case '\\':
-				dst = append(dst, '\\', '\\')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			default:
-				if c < 0x20 || c == 0x7f {
-					if c == 0x7f { // Python leaves DEL as is
-						dst = append(dst, c)
-					} else {
-						u(rune(c))
-					}
-				} else {
-					dst = append(dst, c)
-				}
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-		if r > 0xffff {
-			r -= 0x10000
-			u(0xd800 + (r>>10)&0x3ff)
-			u(0xdc00 + r&0x3ff)
-			continue
-		}
-		u(r)
-	}
-	return append(dst, '"')
 }

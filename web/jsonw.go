@@ -3,7 +3,6 @@ package web
 import (
 	"math"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/cicada-load/cicada/internal/pyrepr"
 )
@@ -81,12 +80,12 @@ func (w *jsonWriter) endArray()    { w.close(']') }
 // key writes the next object key and the ": " separator.
 func (w *jsonWriter) key(k string) {
 	w.elem()
-	w.buf = appendPyString(w.buf, k)
+	w.buf = pyrepr.AppendJSONString(w.buf, k)
 	w.buf = append(w.buf, ':', ' ')
 }
 
 // Value writers (after key or elem).
-func (w *jsonWriter) str(s string)    { w.buf = appendPyString(w.buf, s) }
+func (w *jsonWriter) str(s string)    { w.buf = pyrepr.AppendJSONString(w.buf, s) }
 func (w *jsonWriter) null()           { w.buf = append(w.buf, "null"...) }
 func (w *jsonWriter) int(v int64)     { w.buf = strconv.AppendInt(w.buf, v, 10) }
 func (w *jsonWriter) float(v float64) { w.buf = appendPyFloat(w.buf, v) }
@@ -136,59 +135,4 @@ func appendPyFloat(b []byte, f float64) []byte {
 		return append(b, "null"...)
 	}
 	return pyrepr.AppendFloat(b, f)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendPyString appends s as a JSON string the way Python's json module
-// does with ensure_ascii=True: \" \\ \n \r \t \b \f escaped by name, other
-// control characters and everything outside printable ASCII (including DEL)
-// as \uXXXX with lower-case hex, astral characters as surrogate pairs.
-// Invalid UTF-8 bytes are written as U+FFFD.
-func appendPyString(b []byte, s string) []byte {
-	b = append(b, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c < 0x7f && c != '"' && c != '\\' {
-			b = append(b, c)
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			switch c {
-			case '"':
-				b = append(b, '\\', '"')
-			case '\\':
-				b = append(b, '\\', '\\')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
-				b = appendU4(b, rune(c))
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-		if r >= 0x10000 {
-			r -= 0x10000
-			b = appendU4(b, 0xd800+(r>>10))
-			b = appendU4(b, 0xdc00+(r&0x3ff))
-			continue
-		}
-		b = appendU4(b, r)
-	}
-	return append(b, '"')
-}
-
-func appendU4(b []byte, r rune) []byte {
-	return append(b, '\\', 'u', hexDigits[r>>12&0xf], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf])
 }

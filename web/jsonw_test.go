@@ -24,25 +24,6 @@ func TestAppendPyFloat(t *testing.T) {
 	}
 }
 
-func TestAppendPyString(t *testing.T) {
-	// Expected values are Python's json.dumps(s) (ensure_ascii=True).
-	tests := []struct{ in, want string }{
-		{"plain", `"plain"`},
-		{`a"b\c`, `"a\"b\\c"`},
-		{"tab\tnl\ncr\rbs\bff\f", `"tab\tnl\ncr\rbs\bff\f"`},
-		{"\x01\x1f\x7f", `"\u0001\u001f\u007f"`},
-		{"é", `"\u00e9"`},
-		{"😀", `"\ud83d\ude00"`},
-		{"<script>&'", `"<script>&'"`},
-		{"bad\xffutf8", `"bad\ufffdutf8"`},
-	}
-	for _, tt := range tests {
-		if got := string(appendPyString(nil, tt.in)); got != tt.want {
-			t.Errorf("appendPyString(%q) = %s; want %s", tt.in, got, tt.want)
-		}
-	}
-}
-
 func TestJSONWriterLayout(t *testing.T) {
 	var w jsonWriter
 	w.beginObject()
@@ -84,33 +65,6 @@ func TestJSONWriterLayout(t *testing.T) {
 	if got := string(w.bytes()); got != want {
 		t.Errorf("jsonWriter output =\n%s\nwant\n%s", got, want)
 	}
-}
-
-func FuzzAppendPyString(f *testing.F) {
-	for _, s := range []string{"", "a\"b", "é😀", "\x00\xff", "</script>", "\x89\x80"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		b := appendPyString(nil, s)
-		var got string
-		if err := json.Unmarshal(b, &got); err != nil {
-			t.Fatalf("appendPyString(%q) = %s: invalid JSON: %v", s, b, err)
-		}
-		// Each invalid byte becomes one U+FFFD, as in Python's
-		// errors="replace" and Go's range over a string.
-		var want strings.Builder
-		for _, r := range s {
-			want.WriteRune(r)
-		}
-		if got != want.String() {
-			t.Fatalf("round trip of %q = %q; want %q", s, got, want.String())
-		}
-		for _, c := range b {
-			if c >= 0x7f || c < 0x20 {
-				t.Fatalf("appendPyString(%q) = %s: non-ASCII byte %#x", s, b, c)
-			}
-		}
-	})
 }
 
 func FuzzAppendPyFloat(f *testing.F) {

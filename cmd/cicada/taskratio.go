@@ -144,7 +144,7 @@ func writeRatioJSON(b *strings.Builder, rows []ratioNode, level int) {
 	in := strings.Repeat("    ", level+1)
 	b.WriteString("{\n")
 	for i, r := range rows {
-		b.WriteString(in + pyJSONString(r.name) + ": {\n")
+		b.WriteString(in + string(pyrepr.AppendJSONString(nil, r.name)) + ": {\n")
 		b.WriteString(in + `    "ratio": ` + pyrepr.Float(r.ratio))
 		if r.tasks != nil {
 			b.WriteString(",\n" + in + `    "tasks": `)
@@ -157,37 +157,4 @@ func writeRatioJSON(b *strings.Builder, rows []ratioNode, level int) {
 		b.WriteString("\n")
 	}
 	b.WriteString(strings.Repeat("    ", level) + "}")
-}
-
-// pyJSONString quotes s as Python's json.dumps does (ensure_ascii).
-func pyJSONString(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"':
-			b.WriteString(`\"`)
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\b':
-			b.WriteString(`\b`)
-		case r == '\f':
-			b.WriteString(`\f`)
-		case r < 0x20 || r >= 0x7f && r <= 0xffff:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		case r > 0xffff:
-			r -= 0x10000
-			fmt.Fprintf(&b, `\u%04x\u%04x`, 0xd800+(r>>10), 0xdc00+(r&0x3ff))
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
 }

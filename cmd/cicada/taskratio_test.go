@@ -159,23 +159,6 @@ func TestShowTaskRatioAsLocust(t *testing.T) {
 	}
 }
 
-// TestTaskRatioJSONStrings: class and task names are quoted as Python's
-// json.dumps does (ensure_ascii).
-func TestTaskRatioJSONStrings(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"plain", `"plain"`},
-		{`q"b\`, `"q\"b\\"`},
-		{"tab\tnl\n", `"tab\tnl\n"`},
-		{"\x01\x7f", `"\u0001\u007f"`},
-		{"café", `"caf\u00e9"`},
-		{"😀", `"\ud83d\ude00"`},
-	} {
-		if got := pyJSONString(tc.in); got != tc.want {
-			t.Errorf("pyJSONString(%q) = %s; want %s", tc.in, got, tc.want)
-		}
-	}
-}
-
 // TestShowTaskRatioNeedsScenario: a master without -f has no tasks to show.
 func TestShowTaskRatioNeedsScenario(t *testing.T) {
 	var out, errb bytes.Buffer

@@ -1,7 +1,8 @@
 // Package pyrepr formats values as Python's repr() does, for the texts
 // cicada shares with Locust: error keys and messages (an exception's repr,
 // as CatchResponseError('...') or ConnectionRefusedError(111, '...')), and
-// floats in CSV files, console tables and the web API. stats and
+// floats in CSV files, console tables and the web API; and strings as
+// Python's json.dumps quotes them (AppendJSONString). stats and
 // worker/httpc both use it, so the HTTP client needs no stats import.
 // Its outputs are compared with CPython's in stats' golden test.
 package pyrepr
@@ -116,4 +117,59 @@ func writeHex(b *strings.Builder, v uint32, digits int) {
 	for i := digits - 1; i >= 0; i-- {
 		b.WriteByte(hexdigits[(v>>(4*uint(i)))&0xf])
 	}
+}
+
+// AppendJSONString appends s as a JSON string the way Python's json.dumps
+// writes a str with ensure_ascii=True (its default): \" \\ \n \r \t \b \f
+// escaped by name, other control characters and everything outside
+// printable ASCII (DEL included) as \uXXXX with lower-case hex, characters
+// above U+FFFF as surrogate pairs. Invalid UTF-8 bytes are written as
+// U+FFFD. The web API's documents, --json and --show-task-ratio-json use it.
+func AppendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c < 0x7f && c != '"' && c != '\\' {
+			b = append(b, c)
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			switch c {
+			case '"':
+				b = append(b, '\\', '"')
+			case '\\':
+				b = append(b, '\\', '\\')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			default:
+				b = appendU4(b, rune(c))
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		if r >= 0x10000 {
+			r -= 0x10000
+			b = appendU4(b, 0xd800+(r>>10))
+			b = appendU4(b, 0xdc00+(r&0x3ff))
+			continue
+		}
+		b = appendU4(b, r)
+	}
+	return append(b, '"')
+}
+
+func appendU4(b []byte, r rune) []byte {
+	const hex = "0123456789abcdef"
+	return append(b, '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
 }

@@ -1,9 +1,11 @@
 package pyrepr
 
 import (
+	"encoding/json"
 	"math"
 	"strconv"
 	"testing"
+	"unicode/utf8"
 )
 
 // The full comparison with CPython is stats' TestGoldenPythonRepr; these
@@ -76,6 +78,50 @@ func FuzzFloat(f *testing.F) {
 		back, err := strconv.ParseFloat(s, 64)
 		if err != nil || back != v {
 			t.Fatalf("ParseFloat(Float(%v) = %q) = %v, %v", v, s, back, err)
+		}
+	})
+}
+
+// TestAppendJSONString: strings are quoted as Python's json.dumps does
+// (ensure_ascii), DEL included (json.dumps("\x7f") is "\u007f").
+func TestAppendJSONString(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", `""`},
+		{"plain", `"plain"`},
+		{`q"b\`, `"q\"b\\"`},
+		{"tab\tnl\n\r\b\f", `"tab\tnl\n\r\b\f"`},
+		{"\x01\x7f", `"\u0001\u007f"`},
+		{"café", `"caf\u00e9"`},
+		{"😀", `"\ud83d\ude00"`},
+		{"\xff", `"\ufffd"`},
+		{"bad\xffutf8", `"bad\ufffdutf8"`},
+		{"<script>&'", `"<script>&'"`},
+	} {
+		if got := string(AppendJSONString(nil, tc.in)); got != tc.want {
+			t.Errorf("AppendJSONString(%q) = %s; want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+// FuzzAppendJSONString: the output is ASCII JSON that decodes back to the
+// input (valid UTF-8).
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{"", "a", "\"\\\n\t\x00\x7f", "é😀", "\xff\xfe"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		b := AppendJSONString(nil, s)
+		var back string
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatalf("%q → %s: %v", s, b, err)
+		}
+		if utf8.ValidString(s) && back != s {
+			t.Fatalf("%q → %s → %q", s, b, back)
+		}
+		for _, c := range b {
+			if c >= 0x80 {
+				t.Fatalf("%q → %s: not ASCII", s, b)
+			}
 		}
 	})
 }
