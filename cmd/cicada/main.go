@@ -54,7 +54,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "convert" {
 		return runConvert(args[1:], stdout, stderr)
 	}
-	processArgs = args // --worker --processes passes them on (options.go)
 	p := config.NewParser(stderr, nil, "", "")
 	fs := p.FlagSet()
 	fs.Usage = func() {
@@ -83,7 +82,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cicada: error: %v\n", err)
 		return 2
 	}
-	return runMode(cfg, dp, stdout, stderr)
+	return runMode(cfg, dp, args, stdout, stderr)
 }
 
 // trimUsage drops the "config: usage: " prefix from a parse error.

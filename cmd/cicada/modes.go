@@ -72,6 +72,7 @@ type app struct {
 	stderr io.Writer
 	log    *slog.Logger
 	logOut io.Writer // where log lines go (stderr, --logfile or nowhere)
+	args   []string  // the command line, which --worker --processes passes on (options.go)
 	file   *scenario.File
 	// statsFormat is the master's table and CSV layout, shared with the
 	// web UI's downloads and the HTML report.
@@ -82,8 +83,8 @@ type app struct {
 	learnClasses bool
 }
 
-func runMode(cfg *config.Config, dp *dataplaneOpts, stdout, stderr io.Writer) int {
-	a := &app{cfg: cfg, dp: dp, stdout: stdout, stderr: stderr}
+func runMode(cfg *config.Config, dp *dataplaneOpts, args []string, stdout, stderr io.Writer) int {
+	a := &app{cfg: cfg, dp: dp, args: args, stdout: stdout, stderr: stderr}
 	closeLog, err := a.setupLogging()
 	if err != nil {
 		fmt.Fprintf(stderr, "cicada: %v\n", err)

@@ -16,11 +16,7 @@ import (
 // --show-task-ratio(-json), --equal-weights and --worker --processes N.
 // optionActors (options_test.go) lists who acts on every option.
 
-// processArgs are the command-line arguments of this process (set by run),
-// which --worker --processes passes on to its child workers.
-var processArgs []string
-
-// childArgs turns processArgs into a child's arguments (tests run the
+// childArgs turns the command line (app.args) into a child's arguments (tests run the
 // children through the test binary).
 var childArgs = func(args []string) []string { return args }
 
@@ -102,7 +98,7 @@ func (a *app) runWorkerProcesses(sig *shutdown.Signals, n int) int {
 	a.log.Info(fmt.Sprintf("Starting %d worker processes", n))
 	cmds := make([]*exec.Cmd, 0, n)
 	for i := range n {
-		cmd := exec.Command(self, childArgs(processArgs)...)
+		cmd := exec.Command(self, childArgs(a.args)...)
 		cmd.Stdout, cmd.Stderr = a.stdout, a.stderr
 		cmd.Env = append(os.Environ(), processChildEnv+"=1", processIndexEnv+"="+strconv.Itoa(i))
 		// Own process group: a terminal's Ctrl-C reaches the parent only,

@@ -37,7 +37,10 @@ func TestWorkerProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	prefix := filepath.Join(t.TempDir(), "OUT")
-	var out, errb bytes.Buffer
+	// The master writes its tables and its log to stderr from two
+	// goroutines: a synchronised buffer, as os.Stderr is.
+	var out bytes.Buffer
+	var errb syncBuffer
 	code := run([]string{"--master", "--headless", "--expect-workers", "2", "--expect-workers-max-wait", "30",
 		"--master-bind-host", "127.0.0.1", "--master-bind-port", strconv.Itoa(port),
 		"-u", "4", "-r", "4", "-t", "2s", "-f", scen, "-H", "http://" + srv.Addr().String(), "--csv", prefix}, &out, &errb)

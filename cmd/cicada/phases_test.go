@@ -21,7 +21,8 @@ func TestPhasesCSV(t *testing.T) {
 	srv := startTarget(t)
 	path := writeScenario(t, "users:\n  - name: Web\n    wait: constant(0.05)\n    tasks: [{path: /}]\n")
 	prefix := filepath.Join(t.TempDir(), "OUT")
-	var out, errb bytes.Buffer
+	var out bytes.Buffer
+	var errb syncBuffer // tables and log from two goroutines, as on os.Stderr
 	if code := run([]string{"-f", path, "--headless", "-u", "3", "-r", "100", "-t", "2s", "-H", srv.URL(), "--csv", prefix}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, errb.String())
 	}

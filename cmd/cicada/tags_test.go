@@ -27,7 +27,8 @@ func TestStandaloneTags(t *testing.T) {
       - {path: /browse}
 `)
 	prefix := filepath.Join(t.TempDir(), "OUT")
-	var out, errb bytes.Buffer
+	var out bytes.Buffer
+	var errb syncBuffer // tables and log from two goroutines, as on os.Stderr
 	code := run([]string{"-f", path, "--headless", "-u", "2", "-r", "100", "-t", "1s", "-H", srv.URL(), "--csv", prefix,
 		"-T", "smoke,nosuch", "-E", "slow"}, &out, &errb)
 	if code != 0 {

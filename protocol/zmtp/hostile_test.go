@@ -296,9 +296,9 @@ func testFailedHandshakesLeakNoFD(t *testing.T, m servingMode) {
 	wg.Wait()
 	waitFor(t, waitLong, "fd count back to baseline", func() bool { return fdCount(t) <= base+2 })
 	waitFor(t, waitLong, "connection goroutines gone", func() bool { return r.g.running() == r.baseGoroutines() })
-	if len(r.Peers()) != 0 {
-		t.Fatalf("peers after probes: %q", r.Peers())
-	}
+	// A probe that completed its handshake is a peer until the poller
+	// reads its close: the fd count can be back before that.
+	waitFor(t, waitLong, "no peers after the probes", func() bool { return len(r.Peers()) == 0 })
 	checkRouterWorks(t, r, "after-probes")
 }
 
