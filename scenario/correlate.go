@@ -532,11 +532,19 @@ func (p *parser) classContext(n *yaml.Node, path string) (*classCtx, error) {
 			if !fresh {
 				return p.errf(v, field, "variable %q is also a column of the feed %q", name, cc.feed.name)
 			}
+			v, each, err := p.each(v, field)
+			if err != nil {
+				return err
+			}
 			gen, err := p.generator(v, field)
 			if err != nil {
 				return err
 			}
-			cc.vars = append(cc.vars, varDef{slot: slot, gen: gen})
+			d := varDef{slot: slot, gen: gen, each: each}
+			cc.vars = append(cc.vars, d)
+			if each {
+				cc.eachVars = append(cc.eachVars, d)
+			}
 			return nil
 		})
 		if err != nil {
@@ -595,6 +603,37 @@ func (p *parser) classFeed(cc *classCtx, n *yaml.Node, field string) error {
 	return nil
 }
 
+// each splits a variable's `each:` off its generator: {random_int: [1,
+// 6], each: request} draws a new value before each request of the user
+// (as a Python task calling random.randint does), instead of once when
+// the user starts (each: user, the default).
+func (p *parser) each(n *yaml.Node, field string) (*yaml.Node, bool, error) {
+	if n.Kind != yaml.MappingNode {
+		return n, false, nil
+	}
+	var rest []*yaml.Node
+	each := false
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value != "each" {
+			rest = append(rest, n.Content[i], n.Content[i+1])
+			continue
+		}
+		switch v := n.Content[i+1]; v.Value {
+		case "request":
+			each = true
+		case "user":
+		default:
+			return nil, false, p.errf(v, field+".each", "%q is not request (a new value before each request) or user (one per user, the default)", v.Value)
+		}
+	}
+	if !each && len(rest) == len(n.Content) {
+		return n, false, nil
+	}
+	m := *n
+	m.Content = rest
+	return &m, each, nil
+}
+
 // generator reads a variable's value: a string (environment variables
 // expanded) or one generator.
 func (p *parser) generator(n *yaml.Node, field string) (func(*worker.User) string, error) {
@@ -603,7 +642,7 @@ func (p *parser) generator(n *yaml.Node, field string) (func(*worker.User) strin
 		return genConst(s), err
 	}
 	if n.Kind != yaml.MappingNode || len(n.Content) != 2 {
-		return nil, p.errf(n, field, "must be a string or one generator (counter, random_int, random_string, uuid, user_index, worker_index, now)")
+		return nil, p.errf(n, field, "must be a string or one generator (counter, random_int, random_choice, random_string, uuid, user_index, worker_index, now)")
 	}
 	key, v, f := n.Content[0].Value, n.Content[1], field+"."+n.Content[0].Value
 	switch key {
@@ -642,6 +681,19 @@ func (p *parser) generator(n *yaml.Node, field string) (func(*worker.User) strin
 			return nil, err
 		}
 		return genRandomInt(int64(lo), int64(hi)), nil
+	case "random_choice":
+		if v.Kind != yaml.SequenceNode || len(v.Content) == 0 || len(v.Content) > 10000 {
+			return nil, p.errf(v, f, "random_choice is a list of 1 to 10,000 values")
+		}
+		vals := make([]string, len(v.Content))
+		for i, c := range v.Content {
+			s, err := p.str(c, fmt.Sprintf("%s[%d]", f, i))
+			if err != nil {
+				return nil, err
+			}
+			vals[i] = s
+		}
+		return genRandomChoice(vals), nil
 	case "random_string":
 		k, err := p.int_(v, f, 1)
 		if err == nil && k > 4096 {
@@ -674,7 +726,7 @@ func (p *parser) generator(n *yaml.Node, field string) (func(*worker.User) strin
 		}
 		return nil, p.errf(v, f, "%q is not unix, unix_ms or rfc3339", s)
 	}
-	return nil, p.errf(n.Content[0], f, "unknown generator %q (counter, random_int, random_string, uuid, user_index, worker_index, now)", key)
+	return nil, p.errf(n.Content[0], f, "unknown generator %q (counter, random_int, random_choice, random_string, uuid, user_index, worker_index, now)", key)
 }
 
 // scanCaptures declares the names captured by the requests of a class

@@ -261,6 +261,43 @@ users:
 	}
 }
 
+// TestGeneratorsEachRequest: a variable with each: request is drawn again
+// before every request (Python's random.randint in a task), one without it
+// once per user; random_choice picks from its list.
+func TestGeneratorsEachRequest(t *testing.T) {
+	rc := &recorder{}
+	srv := rc.serve(t)
+	f := parseT(t, `
+users:
+  - name: U
+    wait: constant(0.01)
+    variables:
+      per_user: {random_int: [1, 1000000]}
+      per_req: {random_int: [1, 1000000], each: request}
+      pick: {random_choice: [red, green, blue], each: request}
+    tasks:
+      - path: /each?u=${per_user}&r=${per_req}&c=${pick}
+`)
+	c := startCluster(t, f, 1, 1, srv.URL)
+	c.waitStats("twenty requests", func(s *stats.Snapshot) bool { return len(rc.with("/each")) >= 20 })
+	re := regexp.MustCompile(`^/each\?u=(\d+)&r=(\d+)&c=(red|green|blue)\|`)
+	users, reqs, colours := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for _, s := range rc.with("/each") {
+		m := re.FindStringSubmatch(s)
+		if m == nil {
+			t.Fatalf("request %q does not match %v", s, re)
+		}
+		users[m[1]], reqs[m[2]], colours[m[3]] = true, true, true
+	}
+	// One user: one per-user value; 20 draws from a million are distinct
+	// but for a chance of 2e-4; three colours show up in 20 draws but for
+	// a chance of 3*(2/3)^20 = 1e-3.
+	if len(users) != 1 || len(reqs) < 19 || len(colours) < 2 {
+		t.Errorf("per-user values %d (want 1), per-request values %d of %d (want all but one), colours %v",
+			len(users), len(reqs), len(rc.with("/each")), colours)
+	}
+}
+
 // TestShopLoginToken runs examples/shop.yaml (without its waits) against
 // the built-in target: every user logs in, and the requests that need
 // the token (401 without it) succeed with the captured one.

@@ -28,7 +28,7 @@ const docFile = "../doc/scenario.md"
 // see (not in a `switch key`/`switch k` over string cases). Add a key
 // here if you parse it otherwise; keys read with p.fields and a
 // `switch key { case "...": }` are found on their own.
-var extraKeys = []string{}
+var extraKeys = []string{"each"} // correlate.go: each reads it before the generator
 
 // notKeys are string cases of such switches that are not YAML keys.
 var notKeys = []string{}

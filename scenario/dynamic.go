@@ -24,7 +24,9 @@ type classCtx struct {
 	slots map[string]int
 	names []string
 	vars  []varDef
-	feed  *feed
+	// eachVars are the vars with each: request.
+	eachVars []varDef
+	feed     *feed
 	// feedEach: take a new row before every task (take: task), not only
 	// when the user starts.
 	feedEach  bool
@@ -37,6 +39,7 @@ type classCtx struct {
 type varDef struct {
 	slot int
 	gen  func(u *worker.User) string
+	each bool // each: request: drawn again before each request
 }
 
 func newClassCtx(name string) *classCtx {
@@ -181,6 +184,9 @@ func (cc *classCtx) run(reqs []*request, kind uint8) worker.TaskFunc {
 // do builds r from the user's values and sends it.
 func (st *userState) do(ctx context.Context, u *worker.User, r *request) error {
 	d := r.dyn
+	for _, v := range st.cls.eachVars {
+		st.vals[v.slot] = v.gen(u)
+	}
 	vals := st.vals
 	st.req = r.req // method, name and the fixed parts
 	if !d.path.static {
@@ -455,6 +461,10 @@ func genRandomInt(lo, hi int64) func(*worker.User) string {
 }
 
 const alnum = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+func genRandomChoice(vals []string) func(*worker.User) string {
+	return func(*worker.User) string { return vals[mrand.IntN(len(vals))] }
+}
 
 func genRandomString(n int) func(*worker.User) string {
 	return func(*worker.User) string {
