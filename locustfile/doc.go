@@ -55,8 +55,10 @@
 //   - A catch_response block's failure messages are not kept: a failed
 //     check is reported with the scenario's own message (like "status 500,
 //     expected 201").
-//   - A captured value used in json= is sent as a JSON string.
-//   - random.* is refused: a request of the scenario is fixed data, and
-//     the agreed per-user variables (variables:) are drawn once per user,
-//     not per call.
+//   - A captured value or random draw used in json= is sent as a JSON
+//     string.
+//   - random.randint and random.choice over constants inside a request's
+//     arguments become user variables drawn before each request (each:
+//     request); a draw kept in a local or on self is refused (Python draws
+//     once for all its uses), as are the other functions of random.
 package locustfile

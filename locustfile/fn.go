@@ -22,7 +22,10 @@ type fnCtx struct {
 	reqs    []*Request
 	reqName string // self.client.request_name
 	inlined int    // depth of helper calls being inlined
-	steps   *int   // loop iterations unrolled, shared with inlined helpers
+	// assigning is set while an assignment's value is read: a random
+	// draw kept in a variable is one draw in Python for every use.
+	assigning bool
+	steps     *int // loop iterations unrolled, shared with inlined helpers
 }
 
 var errNotConst = errors.New("not a constant")
@@ -207,7 +210,7 @@ func yamlHint(fn string) string {
 	case fn == "time.sleep" || fn == "gevent.sleep":
 		return "a pause inside a task has no YAML form: split the task and use wait_time, or keep this class on Python workers"
 	case strings.HasPrefix(fn, "random."):
-		return "per-user random values are YAML variables (variables: {n: {random_int: [1, 100]}}, doc/locustfile.md); per-call ones need Python workers"
+		return "cicada reads random.randint(a, b) and random.choice([...]) over constants inside a request's arguments (a YAML variable with each: request, doc/scenario.md)"
 	case strings.HasSuffix(fn, ".pop") || strings.HasPrefix(fn, "csv."):
 		return "test data taken per user is a YAML feed (feeds: with mode: unique, doc/locustfile.md)"
 	case strings.HasPrefix(fn, "re."):
@@ -599,7 +602,9 @@ func (f *fnCtx) assign(s *assignStmt) error {
 		}
 		return nil
 	}
+	f.assigning = true
 	t, err := f.r.template(s.Value, f)
+	f.assigning = false
 	if err != nil {
 		return f.errf(s.Value.pos(), "assignment "+name+" = "+describeExpr(s.Value), "%v; %s", err, taskHelp)
 	}

@@ -32,6 +32,17 @@ type User struct {
 	OnStart    []*Request
 	OnStop     []*Request
 	Tasks      []*Task
+	// Vars are the user variables drawn before each request (each:
+	// request), one per random.randint or random.choice call of a request.
+	Vars []Var
+}
+
+// Var is a random draw of a request: random.randint(Lo, Hi) when Choice
+// is nil, else random.choice(Choice) (the values as Python's str()).
+type Var struct {
+	Name   string
+	Lo, Hi int64
+	Choice []string
 }
 
 // Task is one task: a function's requests in order.

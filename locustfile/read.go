@@ -125,6 +125,8 @@ type reader struct {
 	// inOnStart is set while a user's on_start (its own or its only
 	// TaskSet's) is translated: self.x = constant is read there only.
 	inOnStart bool
+	// vars are the random draws of the user class being translated.
+	vars []Var
 }
 
 func (r *reader) errf(p Pos, class, construct, format string, args ...any) *Error {
@@ -528,7 +530,19 @@ type leaf struct {
 	tags  []string
 }
 
+// user translates a user class; the random draws its requests make
+// (random.randint/choice) become its per-request variables.
 func (r *reader) user(c *classInfo) (*User, error) {
+	r.vars = nil
+	u, err := r.userBody(c)
+	if err != nil {
+		return nil, err
+	}
+	u.Vars = r.vars
+	return u, nil
+}
+
+func (r *reader) userBody(c *classInfo) (*User, error) {
 	name := c.stmt.Name
 	switch c.kind {
 	case kindPlainUser:

@@ -2,6 +2,7 @@ package locustfile
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -280,7 +281,9 @@ func TestReadRefusals(t *testing.T) {
 		{"self attribute set in a task", "class U(HttpUser):\n    @task\n    def t(self):\n        self.page = '2'\n", true, 5, "assignment self.page = '2'"},
 		{"helper with arguments", "class U(HttpUser):\n    def h(self, x):\n        pass\n    @task\n    def t(self):\n        self.h(1)\n", true, 7, "call of self.h with arguments"},
 		{"sleep", "import time\nclass U(HttpUser):\n    @task\n    def t(self):\n        time.sleep(1)\n", true, 6, "call of time.sleep"},
-		{"random", "import random\nclass U(HttpUser):\n    @task\n    def t(self):\n        self.client.get(f'/i/{random.randint(1, 9)}')\n", true, 6, "URL f-string"},
+		{"random kept in a local", "import random\nclass U(HttpUser):\n    @task\n    def t(self):\n        n = random.randint(1, 9)\n        self.client.get(f'/i/{n}')\n", true, 6, "assignment n = random.randint(...)"},
+		{"random over a non-constant", "import random\nclass U(HttpUser):\n    @task\n    def t(self):\n        self.client.get(f'/i/{random.randint(1, self.n)}')\n", true, 6, "URL f-string"},
+		{"random.random", "import random\nclass U(HttpUser):\n    @task\n    def t(self):\n        self.client.get(f'/i/{random.random()}')\n", true, 6, "URL f-string"},
 		{"lambda wait", "class U(HttpUser):\n    wait_time = lambda self: 1\n    @task\n    def t(self):\n        pass\n", true, 3, "wait_time = lambda"},
 		{"files kwarg", "class U(HttpUser):\n    @task\n    def t(self):\n        self.client.post('/u', files={'f': 'x'})\n", true, 5, "files= in a request"},
 		{"unknown check", "class U(HttpUser):\n    @task\n    def t(self):\n        with self.client.get('/', catch_response=True) as r:\n            if r.status_code == 500:\n                r.success()\n", true, 6, "if statement in a catch_response block"},
@@ -485,7 +488,7 @@ func TestRefusalsSayWhatToDo(t *testing.T) {
 		{"        time.sleep(1)\n", "use wait_time"},
 		{"        m = re.search('x', 'y')\n", "capture: {x: {regex:"},
 		{"        print('x')\n", "logging from a task"},
-		{"        self.client.get(f'/{random.choice([1, 2])}')\n", "variables:"},
+		{"        n = random.choice([1, 2])\n", "call it inside the request's arguments"},
 		{"        x = DATA.pop()\n", "feeds: with mode: unique"},
 	}
 	for _, tt := range tests {
@@ -514,5 +517,41 @@ class U(HttpUser):
 	}
 	if p := m.Users[0].Tasks[0].Requests[0].Path; p != "/v2/shop/items" {
 		t.Errorf("path %q", p)
+	}
+}
+
+// TestReadRandomDraws: random.randint and random.choice over constants in
+// a request's arguments become variables drawn before each request (each:
+// request), one per call, which the scenario loads.
+func TestReadRandomDraws(t *testing.T) {
+	src := `from locust import HttpUser, task
+import random
+SIZES = ["S", "M", "L"]
+class Shop(HttpUser):
+    @task
+    def item(self):
+        self.client.get(f"/item/{random.randint(1, 500)}?size={random.choice(SIZES)}", name="/item")
+        self.client.post("/cart", json={"qty": random.choice((1, 2, 3)), "note": "$5"})
+`
+	m, err := Read("r.py", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := m.Users[0]
+	want := []Var{{Name: "random_1", Lo: 1, Hi: 500}, {Name: "random_2", Choice: []string{"S", "M", "L"}}, {Name: "random_3", Choice: []string{"1", "2", "3"}}}
+	if !reflect.DeepEqual(u.Vars, want) {
+		t.Fatalf("vars %+v; want %+v", u.Vars, want)
+	}
+	if p := u.Tasks[0].Requests[0].Path; p != "/item/${random_1}?size=${random_2}" {
+		t.Errorf("path %q", p)
+	}
+	y := m.YAML(nil)
+	for _, w := range []string{"random_1: {random_int: [1, 500], each: request}", "random_2: {random_choice: [S, M, L], each: request}"} {
+		if !strings.Contains(string(y), w) {
+			t.Errorf("YAML lacks %q:\n%s", w, y)
+		}
+	}
+	if _, err := scenario.Parse("r.yaml", y, nil); err != nil {
+		t.Fatalf("the scenario refuses the translation: %v\n%s", err, y)
 	}
 }

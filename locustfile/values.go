@@ -368,8 +368,7 @@ func (r *reader) template(e expr, f *fnCtx) (string, error) {
 			return r.envRef(x.Args, cls)
 		}
 		if strings.HasPrefix(fn, "random.") && r.imports["random"] == "random" {
-			return "", fmt.Errorf("%s draws a new value at each call, which a fixed request cannot do yet; "+
-				"write the task as YAML with a variable (variables: in doc/locustfile.md)", fn)
+			return r.randomVar(fn, x, f)
 		}
 	case *subscriptExpr:
 		if describeExpr(x.X) == "os.environ" && r.imports["os"] == "os" {
@@ -496,4 +495,61 @@ func describeStmt(s stmt) string {
 		return describeExpr(s.X)
 	}
 	return "statement"
+}
+
+// maxChoice bounds random.choice's list, as the scenario does.
+const maxChoice = 10000
+
+// randomVar reads random.randint(a, b) or random.choice([...]) over
+// constants in a request's arguments as a user variable drawn before each
+// request (each: request). A draw kept in a local or on self is refused:
+// Python draws once for every later use, the variable once per request.
+func (r *reader) randomVar(fn string, c *callExpr, f *fnCtx) (string, error) {
+	if f == nil || f.assigning {
+		return "", fmt.Errorf("%s kept in a variable is one draw for every later use, which cicada cannot keep; call it inside the request's arguments", fn)
+	}
+	if len(c.Kw) != 0 {
+		return "", fmt.Errorf("%s with keyword arguments is not read", fn)
+	}
+	v := Var{Name: fmt.Sprintf("random_%d", len(r.vars)+1)}
+	switch fn {
+	case "random.randint":
+		if len(c.Args) != 2 {
+			return "", fmt.Errorf("random.randint takes two integer constants")
+		}
+		var b [2]int64
+		for i, a := range c.Args {
+			k, err := r.constValue(a, f.cls)
+			n, ok := k.(int64)
+			if err != nil || !ok {
+				return "", fmt.Errorf("random.randint takes two integer constants")
+			}
+			b[i] = n
+		}
+		if b[1] < b[0] {
+			return "", fmt.Errorf("random.randint(%d, %d): the upper bound is below the lower", b[0], b[1])
+		}
+		v.Lo, v.Hi = b[0], b[1]
+	case "random.choice":
+		if len(c.Args) != 1 {
+			return "", fmt.Errorf("random.choice takes one list of constants")
+		}
+		k, err := r.constValue(c.Args[0], f.cls)
+		list, ok := k.([]any)
+		if err != nil || !ok || len(list) == 0 || len(list) > maxChoice {
+			return "", fmt.Errorf("random.choice takes a list or tuple of 1 to %d constants", maxChoice)
+		}
+		for _, e := range list {
+			switch e.(type) {
+			case string, int64, float64, bool:
+				v.Choice = append(v.Choice, pyStr(e))
+			default:
+				return "", fmt.Errorf("random.choice's values must be strings or numbers")
+			}
+		}
+	default:
+		return "", fmt.Errorf("%s is not read (cicada reads random.randint and random.choice over constants)", fn)
+	}
+	r.vars = append(r.vars, v)
+	return "${" + v.Name + "}", nil
 }

@@ -88,6 +88,25 @@ func userNode(u *User) *yaml.Node {
 	if u.Sequential {
 		add(n, "sequential", scalar("true"))
 	}
+	if len(u.Vars) > 0 {
+		vars := mapping()
+		for _, v := range u.Vars {
+			g := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+			list := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+			if v.Choice == nil {
+				list.Content = append(list.Content, scalar(strconv.FormatInt(v.Lo, 10)), scalar(strconv.FormatInt(v.Hi, 10)))
+				add(g, "random_int", list)
+			} else {
+				for _, c := range v.Choice {
+					list.Content = append(list.Content, str(escapeDollar(c)))
+				}
+				add(g, "random_choice", list)
+			}
+			add(g, "each", scalar("request"))
+			add(vars, v.Name, g)
+		}
+		add(n, "variables", vars)
+	}
 	if len(u.OnStart) > 0 {
 		add(n, "on_start", requestsNode(u.OnStart))
 	}
