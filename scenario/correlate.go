@@ -3,6 +3,7 @@ package scenario
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -650,7 +651,7 @@ func (p *parser) generator(n *yaml.Node, field string) (func(*worker.User) strin
 		start, step := int64(0), int64(1)
 		if v.Kind == yaml.MappingNode {
 			err := p.fields(v, f, func(k string, val *yaml.Node, ff string) error {
-				x, err := p.int_(val, ff, -1<<62)
+				x, err := p.int_(val, ff, math.MinInt)
 				switch k {
 				case "start":
 					start = int64(x)
@@ -672,7 +673,7 @@ func (p *parser) generator(n *yaml.Node, field string) (func(*worker.User) strin
 		if v.Kind != yaml.SequenceNode || len(v.Content) != 2 {
 			return nil, p.errf(v, f, "random_int is [min, max]")
 		}
-		lo, err := p.int_(v.Content[0], f+"[0]", -1<<62)
+		lo, err := p.int_(v.Content[0], f+"[0]", math.MinInt)
 		if err != nil {
 			return nil, err
 		}
