@@ -61,6 +61,17 @@ type Trial struct {
 	// GeneratorLimit, when set, names the generator's own limit that the
 	// trial reached (open files, ports, CPU, pacing): the trial is Invalid.
 	GeneratorLimit string
+	// GeneratorStrain, when set, names a soft generator limit the trial
+	// showed (its CPU busy, its pacer late): a trial that failed with it is
+	// Invalid (the generator may have caused the failure), one that passed
+	// stands (the device sustained the load achieved, strained generator
+	// or not).
+	GeneratorStrain string
+	// TLS is what a trial over TLS negotiated (nil over plain TCP).
+	TLS *TLSInfo
+	// Mix counts a traffic mix's transactions per object size (nil
+	// without a mix).
+	Mix []MixCount
 
 	Verdict Verdict
 	Reason  string
@@ -98,6 +109,14 @@ func (c Criteria) Judge(t *Trial) {
 		t.Verdict, t.Reason = Fail, fmt.Sprintf("achieved %.4g of %.4g offered (below %g%%)", t.Achieved, t.Load, c.MinAchieved*100)
 	default:
 		t.Verdict, t.Reason = Pass, ""
+	}
+	if t.GeneratorStrain != "" {
+		if t.Verdict == Fail {
+			t.Verdict, t.Reason = Invalid, "generator limit: "+t.GeneratorStrain+" (the trial failed: "+t.Reason+")"
+			t.GeneratorLimit = t.GeneratorStrain
+		} else {
+			t.Reason = "passed with the generator strained: " + t.GeneratorStrain
+		}
 	}
 	if len(t.Errors) > 0 && t.Verdict != Invalid {
 		if t.Reason != "" {

@@ -20,7 +20,7 @@ import (
 	"github.com/cicada-load/cicada/capacity/probe"
 )
 
-const benchUsage = `Usage: cicada bench TEST -H http://IP:PORT [OPTIONS]
+const benchUsage = `Usage: cicada bench TEST -H http[s]://IP:PORT [OPTIONS]
 
 Finds the highest load a device under test (a firewall, load balancer or
 server between cicada and its target) sustains, by RFC 3511 / RFC 9411's
@@ -42,6 +42,13 @@ Tests:
   throughput   Mbit/s of --object-size objects from /bytes/N (RFC 3511 5.6, RFC 9411 7.3)
   latency      the search of --of (cps or tps), then a trial at --fraction of its maximum
                (RFC 3511 5.10, RFC 9411 7.4); --load skips the search
+
+HTTPS (-H https://IP:PORT; RFC 9411 7.6-7.9): every new connection makes a
+full TLS handshake unless --tls-resume; cps and concurrent send their GET
+inside it; the report states the TLS options and the trials what was
+negotiated. --mix SIZE:WEIGHT,... (tps, throughput; RFC 9411 7.1) fetches
+/bytes/N objects whose sizes are drawn by weight per arrival, the same
+sequence in every run.
 
 Kernel sockets, standalone. --dataplane afpacket runs cps, concurrent and
 teardown on the userspace data plane (one client address, its own client
@@ -111,6 +118,8 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&dpo.clientPorts, "client-ports", "10000-60000", "Data plane: the client ports the trials take slices of")
 	fs.StringVar(&dpo.gateway, "gateway", "", "Data plane: the next hop (default: the server address, by ARP)")
 	fs.BoolVar(&dpo.dedicated, "dataplane-dedicated", false, "Data plane: the interface is dedicated to the test; its safety refusals become warnings")
+	var tlso benchTLSOptions
+	tlso.flags(fs) // bench_tls.go
 	fs.Usage = func() {
 		fmt.Fprintln(stdout, benchUsage)
 		fs.SetOutput(stdout)
@@ -158,10 +167,18 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	addr, host, err := benchTarget(o.host)
+	hostURL, https := benchScheme(o.host)
+	addr, host, err := benchTarget(hostURL)
 	if err != nil {
 		return fail("%v", err)
 	}
+	tlsCfg, mix, variantParams, err := benchVariants(fs, &tlso, https, host, search.Name)
+	if err != nil {
+		return fail("%v", err)
+	}
+	o.http = o.http || https
+	test.Title, test.RFC = benchVariantTitle(test, https, mix != nil)
+	search.Title, search.RFC = benchVariantTitle(search, https, mix != nil)
 	if o.objectSize <= 0 || o.objectSize > 16<<20 {
 		return fail("--object-size %d must be 1 to 16777216 bytes", o.objectSize)
 	}
@@ -181,7 +198,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	p, err := probe.New(probe.Options{Addr: addr, Host: host, Path: path, HTTP: o.http, Duration: o.trial, ConnectTimeout: o.connectTO,
-		Timeout: o.timeout, Conns: o.conns, Window: o.window, Hold: o.hold, CPUBusy: o.cpuBusy, LagTolerance: o.lag})
+		Timeout: o.timeout, Conns: o.conns, Window: o.window, Hold: o.hold, CPUBusy: o.cpuBusy, LagTolerance: o.lag, TLS: tlsCfg, Mix: mix})
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -214,7 +231,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if o.resolution == 0 {
 		return fail("--resolution must be more than 0")
 	}
-	rep := &capacity.Report{Test: test.Name, Title: search.Title, RFC: search.RFC, Unit: search.Unit, Params: benchParams(fs, &o, search, path)}
+	rep := &capacity.Report{Test: test.Name, Title: search.Title, RFC: search.RFC, Unit: search.Unit, Params: append(benchParams(fs, &o, search, path), variantParams...)}
 	if test.Name == "latency" {
 		rep.Title, rep.RFC = test.Title+" at a fraction of the "+strings.ToLower(search.Title[:1])+search.Title[1:], test.RFC+"; the search: "+search.RFC
 	}
@@ -274,7 +291,7 @@ func benchTarget(h string) (addr, host string, err error) {
 	}
 	u, err := url.Parse(h)
 	if err != nil || u.Scheme != "http" || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
-		return "", "", fmt.Errorf("-H %q must be http://IP:PORT (https and paths are not supported; --path sets the path)", h)
+		return "", "", fmt.Errorf("-H %q must be http://IP:PORT or https://IP:PORT (paths are not supported; --path sets the path)", h)
 	}
 	hostPort := u.Host
 	if u.Port() == "" {
