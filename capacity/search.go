@@ -110,7 +110,7 @@ func (c Criteria) Judge(t *Trial) {
 	default:
 		t.Verdict, t.Reason = Pass, ""
 	}
-	if t.GeneratorStrain != "" {
+	if t.GeneratorStrain != "" && t.Verdict != Invalid {
 		if t.Verdict == Fail {
 			t.Verdict, t.Reason = Invalid, "generator limit: "+t.GeneratorStrain+" (the trial failed: "+t.Reason+")"
 			t.GeneratorLimit = t.GeneratorStrain

@@ -2,9 +2,9 @@ package probe
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // A traffic mix (Options.Mix; RFC 9411 section 7.1's application traffic
@@ -171,12 +171,25 @@ func (m Mix) EntryOf(i int) int {
 	return len(m) - 1
 }
 
-// rateOf is the transactions per second that offer mbps of objects of
-// mean size mean.
-func rateOf(mbps, mean float64) float64 {
-	r := mbps * 1e6 / 8 / mean
-	if math.IsInf(r, 0) || math.IsNaN(r) {
-		return 0
+// schedule paces a throughput trial of a mix by bytes: arrival i is due
+// when the bytes of the arrivals before it, offered at bytesPerSec, have
+// gone out, so the trial offers exactly bytesPerSec whatever sizes its
+// few arrivals drew. n is the arrivals due within d (at least 1);
+// dueOf(n) is the planned length, the offered bytes over bytesPerSec.
+func (m Mix) schedule(bytesPerSec float64, d time.Duration) (n int, dueOf func(i int) time.Duration) {
+	budget := bytesPerSec * d.Seconds()
+	offsets := []float64{0} // offsets[i]: the bytes of arrivals 0..i-1
+	for sum := 0.0; n == 0 || sum < budget; n++ {
+		sum += float64(m[m.EntryOf(n)].Size)
+		offsets = append(offsets, sum)
+		if n >= maxScheduled {
+			break
+		}
 	}
-	return r
+	return n, func(i int) time.Duration {
+		return time.Duration(offsets[min(i, n)] / bytesPerSec * float64(time.Second))
+	}
 }
+
+// maxScheduled bounds a mix trial's arrivals (a schedule's memory).
+const maxScheduled = 1 << 24

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 
 	"github.com/cicada-load/cicada/capacity"
@@ -39,7 +40,7 @@ func (t *tlsTally) add(st tls.ConnectionState) {
 	if len(version) > 4 && version[:4] == "TLS " {
 		version = version[4:]
 	}
-	cipher, group := tls.CipherSuiteName(st.CipherSuite), st.CurveID.String()
+	cipher, group := tls.CipherSuiteName(st.CipherSuite), groupName(st.CurveID)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if st.DidResume {
@@ -54,6 +55,20 @@ func (t *tlsTally) add(st tls.ConnectionState) {
 		// A resumed TLS 1.2 session negotiates no group: not a change.
 		t.info.Mixed = true
 	}
+}
+
+// groupName names a key exchange group as the --tls-curves option does
+// ("P-256", "X25519", "X25519MLKEM768"); "" for none (a resumed TLS 1.2
+// session).
+func groupName(id tls.CurveID) string {
+	if id == 0 {
+		return ""
+	}
+	n := strings.TrimPrefix(id.String(), "Curve")
+	if len(n) == 4 && n[0] == 'P' {
+		n = "P-" + n[1:]
+	}
+	return n
 }
 
 func (t *tlsTally) result() *capacity.TLSInfo {

@@ -129,10 +129,16 @@ func (p *Prober) TPS(ctx context.Context, rate float64) (capacity.Trial, error) 
 	if !(rate > 0) || math.IsInf(rate, 0) {
 		return capacity.Trial{}, badLoad("rate", rate)
 	}
+	n := Arrivals(rate, p.o.Duration)
+	return p.tps(ctx, n, func(i int) time.Duration { return Due(i, rate) })
+}
+
+// tps runs n transactions, arrival i due dueOf(i) after the start; the
+// trial's planned length is dueOf(n).
+func (p *Prober) tps(ctx context.Context, n int, dueOf func(i int) time.Duration) (capacity.Trial, error) {
 	if why := p.preflight(p.o.Conns); why != "" {
 		return capacity.Trial{GeneratorLimit: why}, nil
 	}
-	n := Arrivals(rate, p.o.Duration)
 	tickets := make(chan ticket, n)
 	var rec recorder
 	if len(p.o.Mix) > 0 {
@@ -144,7 +150,7 @@ func (p *Prober) TPS(ctx context.Context, rate float64) (capacity.Trial, error) 
 	var wg sync.WaitGroup
 	w := p.startWatch()
 	start := time.Now()
-	end := start.Add(Due(n, rate) + p.o.Timeout)
+	end := start.Add(dueOf(n) + p.o.Timeout)
 	for range p.o.Conns {
 		wg.Add(1)
 		go func() {
@@ -152,7 +158,7 @@ func (p *Prober) TPS(ctx context.Context, rate float64) (capacity.Trial, error) 
 			p.transact(ctx, tickets, end, &rec)
 		}()
 	}
-	issued, late := pace(n, rate, start, p.o.LagTolerance, ctx.Done(), func(i int, due time.Time) {
+	issued, late := paceBy(n, dueOf, start, p.o.LagTolerance, ctx.Done(), func(i int, due time.Time) {
 		k := -1
 		if len(p.o.Mix) > 0 {
 			k = p.o.Mix.EntryOf(i)
@@ -161,7 +167,7 @@ func (p *Prober) TPS(ctx context.Context, rate float64) (capacity.Trial, error) 
 	})
 	close(tickets)
 	wg.Wait()
-	d := max(Due(n, rate), time.Since(start))
+	d := max(dueOf(n), time.Since(start))
 	t := rec.trial(d)
 	t.Achieved = float64(t.Attempted-t.Failed) / d.Seconds()
 	p.finish(&t, w, issued, late)
@@ -221,17 +227,19 @@ func (p *Prober) Throughput(ctx context.Context, mbps float64, size int) (capaci
 	if !(mbps > 0) || math.IsInf(mbps, 0) {
 		return capacity.Trial{}, badLoad("throughput", mbps)
 	}
-	mean := float64(size)
+	var (
+		t   capacity.Trial
+		err error
+	)
 	if len(p.o.Mix) > 0 {
-		mean = p.o.Mix.MeanSize()
-	} else if size <= 0 {
-		return capacity.Trial{}, fmt.Errorf("%w: object size %d must be positive", ErrOptions, size)
+		n, dueOf := p.o.Mix.schedule(mbps*1e6/8, p.o.Duration)
+		t, err = p.tps(ctx, n, dueOf)
+	} else {
+		if size <= 0 {
+			return capacity.Trial{}, fmt.Errorf("%w: object size %d must be positive", ErrOptions, size)
+		}
+		t, err = p.TPS(ctx, mbps*1e6/8/float64(size))
 	}
-	rate := rateOf(mbps, mean)
-	if !(rate > 0) {
-		return capacity.Trial{}, badLoad("throughput", mbps)
-	}
-	t, err := p.TPS(ctx, rate)
 	if t.Duration > 0 {
 		t.Achieved = float64(t.Bytes) * 8 / t.Duration.Seconds() / 1e6
 	}
