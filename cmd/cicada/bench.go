@@ -231,7 +231,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if o.resolution == 0 {
 		return fail("--resolution must be more than 0")
 	}
-	rep := &capacity.Report{Test: test.Name, Title: search.Title, RFC: search.RFC, Unit: search.Unit, Params: append(benchParams(fs, &o, search, path), variantParams...)}
+	rep := &capacity.Report{Test: test.Name, Title: search.Title, RFC: search.RFC, Unit: search.Unit, Params: benchVariantParams(benchParams(fs, &o, search, path), variantParams, mix != nil)}
 	if test.Name == "latency" {
 		rep.Title, rep.RFC = test.Title+" at a fraction of the "+strings.ToLower(search.Title[:1])+search.Title[1:], test.RFC+"; the search: "+search.RFC
 	}

@@ -244,3 +244,26 @@ func benchVariantTitle(test probe.Test, https, mix bool) (title, rfc string) {
 	}
 	return title, rfc
 }
+
+// benchVariantParams appends the variants' parameters to the report's;
+// with a mix, the single object size is not a parameter and the target's
+// path is /bytes/N.
+func benchVariantParams(ps, variant []capacity.Param, mix bool) []capacity.Param {
+	if !mix {
+		return append(ps, variant...)
+	}
+	out := make([]capacity.Param, 0, len(ps)+len(variant))
+	for _, p := range ps {
+		switch p.Name {
+		case "object size":
+			continue
+		case "target":
+			if u, err := url.Parse(p.Value); err == nil {
+				u.Path = "/bytes/N"
+				p.Value = u.String()
+			}
+		}
+		out = append(out, p)
+	}
+	return append(out, variant...)
+}

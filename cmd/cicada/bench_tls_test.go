@@ -75,6 +75,7 @@ func TestBenchHTTPSAndMix(t *testing.T) {
 			"HTTP throughput with a traffic mix (RFC 3511 5.6, RFC 9411 7.3, RFC 9411 7.1)",
 			"mix                    1024 B x 3 (75%), 16384 B x 1 (25%); mean 4864 B",
 			"Mix at trial 2 (",
+			"target                 http://" + addrs[1] + "/bytes/N",
 		}, -1, -1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,6 +108,9 @@ func TestBenchHTTPSAndMix(t *testing.T) {
 				if rows[2][n-3] == "0" {
 					t.Fatalf("trial 2 resumed no session: %q", rows[2])
 				}
+			}
+			if strings.Contains(tt.name, "mix") && strings.Contains(out.String(), "object size") {
+				t.Fatalf("a mix reports the single object size:\n%s", out.String())
 			}
 			if strings.Contains(tt.name, "mix") && !strings.Contains(rows[1][n-1], "1024 B: ") {
 				t.Fatalf("trial 1's mix cell %q", rows[1][n-1])
