@@ -154,3 +154,28 @@ func TestBenchLabHTTPSGeneratorCeiling(t *testing.T) {
 		}
 	}
 }
+
+// The transaction rate over HTTPS and HTTP on the same device, same run:
+// it passes 300 request segments a second (burst 20) to ports 80 and 443,
+// the segments whose payload starts with an HTTP GET ("G") or a TLS
+// application data record (0x17). The TLS handshakes' segments (records
+// 0x16, and 0x14 before the client's Finished) pass, as a plain
+// connection's SYN does: the device limits transactions, not handshakes.
+// A dropped request comes back after the retransmission timeout, which
+// the p99 bound of 190 ms fails.
+func TestBenchLabHTTPSTransactionRateLimit(t *testing.T) {
+	const limit = 300
+	skipShort(t)
+	d := kernelDUT(t, lab.DUTConfig{})
+	startTLSTargetInLab(t, d)
+	nftLimit(t, d, limit, "tcp", "dport", "{ 80, 443 }", "ip", "length", ">", "60", "@ih,0,8", "{ 0x17, 0x47 }")
+	common := []string{"tps", "--pause", "500ms", "--start", "50", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05",
+		"--latency-bound", "190ms", "--latency-percentile", "99", "--conns", "32", "--lag-tolerance", "200ms", "--retry-invalid", "2"}
+	result, _, table := benchInLabAt(t, d, "https://"+lab.ServerIP+":443", nil, append(common, "--insecure")...)
+	labFigure(t, "kernel https", result, limit, 0.8, 1.15)
+	if !strings.Contains(table, "Maximum HTTPS transaction rate (RFC 3511 5.7 over TLS)") {
+		t.Fatalf("table:\n%s", table)
+	}
+	result, _, _ = benchInLabAt(t, d, "http://"+lab.ServerIP+":80", nil, common...)
+	labFigure(t, "kernel http", result, limit, 0.8, 1.15)
+}
