@@ -28,6 +28,9 @@ A small HTTP server to point load tests at: a 128-byte page on every GET path,
 /status/<code>, /delay/<ms>, /bytes/<n> (an n-byte object), and its counters
 at /_cicada/stats.
 
+--tls-self-signed (a new certificate, its fingerprint printed) or
+--tls-cert/--tls-key serve the same routes over HTTPS (HTTP/1.1).
+
 With --dataplane a userspace TCP stack serves the page instead, on the
 interface, to any number of connections (no file descriptor per connection):
 run one beside a cicada --dataplane worker to test far past a kernel server's
