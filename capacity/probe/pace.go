@@ -44,7 +44,10 @@ func paceBy(n int, dueOf func(i int) time.Duration, start time.Time, tol time.Du
 			case <-stop:
 				return issued, late
 			}
-		} else if time.Since(due) > tol {
+		}
+		// Late whether it was found due or woke late from its timer (a
+		// pacer descheduled while asleep).
+		if time.Since(due) > tol {
 			late++
 		}
 		issue(i, due)
