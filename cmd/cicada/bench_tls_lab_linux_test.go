@@ -101,21 +101,30 @@ func TestBenchLabHTTPSConnectionRateLimit(t *testing.T) {
 	labFigure(t, "kernel http", result, limit, 0.8, 1.15)
 }
 
-// A throughput search with a traffic mix (RFC 9411 7.1) against the
-// 40 Mbit/s token bucket of TestBenchLabThroughputLimit.
+// Throughput searches with a traffic mix (RFC 9411 7.1) against the
+// 40 Mbit/s token bucket of TestBenchLabThroughputLimit, over HTTP and
+// HTTPS (RFC 9411 7.7) in the same run.
 func TestBenchLabMixThroughputLimit(t *testing.T) {
 	const mbit = 40
 	skipShort(t)
 	d := kernelDUT(t, lab.DUTConfig{})
+	startTLSTargetInLab(t, d)
 	tbf40(t, d)
-	result, trials, table := benchInLabAt(t, d, "http://"+lab.ServerIP+":80", nil, "throughput", "--mix", "1KiB:50,16KiB:30,512KiB:20", "--pause", "500ms",
-		"--start", "5", "--max", "1000", "--trial-time", "1s", "--resolution", "0.05", "--conns", "16", "--lag-tolerance", "200ms", "--retry-invalid", "2")
-	labFigure(t, "kernel mix", result, mbit, 0.8, 1.05)
-	if !strings.Contains(table, "with a traffic mix") || !strings.Contains(table, "Mix at trial ") {
-		t.Fatalf("table:\n%s", table)
-	}
-	if mix := trials[0][len(trials[0])-1]; !strings.Contains(mix, "524288 B: ") {
-		t.Fatalf("trial 1's mix %q", mix)
+	common := []string{"throughput", "--mix", "1KiB:50,16KiB:30,512KiB:20", "--pause", "500ms",
+		"--start", "5", "--max", "1000", "--trial-time", "1s", "--resolution", "0.05", "--conns", "16", "--lag-tolerance", "200ms", "--retry-invalid", "2"}
+	for _, url := range []string{"http://" + lab.ServerIP + ":80", "https://" + lab.ServerIP + ":443"} {
+		args, gen := common, "kernel mix"
+		if strings.HasPrefix(url, "https") {
+			args, gen = append(args, "--insecure"), "kernel mix https"
+		}
+		result, trials, table := benchInLabAt(t, d, url, nil, args...)
+		labFigure(t, gen, result, mbit, 0.8, 1.05)
+		if !strings.Contains(table, "with a traffic mix") || !strings.Contains(table, "Mix at trial ") {
+			t.Fatalf("table:\n%s", table)
+		}
+		if mix := trials[0][len(trials[0])-1]; !strings.Contains(mix, "524288 B: ") {
+			t.Fatalf("trial 1's mix %q", mix)
+		}
 	}
 }
 
