@@ -17,6 +17,9 @@
 // With Options.H2C the same routes are served over h2c (HTTP/2 with prior
 // knowledge) on the same port.
 //
+// With Options.TLS they are served over HTTPS instead (HTTP/1.1, tls.go);
+// SelfSigned makes a throw-away certificate for a test that wants no files.
+//
 // The server is fasthttp's with ReduceMemoryUsage: an idle keep-alive
 // connection keeps its goroutine but no read or write buffer.
 //
