@@ -61,6 +61,10 @@ type Trial struct {
 	// GeneratorLimit, when set, names the generator's own limit that the
 	// trial reached (open files, ports, CPU, pacing): the trial is Invalid.
 	GeneratorLimit string
+	// Samples, when the driver was asked to keep them (probe's
+	// KeepSamples, for a cluster worker), are the latency samples sorted;
+	// nil otherwise. Reports do not use them.
+	Samples []time.Duration
 
 	Verdict Verdict
 	Reason  string
