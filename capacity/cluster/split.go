@@ -103,5 +103,8 @@ func Merge(parts []Part) (capacity.Trial, error) {
 	t.P50, _ = sum.Percentile(0.50)
 	t.P95, _ = sum.Percentile(0.95)
 	t.P99, _ = sum.Percentile(0.99)
+	if t.Max > 0 { // the histogram's whole microseconds against the exact maximum
+		t.P50, t.P95, t.P99 = min(t.P50, t.Max), min(t.P95, t.Max), min(t.P99, t.Max)
+	}
 	return t, nil
 }
