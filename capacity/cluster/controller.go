@@ -559,6 +559,7 @@ func (c *Controller) Close() error {
 	for _, n := range c.nodes {
 		if n.gone == "" && n.refused == "" {
 			_ = c.send(n.id, protocol.TypeQuit, nil)
+			n.gone = "sent quit" // its disconnection is expected, not a loss
 		}
 	}
 	c.mu.Unlock()
