@@ -198,11 +198,14 @@ func (c *Controller) recvLoop(ctx context.Context) {
 			continue
 		}
 		msg, err := protocol.Decode(frames[0])
+		c.mu.Lock()
 		if err != nil {
-			c.log.Warn("malformed message from a worker: dropped", "worker", id, "error", err)
+			if n := c.nodes[id]; n == nil || n.refused == "" {
+				c.log.Warn("malformed message from a worker: dropped", "worker", id, "error", err)
+			}
+			c.mu.Unlock()
 			continue
 		}
-		c.mu.Lock()
 		c.handle(id, msg)
 		c.mu.Unlock()
 	}
@@ -226,10 +229,15 @@ func (c *Controller) handle(id string, msg protocol.Message) {
 		switch {
 		case cr == nil:
 		case !cr.VersionSkipCheck:
-			n.python = cr.Version
-			n.refused = fmt.Sprintf("a Python Locust worker (version %q) cannot run cicada bench trials; start cicada workers (cicada --worker --master-host ...)", cr.Version)
+			n.python = "v" + cr.Version // non-empty even for Debian's ""
+			v := ""
+			if cr.Version != "" {
+				v = fmt.Sprintf(" (version %q)", cr.Version)
+			}
+			n.refused = "a Python Locust worker" + v + " cannot run cicada bench trials; start cicada workers (cicada --worker --master-host ...)"
 			c.log.Error("worker " + id + " refused: " + n.refused)
-			_ = c.send(id, protocol.TypeQuit, nil)
+			// quit goes with its first heartbeat: Locust 2.12.1 ignores a
+			// quit that arrives before its main loop runs.
 		case n.name != "":
 			// A picked worker that reconnected lost its trial state.
 			c.lose(n, "it registered again (restarted or reconnected)")
@@ -246,7 +254,14 @@ func (c *Controller) handle(id string, msg protocol.Message) {
 	n.seen = now
 	switch msg.Type {
 	case protocol.TypeHeartbeat:
-		if now.Sub(n.echoed) >= echoInterval && n.refused == "" {
+		if n.refused != "" {
+			if now.Sub(n.echoed) >= echoInterval { // told to quit, at most every 5 s
+				n.echoed = now
+				_ = c.send(id, protocol.TypeQuit, nil)
+			}
+			return
+		}
+		if now.Sub(n.echoed) >= echoInterval {
 			n.echoed = now
 			_ = c.send(id, protocol.TypeHeartbeat, &protocol.MasterHeartbeat{})
 		}
@@ -278,7 +293,11 @@ func (c *Controller) handle(id string, msg protocol.Message) {
 			n.ready, n.runtime = true, r.Runtime
 			c.readies++
 			n.readyAt = c.readies
-			c.log.Info(fmt.Sprintf("worker %s ready (%s)", id, r.Runtime))
+			if c.picked != nil {
+				c.log.Info(fmt.Sprintf("worker %s ready (%s), but the search runs on the %d workers it started with: not used", id, r.Runtime, len(c.picked)))
+			} else {
+				c.log.Info(fmt.Sprintf("worker %s ready (%s)", id, r.Runtime))
+			}
 		}
 		c.notify()
 	case TypeHeld, TypeResult:
@@ -489,7 +508,7 @@ func (c *Controller) Trial(ctx context.Context, test string, load float64, integ
 			c.mu.Unlock()
 			return t, nil
 		}
-		if test == "concurrent" && !p.sentGo && len(p.held) == len(p.workers) {
+		if test == "concurrent" && !p.sentGo && p.allHeld() {
 			p.sentGo = true
 			for _, n := range p.workers {
 				_ = c.sendCustom(n.id, TypeGo, EncodeID(p.id, false))
@@ -525,6 +544,17 @@ func (c *Controller) Trial(ctx context.Context, test string, load float64, integ
 	}
 }
 
+// allHeld: every worker holds its connections, or has ended its trial
+// without reaching the barrier (a generator limit found before opening).
+func (p *pending) allHeld() bool {
+	for _, n := range p.workers {
+		if _, done := p.results[n.id]; !p.held[n.id] && !done {
+			return false
+		}
+	}
+	return true
+}
+
 // lostTrial is the invalid trial of the first lost worker among ws; c.mu
 // held.
 func (c *Controller) lostTrial(ws []*node, when string) (capacity.Trial, bool) {
@@ -557,7 +587,7 @@ func (c *Controller) TrialFunc(test string, integer bool, o ProbeOptions) capaci
 func (c *Controller) Close() error {
 	c.mu.Lock()
 	for _, n := range c.nodes {
-		if n.gone == "" && n.refused == "" {
+		if n.gone == "" {
 			_ = c.send(n.id, protocol.TypeQuit, nil)
 			n.gone = "sent quit" // its disconnection is expected, not a loss
 		}

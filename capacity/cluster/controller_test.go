@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/capacity"
 	"github.com/cicada-load/cicada/diag"
 	"github.com/cicada-load/cicada/internal/testpeer"
 	"github.com/cicada-load/cicada/protocol"
@@ -173,6 +174,8 @@ func (f *fakeWorker) recv(t *testing.T, typ string) protocol.Message {
 func TestControllerRefusesPythonWorker(t *testing.T) {
 	c := listen(t, 1, 1500*time.Millisecond, nil)
 	f := dialFake(t, c, "py_1", "2.12.1")
+	f.recv(t, protocol.TypeAck)
+	f.send(t, protocol.TypeHeartbeat, &protocol.Heartbeat{State: "ready", MemoryUsage: -1}) // quit comes with it
 	f.recv(t, protocol.TypeQuit)
 	start := time.Now()
 	err := c.Wait(context.Background())
@@ -251,5 +254,61 @@ func TestControllerLostWorker(t *testing.T) {
 				t.Fatalf("next trial %+v, %v", tr, err)
 			}
 		})
+	}
+}
+
+// The concurrent barrier: go is sent once every worker holds its share or
+// has ended its trial before the barrier (a generator limit found before
+// opening), so the other worker never waits on it; the limit is named.
+func TestControllerBarrier(t *testing.T) {
+	c := listen(t, 2, 20*time.Second, nil)
+	a, b := dialFake(t, c, "a", -1), dialFake(t, c, "b", -1)
+	for _, f := range []*fakeWorker{a, b} {
+		f.recv(t, TypeHello)
+		f.send(t, TypeReady, &protocol.Custom{Data: EncodeReady(Ready{Version: Version, Runtime: RuntimeKernel})})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	type got struct {
+		spec TrialSpec
+		err  error
+	}
+	specs := make(chan got, 2)
+	go func() {
+		s, err := DecodeTrial(a.recv(t, TypeTrial).Data.(*protocol.Custom).Data)
+		specs <- got{s, err}
+		a.send(t, TypeResult, &protocol.Custom{Data: EncodeResult(Result{ID: s.ID, Trial: capacity.Trial{GeneratorLimit: "ports: too few"}})})
+	}()
+	go func() {
+		s, err := DecodeTrial(b.recv(t, TypeTrial).Data.(*protocol.Custom).Data)
+		specs <- got{s, err}
+		b.send(t, TypeHeld, &protocol.Custom{Data: EncodeID(s.ID, false)})
+		id, abort, err := DecodeID(TypeGo, b.recv(t, TypeGo).Data.(*protocol.Custom).Data)
+		if err != nil || id != s.ID || abort {
+			t.Errorf("go %d %v %v", id, abort, err)
+		}
+		b.send(t, TypeResult, &protocol.Custom{Data: EncodeResult(Result{ID: s.ID, Trial: capacity.Trial{Attempted: 5, Achieved: 5, SecondRound: 5},
+			Latency: Histogram([]time.Duration{time.Millisecond})})})
+	}()
+	tr, err := c.Trial(ctx, "concurrent", 11, true, probeOpts("127.0.0.1:9"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(tr.GeneratorLimit, "worker ") || !strings.HasSuffix(tr.GeneratorLimit, " (a): ports: too few") || tr.Attempted != 5 || tr.Achieved != 5 || tr.P50 != time.Millisecond {
+		t.Fatalf("trial %+v", tr)
+	}
+	loads := 0.0
+	for range 2 {
+		g := <-specs
+		if g.err != nil || g.spec.Test != "concurrent" || (g.spec.Load != 6 && g.spec.Load != 5) {
+			t.Fatalf("spec %+v, %v", g.spec, g.err)
+		}
+		loads += g.spec.Load
+	}
+	if loads != 11 {
+		t.Fatalf("shares sum to %v", loads)
 	}
 }

@@ -121,7 +121,7 @@ func benchCluster(ctx context.Context, co *benchClusterOpts, test probe.Test, po
 			log.Warn(err.Error())
 		}
 	}
-	log.Info(fmt.Sprintf("cicada bench %s: controller on %s, waiting for %d workers (at most %v)", test.Name, c.Addr(), co.workers, co.maxWait))
+	log.Info(fmt.Sprintf("cicada bench %s: controller on %s, waiting for %s (at most %v)", test.Name, c.Addr(), plural(co.workers, "worker"), co.maxWait))
 	if err := c.Wait(ctx); err != nil {
 		return nil, closeFn, err, nil
 	}
@@ -155,8 +155,13 @@ func benchAgent(w *worker.Worker, dataplane bool, log *slog.Logger) (stop func()
 
 // benchClusterGenerator is the report's generator parameter of a cluster.
 func benchClusterGenerator(n int) string {
+	return "cicada " + version + ", kernel sockets, " + plural(n, "worker")
+}
+
+// plural is "1 worker", "2 workers".
+func plural(n int, noun string) string {
 	if n == 1 {
-		return "cicada " + version + ", kernel sockets, 1 worker"
+		return "1 " + noun
 	}
-	return "cicada " + version + ", kernel sockets, " + strconv.Itoa(n) + " workers"
+	return strconv.Itoa(n) + " " + noun + "s"
 }

@@ -158,3 +158,51 @@ func TestBenchClusterWorkerKilled(t *testing.T) {
 		}
 	}
 }
+
+// Cluster options that cannot be honoured are refused before anything
+// binds or waits (exit 2).
+func TestBenchClusterRefusesOptions(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--expect-workers", "2"}, "--expect-workers needs --master"},
+		{[]string{"--cluster-secret-file", "/x"}, "--cluster-secret-file needs --master"},
+		{[]string{"--master", "--dataplane", "afpacket"}, "--dataplane with --master: cluster trials run on the workers' kernel sockets"},
+		{[]string{"--master", "--expect-workers", "0"}, "--expect-workers 0 must be 1 to 10000"},
+		{[]string{"--master", "--master-bind-port", "70000"}, "--master-bind-port 70000 is not a port"},
+		{[]string{"--master", "--expect-workers-max-wait", "0s"}, "must be positive"},
+		{[]string{"--master", "--cluster-secret-file", "/nonexistent/secret"}, "--cluster-secret-file: open /nonexistent/secret"},
+		{[]string{"--master", "--master-bind-host", "256.1.1.1", "--master-bind-port", "1"}, "cluster: bind tcp://256.1.1.1:1"},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			var out, errb strings.Builder
+			code := run(append([]string{"bench", "cps", "-H", "http://127.0.0.1:9"}, c.args...), &out, &errb)
+			if code != 2 || !strings.Contains(errb.String(), c.want) {
+				t.Fatalf("exit %d; want 2 and %q:\n%s", code, c.want, errb.String())
+			}
+		})
+	}
+}
+
+// No worker within --expect-workers-max-wait: exit 1 with the count; a
+// Python Locust worker that joins is told to quit (it exits) and named.
+func TestBenchClusterWaitRefusesPythonWorker(t *testing.T) {
+	port := testpeer.FreePort(t)
+	args := []string{"bench", "cps", "-H", "http://127.0.0.1:9", "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", strconv.Itoa(port)}
+	var out, errb strings.Builder
+	if code := run(append(args, "--expect-workers-max-wait", "300ms"), &out, &errb); code != 1 ||
+		!strings.Contains(errb.String(), "cicada bench: error: cluster: workers not ready: 0 of 1 expected workers ready after 300ms") {
+		t.Fatalf("exit %d:\n%s", code, errb.String())
+	}
+	lw := testpeer.StartLocust(t, testpeer.LocustConfig{Locustfile: "from locust import HttpUser, task\n\nclass U(HttpUser):\n    @task\n    def t(self):\n        pass\n",
+		Args: []string{"--worker", "--master-host", "127.0.0.1", "--master-port", strconv.Itoa(port)}})
+	errb.Reset()
+	code := run(append(args, "--expect-workers-max-wait", "8s"), &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "refused: a Python Locust worker") || !strings.Contains(errb.String(), "cannot run cicada bench trials") {
+		t.Fatalf("exit %d:\n%s\nlocust:\n%s", code, errb.String(), lw.Log())
+	}
+	if exited, _ := lw.Wait(20 * time.Second); !exited {
+		t.Fatalf("the Python worker did not quit:\n%s", lw.Log())
+	}
+}
