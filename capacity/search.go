@@ -236,6 +236,11 @@ func (r *Result) Summary(unit string) string {
 	return "no load passed: no maximum found"
 }
 
+// Validate returns the error Run would return for parameters it cannot
+// honour (ErrBadSearch), without running a trial: a caller that must wait
+// for something first (a cluster's workers) checks them before.
+func (s Search) Validate() error { return s.check() }
+
 func (s *Search) check() error {
 	switch {
 	case !(s.Start > 0) || math.IsInf(s.Start, 0):

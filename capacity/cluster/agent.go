@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cicada-load/cicada/capacity/probe"
 	"github.com/cicada-load/cicada/diag"
@@ -54,6 +55,8 @@ type agentRun struct {
 	id     int64
 	cancel context.CancelFunc
 	goCh   chan bool // the go message's abort flag
+
+	aborted atomic.Bool
 }
 
 // NewAgent returns an Agent sending through s; its trials end with ctx.
@@ -107,6 +110,7 @@ func (a *Agent) Handle(msg protocol.Message) {
 		}
 		if msg.Type == TypeAbort {
 			abort = true
+			a.cur.aborted.Store(true)
 			a.cur.cancel()
 		}
 		select {
@@ -193,6 +197,9 @@ func (a *Agent) run(ctx context.Context, spec TrialSpec, r *agentRun) Result {
 	res.Trial = t
 	if err != nil {
 		res.Error = err.Error()
+		if r.aborted.Load() {
+			res.Error = errAborted.Error() + ": " + res.Error
+		}
 	}
 	return res
 }

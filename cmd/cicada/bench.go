@@ -231,6 +231,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
 	if co.master {
+		if err := s.Validate(); err != nil { // before the wait for the workers
+			return fail("%v", err)
+		}
 		ct, closeC, werr, err := benchCluster(ctx, &co, search, p.Options(), o.objectSize, stderr)
 		if closeC != nil {
 			defer closeC()

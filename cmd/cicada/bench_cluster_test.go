@@ -174,6 +174,7 @@ func TestBenchClusterRefusesOptions(t *testing.T) {
 		{[]string{"--master", "--expect-workers-max-wait", "0s"}, "must be positive"},
 		{[]string{"--master", "--cluster-secret-file", "/nonexistent/secret"}, "--cluster-secret-file: open /nonexistent/secret"},
 		{[]string{"--master", "--master-bind-host", "256.1.1.1", "--master-bind-port", "1"}, "cluster: bind tcp://256.1.1.1:1"},
+		{[]string{"--master", "--step-factor", "1"}, "capacity: invalid search: step factor 1 must be more than 1"},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			var out, errb strings.Builder
