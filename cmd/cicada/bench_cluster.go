@@ -102,6 +102,10 @@ func benchClusterSecret(co *benchClusterOpts) (*zmtp.PlainAuth, error) {
 // without the workers is returned as waitErr (exit 1).
 func benchCluster(ctx context.Context, co *benchClusterOpts, test probe.Test, po probe.Options, objectSize int, stderr io.Writer) (
 	trial capacity.TrialFunc, closeFn func(), waitErr, err error) {
+	if (test.Name == "tps" || test.Name == "throughput") && po.Conns < co.workers {
+		return nil, nil, nil, fmt.Errorf("--conns %d over %s: each worker needs at least one keep-alive connection (--conns is the cluster's total)",
+			po.Conns, plural(co.workers, "worker"))
+	}
 	plain, err := benchClusterSecret(co)
 	if err != nil {
 		return nil, nil, nil, err

@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -175,10 +176,15 @@ func TestBenchClusterRefusesOptions(t *testing.T) {
 		{[]string{"--master", "--cluster-secret-file", "/nonexistent/secret"}, "--cluster-secret-file: open /nonexistent/secret"},
 		{[]string{"--master", "--master-bind-host", "256.1.1.1", "--master-bind-port", "1"}, "cluster: bind tcp://256.1.1.1:1"},
 		{[]string{"--master", "--step-factor", "1"}, "capacity: invalid search: step factor 1 must be more than 1"},
+		{[]string{"--master", "--expect-workers", "3", "--conns", "2", "--test", "tps"}, "--conns 2 over 3 workers: each worker needs at least one keep-alive connection"},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			var out, errb strings.Builder
-			code := run(append([]string{"bench", "cps", "-H", "http://127.0.0.1:9"}, c.args...), &out, &errb)
+			test, args := "cps", c.args
+			if i := slices.Index(args, "--test"); i >= 0 {
+				test, args = args[i+1], args[:i]
+			}
+			code := run(append([]string{"bench", test, "-H", "http://127.0.0.1:9"}, args...), &out, &errb)
 			if code != 2 || !strings.Contains(errb.String(), c.want) {
 				t.Fatalf("exit %d; want 2 and %q:\n%s", code, c.want, errb.String())
 			}
