@@ -395,6 +395,9 @@ func (c *Controller) waitError(ready int) error {
 	if len(silent) > 0 {
 		msg += "; connected without answering the bench hello (not a cicada worker with bench support): " + strings.Join(silent, ", ")
 	}
+	if n := c.r.AuthRefusals(); n > 0 {
+		msg += fmt.Sprintf("; %d connections refused by the cluster secret (ZMTP PLAIN: a missing or different secret)", n)
+	}
 	return fmt.Errorf("%w: %s", ErrWait, msg)
 }
 

@@ -185,6 +185,15 @@ func TestControllerRefusesPythonWorker(t *testing.T) {
 	if time.Since(start) > 10*time.Second {
 		t.Fatalf("Wait took %v", time.Since(start))
 	}
+	// A worker with another cluster secret is counted as refused.
+	c3 := listen(t, 1, 30*time.Second, &zmtp.PlainAuth{Username: "cicada", Password: "right"})
+	startWorker(t, c3, "wrong", &zmtp.PlainAuth{Username: "cicada", Password: "wrong"})
+	if err := testpeer.Poll(20*time.Second, 10*time.Millisecond, func() bool { return c3.r.AuthRefusals() > 0 }); err != nil {
+		t.Fatal("no PLAIN refusal")
+	}
+	if err := c3.waitError(0); !strings.Contains(err.Error(), "connections refused by the cluster secret") {
+		t.Fatalf("waitError = %v", err)
+	}
 	// A cicada worker without bench support (never answers hello) is
 	// named too.
 	c2 := listen(t, 1, 500*time.Millisecond, nil)

@@ -129,3 +129,17 @@ func BenchmarkMerge(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHistogram: a worker's cost of shipping a trial's samples.
+func BenchmarkHistogram(b *testing.B) {
+	s := make([]time.Duration, 100000)
+	for i := range s {
+		s[i] = time.Duration(i%5000) * time.Microsecond
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if len(Histogram(s)) == 0 {
+			b.Fatal("empty")
+		}
+	}
+}
