@@ -53,6 +53,12 @@
 // kernel sockets; the data-plane trials of capacity/dpprobe are standalone
 // only) and is treated the same way.
 //
+// Differences from a Locust master: no users are dispatched and no web UI
+// is served; the workers' stats messages are read only as signs of life;
+// heartbeats are echoed at most every 5 s per worker (enough to arm a
+// worker's 60 s master timeout); frames above MaxMessage are refused by the
+// transport; at most 10,000 worker identities are kept.
+//
 // Deliberate differences from a standalone search: the percentiles are
 // those of the exact histogram (±0.39 %) rather than nearest-rank over the
 // raw samples, and the workers start a trial when its message arrives (the
