@@ -234,7 +234,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		if err := s.Validate(); err != nil { // before the wait for the workers
 			return fail("%v", err)
 		}
-		ct, closeC, werr, err := benchCluster(ctx, &co, search, p.Options(), o.objectSize, stderr)
+		ct, workers, closeC, werr, err := benchCluster(ctx, &co, search, p.Options(), o.objectSize, stderr)
 		if closeC != nil {
 			defer closeC()
 		}
@@ -246,7 +246,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		trial = ct
-		rep.Params[2].Value = benchClusterGenerator(co.workers)
+		rep.Params = benchClusterParams(rep.Params, workers)
 	}
 	var res capacity.Result
 	if test.Name == "latency" && o.load > 0 {

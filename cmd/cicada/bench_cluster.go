@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -99,16 +100,17 @@ func benchClusterSecret(co *benchClusterOpts) (*zmtp.PlainAuth, error) {
 // benchCluster binds the controller, waits for the workers and returns the
 // search's trial across them and a close function (quit to the workers).
 // Errors before the wait are option errors (exit 2); a wait that ends
-// without the workers is returned as waitErr (exit 1).
+// without the workers is returned as waitErr (exit 1). workers names the
+// workers the trials run on.
 func benchCluster(ctx context.Context, co *benchClusterOpts, test probe.Test, po probe.Options, objectSize int, stderr io.Writer) (
-	trial capacity.TrialFunc, closeFn func(), waitErr, err error) {
+	trial capacity.TrialFunc, workers []string, closeFn func(), waitErr, err error) {
 	if (test.Name == "tps" || test.Name == "throughput") && po.Conns < co.workers {
-		return nil, nil, nil, fmt.Errorf("--conns %d over %s: each worker needs at least one keep-alive connection (--conns is the cluster's total)",
+		return nil, nil, nil, nil, fmt.Errorf("--conns %d over %s: each worker needs at least one keep-alive connection (--conns is the cluster's total)",
 			po.Conns, plural(co.workers, "worker"))
 	}
 	plain, err := benchClusterSecret(co)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	log := slog.New(locustlog.New(stderr, slog.LevelInfo)).With("logger", "cicada.bench")
 	host := co.bindHost
@@ -118,7 +120,7 @@ func benchCluster(ctx context.Context, co *benchClusterOpts, test probe.Test, po
 	c, err := cluster.Listen(cluster.Options{Bind: "tcp://" + host + ":" + strconv.Itoa(co.bindPort), Workers: co.workers, WaitTimeout: co.maxWait,
 		HeartbeatTimeout: co.heartbeatTime, Plain: plain, Logger: log})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	closeFn = func() {
 		if err := c.Close(); err != nil {
@@ -127,14 +129,14 @@ func benchCluster(ctx context.Context, co *benchClusterOpts, test probe.Test, po
 	}
 	log.Info(fmt.Sprintf("cicada bench %s: controller on %s, waiting for %s (at most %v)", test.Name, c.Addr(), plural(co.workers, "worker"), co.maxWait))
 	if err := c.Wait(ctx); err != nil {
-		return nil, closeFn, err, nil
+		return nil, nil, closeFn, err, nil
 	}
 	for _, w := range c.Workers() {
 		log.Info("trials run on " + w)
 	}
 	o := cluster.ProbeOptions{Addr: po.Addr, Host: po.Host, Path: po.Path, HTTP: po.HTTP, Duration: po.Duration, ConnectTimeout: po.ConnectTimeout,
 		Timeout: po.Timeout, Hold: po.Hold, LagTolerance: po.LagTolerance, Conns: po.Conns, Window: po.Window, ObjectSize: objectSize, CPUBusy: po.CPUBusy}
-	return c.TrialFunc(test.Name, test.Integer, o), closeFn, nil, nil
+	return c.TrialFunc(test.Name, test.Integer, o), c.Workers(), closeFn, nil, nil
 }
 
 // benchAgent installs the bench agent on a worker (cmd's worker mode): it
@@ -155,6 +157,21 @@ func benchAgent(w *worker.Worker, dataplane bool, log *slog.Logger) (stop func()
 		return nil, err
 	}
 	return func() { cancel(); a.Wait() }, nil
+}
+
+// benchClusterParams are the report's parameters of a cluster: the
+// generator and each worker.
+func benchClusterParams(ps []capacity.Param, workers []string) []capacity.Param {
+	for i := range ps {
+		if ps[i].Name == "generator" {
+			ps[i].Value = benchClusterGenerator(len(workers))
+		}
+	}
+	for _, w := range workers {
+		name, rest, _ := strings.Cut(w, " (") // "worker 1 (ID), kernel sockets"
+		ps = append(ps, capacity.Param{Name: name, Value: strings.Replace(rest, "), ", ", ", 1)})
+	}
+	return ps
 }
 
 // benchClusterGenerator is the report's generator parameter of a cluster.

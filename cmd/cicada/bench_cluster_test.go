@@ -95,7 +95,8 @@ func TestBenchClusterTwoWorkers(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v\n%s\nworker 1:\n%s", c.test, err, out, w1.Log())
 		}
-		for _, want := range []string{"cicada dev, kernel sockets, 2 workers", "trials run on worker 1 (bw", "trials run on worker 2 (bw", "the search's maximum " + c.load} {
+		for _, want := range []string{"cicada dev, kernel sockets, 2 workers", "trials run on worker 1 (bw", "trials run on worker 2 (bw",
+			"  worker 1               bw", ", kernel sockets\n  worker 2               bw", "the search's maximum " + c.load} {
 			if !strings.Contains(string(out), want) {
 				t.Fatalf("%s: output lacks %q:\n%s", c.test, want, out)
 			}
