@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
+	"github.com/cicada-load/cicada/capacity"
 	"github.com/cicada-load/cicada/capacity/probe"
 	"github.com/cicada-load/cicada/diag"
 	"github.com/cicada-load/cicada/protocol"
@@ -29,9 +32,16 @@ type AgentOptions struct {
 	// Runtime names the worker's runtime in its ready answer; if empty,
 	// RuntimeKernel.
 	Runtime string
-	// Refuse, when set, is the worker's reason not to run bench trials
-	// (a data-plane worker), sent in its ready answer.
+	// Refuse, when set, is the worker's reason not to run bench trials,
+	// sent in its ready answer.
 	Refuse string
+	// Tests, if set, are the tests the worker runs; a hello naming another
+	// is refused in the ready answer.
+	Tests []string
+	// Trial, if set, builds a trial of spec on the worker's own runtime
+	// (a data plane) instead of package probe's kernel sockets; held is
+	// the concurrent test's barrier, for its Held hook.
+	Trial func(spec TrialSpec, held func(context.Context) error) (capacity.TrialFunc, error)
 	// Limits is the probe's limits reader (tests); nil: diag.ReadLimits.
 	Limits func() (diag.Limits, error)
 	// Logger gets the agent's log lines; if nil, discarded.
@@ -93,8 +103,16 @@ func (a *Agent) Handle(msg protocol.Message) {
 	}
 	switch msg.Type {
 	case TypeHello:
-		a.log.Info("joined a cicada bench controller: ready for trials", "runtime", a.o.Runtime, "refuse", a.o.Refuse)
-		a.reply(TypeReady, EncodeReady(Ready{Version: Version, Runtime: a.o.Runtime, Refuse: a.o.Refuse}))
+		refuse := a.o.Refuse
+		test, err := DecodeHello(data)
+		switch {
+		case err != nil:
+			refuse = err.Error()
+		case refuse == "" && a.o.Tests != nil && test != "" && !slices.Contains(a.o.Tests, test):
+			refuse = fmt.Sprintf("%s does not run the %s test (it runs %s)", a.o.Runtime, test, strings.Join(a.o.Tests, ", "))
+		}
+		a.log.Info("joined a cicada bench controller", "test", test, "runtime", a.o.Runtime, "refuse", refuse)
+		a.reply(TypeReady, EncodeReady(Ready{Version: Version, Runtime: a.o.Runtime, Refuse: refuse}))
 	case TypeTrial:
 		a.onTrial(data)
 	case TypeGo, TypeAbort:
@@ -159,6 +177,30 @@ func (a *Agent) onTrial(data any) {
 	}()
 }
 
+// trialFunc is spec's trial on the worker's runtime.
+func (a *Agent) trialFunc(spec TrialSpec, held func(context.Context) error) (capacity.TrialFunc, error) {
+	if a.o.Tests != nil && !slices.Contains(a.o.Tests, spec.Test) {
+		return nil, fmt.Errorf("%s does not run the %s test", a.o.Runtime, spec.Test)
+	}
+	if a.o.Trial != nil {
+		return a.o.Trial(spec, held)
+	}
+	po := spec.Probe.probe()
+	po.Limits = a.o.Limits
+	if spec.Test == "concurrent" {
+		po.Held = held
+	}
+	p, err := probe.New(po)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: probe: %w", err)
+	}
+	fn, err := p.TrialFunc(spec.Test, spec.Probe.ObjectSize)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: probe: %w", err)
+	}
+	return fn, nil
+}
+
 // ProbeOptions converts o to the probe's options.
 func (o ProbeOptions) probe() probe.Options {
 	return probe.Options{Addr: o.Addr, Host: o.Host, Path: o.Path, HTTP: o.HTTP, Duration: o.Duration, ConnectTimeout: o.ConnectTimeout,
@@ -166,27 +208,19 @@ func (o ProbeOptions) probe() probe.Options {
 }
 
 func (a *Agent) run(ctx context.Context, spec TrialSpec, r *agentRun) Result {
-	po := spec.Probe.probe()
-	po.Limits = a.o.Limits
-	if spec.Test == "concurrent" {
-		po.Held = func(ctx context.Context) error {
-			a.reply(TypeHeld, EncodeID(spec.ID, false))
-			select {
-			case abort := <-r.goCh:
-				if abort {
-					return errAborted
-				}
-				return nil
-			case <-ctx.Done():
-				return fmt.Errorf("cluster: waiting for the second round: %w", ctx.Err())
+	held := func(ctx context.Context) error {
+		a.reply(TypeHeld, EncodeID(spec.ID, false))
+		select {
+		case abort := <-r.goCh:
+			if abort {
+				return errAborted
 			}
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: waiting for the second round: %w", ctx.Err())
 		}
 	}
-	p, err := probe.New(po)
-	if err != nil {
-		return Result{ID: spec.ID, Error: err.Error()}
-	}
-	fn, err := p.TrialFunc(spec.Test, spec.Probe.ObjectSize)
+	fn, err := a.trialFunc(spec, held)
 	if err != nil {
 		return Result{ID: spec.ID, Error: err.Error()}
 	}

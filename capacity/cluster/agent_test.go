@@ -61,6 +61,21 @@ func TestAgent(t *testing.T) {
 			t.Fatalf("result %+v, %v", res, err)
 		}
 	})
+	t.Run("test not run", func(t *testing.T) {
+		var s sink
+		a := NewAgent(context.Background(), &s, AgentOptions{Runtime: RuntimeDataplane, Tests: []string{"cps", "concurrent"}})
+		a.Handle(protocol.Message{Type: TypeHello, Data: &protocol.Custom{Data: EncodeHello("tps")}})
+		m, _ := s.find(TypeReady)
+		if r, err := DecodeReady(m.Data.(*protocol.Custom).Data); err != nil || r.Refuse != "data plane does not run the tps test (it runs cps, concurrent)" {
+			t.Fatalf("ready %+v, %v", r, err)
+		}
+		a.Handle(trialMsg(TrialSpec{ID: 5, Test: "tps", Load: 1}))
+		a.Wait()
+		m, _ = s.find(TypeResult)
+		if res, err := DecodeResult(m.Data.(*protocol.Custom).Data); err != nil || res.Error != "data plane does not run the tps test" {
+			t.Fatalf("result %+v, %v", res, err)
+		}
+	})
 	t.Run("malformed", func(t *testing.T) {
 		var s sink
 		a := NewAgent(context.Background(), &s, AgentOptions{})

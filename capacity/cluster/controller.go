@@ -46,6 +46,9 @@ type Options struct {
 	Bind string
 	// Workers is how many workers the trials run on (>= 1).
 	Workers int
+	// Test is the search's test, named in hello so that a worker whose
+	// runtime does not run it refuses at once.
+	Test string
 	// WaitTimeout bounds Wait; if zero, DefaultWaitTimeout.
 	WaitTimeout time.Duration
 	// HeartbeatTimeout: a worker silent this long is lost; if zero,
@@ -243,7 +246,7 @@ func (c *Controller) handle(id string, msg protocol.Message) {
 			c.lose(n, "it registered again (restarted or reconnected)")
 		default:
 			n.hasHello = true
-			_ = c.sendCustom(id, TypeHello, map[string]any{"v": int64(Version)})
+			_ = c.sendCustom(id, TypeHello, EncodeHello(c.o.Test))
 		}
 		c.notify()
 		return

@@ -48,10 +48,13 @@
 //
 // Refusals: a Python Locust worker (its client_ready carries a version
 // string) cannot run trials: it is logged as refused and sent quit, and
-// does not count towards the expected workers. A cicada worker started
-// with a data plane refuses bench trials in its ready answer (they run on
-// kernel sockets; the data-plane trials of capacity/dpprobe are standalone
-// only) and is treated the same way.
+// does not count towards the expected workers. A worker whose runtime
+// does not run the search's test (named in hello) refuses in its ready
+// answer and is treated the same way: cmd/cicada gives a data-plane worker
+// (--dataplane afpacket) an agent whose trials are capacity/dpprobe's (cps,
+// concurrent, teardown) over its own AF_PACKET socket on the worker's
+// interface, first client address and client ports (AgentOptions.Trial and
+// Tests); other links, and the other tests, are refused.
 //
 // Differences from a Locust master: no users are dispatched and no web UI
 // is served; the workers' stats messages are read only as signs of life;

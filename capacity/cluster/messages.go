@@ -293,6 +293,24 @@ func DecodeResult(data any) (Result, error) {
 	return r, nil
 }
 
+// EncodeHello is a hello message's data: the version and the test the
+// search runs.
+func EncodeHello(test string) map[string]any {
+	return map[string]any{"v": int64(Version), "test": test}
+}
+
+// DecodeHello reads a hello message's data: the test ("" from a hello
+// without one).
+func DecodeHello(data any) (test string, err error) {
+	f := newFields(TypeHello, data)
+	if f.err == nil {
+		if _, ok := f.m["test"]; ok {
+			test = f.str("test")
+		}
+	}
+	return test, f.err
+}
+
 // DecodeID reads the data of held, go and abort.
 func DecodeID(typ string, data any) (id int64, abort bool, err error) {
 	f := newFields(typ, data)

@@ -50,7 +50,9 @@ refused.
 Cluster: --master --expect-workers N waits (--expect-workers-max-wait) for N
 cicada workers (cicada --worker --master-host H) and splits every trial
 between them (rates and connections evenly; tps/throughput's --conns is the
-total); a worker lost during a trial makes it INVALID (exit 3).
+total); a worker lost during a trial makes it INVALID (exit 3). A worker
+started with --dataplane afpacket runs cps, concurrent and teardown on its
+data plane and refuses the other tests.
 Exit status: 0 a maximum found (or the range's top passed), 1 none found,
 3 invalid (the generator was the limit), 2 bad options.
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -117,7 +118,7 @@ func benchCluster(ctx context.Context, co *benchClusterOpts, test probe.Test, po
 	if ip := net.ParseIP(host); ip != nil && ip.To4() == nil {
 		host = "[" + host + "]"
 	}
-	c, err := cluster.Listen(cluster.Options{Bind: "tcp://" + host + ":" + strconv.Itoa(co.bindPort), Workers: co.workers, WaitTimeout: co.maxWait,
+	c, err := cluster.Listen(cluster.Options{Bind: "tcp://" + host + ":" + strconv.Itoa(co.bindPort), Workers: co.workers, Test: test.Name, WaitTimeout: co.maxWait,
 		HeartbeatTimeout: co.heartbeatTime, Plain: plain, Logger: log})
 	if err != nil {
 		return nil, nil, nil, nil, err
@@ -140,31 +141,39 @@ func benchCluster(ctx context.Context, co *benchClusterOpts, test probe.Test, po
 }
 
 // benchAgent installs the bench agent on a worker (cmd's worker mode): it
-// answers a bench controller and runs its trials on kernel sockets; a
-// data-plane worker refuses them. The returned stop ends a trial in
-// progress and waits for it.
-func benchAgent(w *worker.Worker, dataplane bool, log *slog.Logger) (stop func(), err error) {
+// answers a bench controller and runs its trials on kernel sockets, or, for
+// a data-plane worker (dp set), the data plane's trials (cps, concurrent,
+// teardown; afpacket) on its interface, client address and ports. The
+// returned stop ends a trial in progress, waits for it and closes what the
+// trials opened.
+func benchAgent(w *worker.Worker, dp *dataplaneOpts, log *slog.Logger) (stop func(), err error) {
 	o := cluster.AgentOptions{Logger: log}
-	if dataplane {
-		o.Runtime = cluster.RuntimeDataplane
-		o.Refuse = "this worker runs its users on the data plane (--dataplane): cluster bench trials run on kernel sockets; " +
-			"start the worker without --dataplane, or run cicada bench --dataplane standalone"
+	closeDP := func() {}
+	if dp != nil {
+		o, closeDP = benchDataplaneAgent(dp, log)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a := cluster.NewAgent(ctx, w, o)
 	if err := a.Register(w); err != nil {
 		cancel()
+		closeDP()
 		return nil, err
 	}
-	return func() { cancel(); a.Wait() }, nil
+	return func() { cancel(); a.Wait(); closeDP() }, nil
 }
 
 // benchClusterParams are the report's parameters of a cluster: the
 // generator and each worker.
 func benchClusterParams(ps []capacity.Param, workers []string) []capacity.Param {
+	var runtimes []string
+	for _, w := range workers {
+		if _, rt, ok := strings.Cut(w, "), "); ok && !slices.Contains(runtimes, rt) {
+			runtimes = append(runtimes, rt)
+		}
+	}
 	for i := range ps {
 		if ps[i].Name == "generator" {
-			ps[i].Value = benchClusterGenerator(len(workers))
+			ps[i].Value = benchClusterGenerator(strings.Join(runtimes, " and "), len(workers))
 		}
 	}
 	for _, w := range workers {
@@ -174,9 +183,10 @@ func benchClusterParams(ps []capacity.Param, workers []string) []capacity.Param 
 	return ps
 }
 
-// benchClusterGenerator is the report's generator parameter of a cluster.
-func benchClusterGenerator(n int) string {
-	return "cicada " + version + ", kernel sockets, " + plural(n, "worker")
+// benchClusterGenerator is the report's generator parameter of a cluster:
+// "cicada VERSION, kernel sockets, N workers".
+func benchClusterGenerator(runtimes string, n int) string {
+	return "cicada " + version + ", " + runtimes + ", " + plural(n, "worker")
 }
 
 // plural is "1 worker", "2 workers".

@@ -339,3 +339,24 @@ func TestBenchLabClusterConnectionRateLimit(t *testing.T) {
 		"--connect-timeout", "500ms", "--lag-tolerance", "200ms", "--cpu-busy", "1")
 	labFigure(t, "kernel, 2 workers", result, limit, 0.8, 1.15)
 }
+
+// A data-plane worker (cicada --worker --dataplane afpacket) joins the
+// bench controller and runs the concurrent search's trials with dpprobe on
+// its interface and client address: the limit of TestBenchLabDataplaneCommand
+// within the same tolerance.
+func TestBenchLabClusterDataplaneWorker(t *testing.T) {
+	const conns = 300
+	skipShort(t)
+	d := dataplaneTarget(t, lab.DUTConfig{MaxNew: conns, Conns: 2 * conns})
+	const port = "5557"
+	w := startCicada(t, d.Client, "dpworker", "--worker", "--master-host", "127.0.0.1", "--master-port", port, "--node-id", "dpw",
+		"-f", seedScenario(t), "-H", "http://"+lab.ServerIP+":80", "--dataplane", "afpacket", "--interface", d.Cicada.Name, "--client-ips", lab.ClientIP,
+		"--client-ports", "10000-60000", "--gateway", lab.Gateway)
+	result, _, table := benchInLab(t, d, "concurrent", "--pause", "0", "--start", "50", "--max", "5000", "--resolution", "0.01",
+		"--connect-timeout", "500ms", "--cpu-busy", "100", "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", port,
+		"--expect-workers", "1", "--expect-workers-max-wait", "30s")
+	if !strings.Contains(table, "worker 1               dpw, data plane (afpacket)") || !strings.Contains(table, "data plane (afpacket), 1 worker") {
+		t.Fatalf("the report does not name the data-plane worker:\n%s\nworker:\n%s", table, tail(w.Log(), 3000))
+	}
+	labFigure(t, "data plane, 1 worker", result, conns, 0.98, 1.02)
+}

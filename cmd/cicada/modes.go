@@ -290,7 +290,7 @@ func (a *app) runWorker(sig *shutdown.Signals) int {
 		a.log.Error(err.Error())
 		return 1
 	}
-	stopBench, err := benchAgent(w, rt != nil, log)
+	stopBench, err := benchAgent(w, a.dp, log)
 	if err != nil {
 		a.log.Error(err.Error())
 		return 1
