@@ -45,8 +45,8 @@ Tests:
 
 Kernel sockets, standalone. --dataplane afpacket runs cps, concurrent and
 teardown on the userspace data plane (one client address, its own client
-ports); the other tests and cluster runs are not built for it yet and are
-refused.
+ports); the other tests are not built for it yet and are refused (in a
+cluster, the workers take --dataplane).
 Cluster: --master --expect-workers N waits (--expect-workers-max-wait) for N
 cicada workers (cicada --worker --master-host H) and splits every trial
 between them (rates and connections evenly; tps/throughput's --conns is the

@@ -59,7 +59,7 @@ func benchClusterCheck(fs *pflag.FlagSet, co *benchClusterOpts) error {
 		return nil
 	}
 	if fs.Changed("dataplane") {
-		return fmt.Errorf("--dataplane with --master: cluster trials run on the workers' kernel sockets (the data-plane trials are standalone only)")
+		return fmt.Errorf("--dataplane with --master: the controller runs no trials; start the workers with --dataplane afpacket")
 	}
 	if co.workers < 1 || co.workers > 10000 {
 		return fmt.Errorf("--expect-workers %d must be 1 to 10000", co.workers)

@@ -170,7 +170,7 @@ func TestBenchClusterRefusesOptions(t *testing.T) {
 	}{
 		{[]string{"--expect-workers", "2"}, "--expect-workers needs --master"},
 		{[]string{"--cluster-secret-file", "/x"}, "--cluster-secret-file needs --master"},
-		{[]string{"--master", "--dataplane", "afpacket"}, "--dataplane with --master: cluster trials run on the workers' kernel sockets"},
+		{[]string{"--master", "--dataplane", "afpacket"}, "--dataplane with --master: the controller runs no trials; start the workers with --dataplane afpacket"},
 		{[]string{"--master", "--expect-workers", "0"}, "--expect-workers 0 must be 1 to 10000"},
 		{[]string{"--master", "--master-bind-port", "70000"}, "--master-bind-port 70000 is not a port"},
 		{[]string{"--master", "--expect-workers-max-wait", "0s"}, "must be positive"},
