@@ -88,9 +88,9 @@ func TestDecodeRefuses(t *testing.T) {
 
 func nan() float64 { var z float64; return z / z }
 
-// FuzzDecodeResult: any payload decodes to an error or a result whose
-// counts are consistent and bounded, never a panic, and a decoded result
-// encodes back to the same result.
+// FuzzDecodeResult: any payload decodes, with every decoder of the bench
+// exchange, to an error or a bounded value, never a panic; a decoded trial
+// or result encodes back to the same value.
 func FuzzDecodeResult(f *testing.F) {
 	for _, r := range []Result{{ID: 1, Trial: capacity.Trial{Attempted: 3, Failed: 1, Errors: map[string]int64{"reset": 1}}, Latency: Histogram([]time.Duration{5})}, {Error: "busy"}} {
 		b, err := protocol.Encode(protocol.Message{Type: TypeResult, Data: &protocol.Custom{Data: EncodeResult(r)}, NodeID: "n"})
@@ -101,6 +101,10 @@ func FuzzDecodeResult(f *testing.F) {
 	}
 	spec, _ := protocol.Encode(protocol.Message{Type: TypeTrial, Data: &protocol.Custom{Data: EncodeTrial(TrialSpec{ID: 2, Test: "cps", Load: 10})}, NodeID: "n"})
 	f.Add(spec)
+	for _, m := range []map[string]any{EncodeHello("cps"), EncodeReady(Ready{Version: 1, Runtime: RuntimeKernel}), EncodeID(3, true)} {
+		b, _ := protocol.Encode(protocol.Message{Type: TypeReady, Data: &protocol.Custom{Data: m}, NodeID: "n"})
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := protocol.Decode(b)
 		if err != nil {
@@ -117,6 +121,15 @@ func FuzzDecodeResult(f *testing.F) {
 			if back, err := DecodeTrial(wire(t, TypeTrial, EncodeTrial(s))); err != nil || !reflect.DeepEqual(back, s) {
 				t.Fatalf("trial round trip %+v, %v", back, err)
 			}
+		}
+		if rd, err := DecodeReady(cu.Data); err == nil && (len(rd.Runtime) > MaxText || len(rd.Refuse) > MaxText || rd.Version < 0) {
+			t.Fatalf("ready %+v", rd)
+		}
+		if test, err := DecodeHello(cu.Data); err == nil && len(test) > MaxText {
+			t.Fatalf("hello test of %d bytes", len(test))
+		}
+		if id, _, err := DecodeID(TypeGo, cu.Data); err == nil && id < 0 {
+			t.Fatalf("id %d", id)
 		}
 		r, err := DecodeResult(cu.Data)
 		if err != nil {
