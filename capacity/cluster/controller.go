@@ -61,18 +61,16 @@ type Options struct {
 }
 
 type node struct {
-	id       string
-	index    int64
-	name     string // "worker N (id)" once picked
-	python   string // a Python worker's version
-	ready    bool
-	runtime  string
-	refused  string
-	gone     string // why the worker is lost
-	seen     time.Time
-	echoed   time.Time
-	readyAt  int // order of readiness
-	hasHello bool
+	id      string
+	index   int64
+	name    string // "worker N (id)" once picked
+	ready   bool
+	runtime string
+	refused string
+	gone    string // why the worker is lost
+	seen    time.Time
+	echoed  time.Time
+	readyAt int // order of readiness
 }
 
 type pending struct {
@@ -232,7 +230,6 @@ func (c *Controller) handle(id string, msg protocol.Message) {
 		switch {
 		case cr == nil:
 		case !cr.VersionSkipCheck:
-			n.python = "v" + cr.Version // non-empty even for Debian's ""
 			v := ""
 			if cr.Version != "" {
 				v = fmt.Sprintf(" (version %q)", cr.Version)
@@ -245,7 +242,6 @@ func (c *Controller) handle(id string, msg protocol.Message) {
 			// A picked worker that reconnected lost its trial state.
 			c.lose(n, "it registered again (restarted or reconnected)")
 		default:
-			n.hasHello = true
 			_ = c.sendCustom(id, TypeHello, EncodeHello(c.o.Test))
 		}
 		c.notify()
