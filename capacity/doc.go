@@ -6,7 +6,8 @@
 //
 // The package is pure logic: a trial is a TrialFunc the caller supplies (the
 // kernel-socket trials of package capacity/probe, the data-plane trials of
-// capacity/dpprobe, or a fake device in tests),
+// capacity/dpprobe, the trials split across cicada workers of
+// capacity/cluster, or a fake device in tests),
 // so the search runs the same against a real device and a model.
 //
 // The search (Search.Run):

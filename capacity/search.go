@@ -72,6 +72,10 @@ type Trial struct {
 	// Mix counts a traffic mix's transactions per object size (nil
 	// without a mix).
 	Mix []MixCount
+	// Samples, when the driver was asked to keep them (probe's
+	// KeepSamples, for a cluster worker), are the latency samples sorted;
+	// nil otherwise. Reports do not use them.
+	Samples []time.Duration
 
 	Verdict Verdict
 	Reason  string
@@ -250,6 +254,11 @@ func (r *Result) Summary(unit string) string {
 	}
 	return "no load passed: no maximum found"
 }
+
+// Validate returns the error Run would return for parameters it cannot
+// honour (ErrBadSearch), without running a trial: a caller that must wait
+// for something first (a cluster's workers) checks them before.
+func (s Search) Validate() error { return s.check() }
 
 func (s *Search) check() error {
 	switch {

@@ -95,6 +95,14 @@ type Options struct {
 	// Limits reads the generator's limits; if nil, diag.ReadLimits (tests
 	// inject their own).
 	Limits func() (diag.Limits, error)
+	// KeepSamples sets each Trial's Samples (a cluster worker ships them
+	// as a histogram).
+	KeepSamples bool
+	// Held, if set, is called by Concurrent once its connections are open,
+	// before Hold and the second round (a cluster's barrier: every worker
+	// holds its share before any second round). An error ends the trial:
+	// the connections are reset and Concurrent returns the error.
+	Held func(ctx context.Context) error
 }
 
 // Prober runs trials against one target.
@@ -252,7 +260,7 @@ func (r *recorder) limit(why string) {
 }
 
 // trial fills a capacity.Trial from the recorder.
-func (r *recorder) trial(d time.Duration) capacity.Trial {
+func (p *Prober) trial(r *recorder, d time.Duration) capacity.Trial {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	slices.Sort(r.lat)
@@ -262,6 +270,9 @@ func (r *recorder) trial(d time.Duration) capacity.Trial {
 	}
 	if r.mix != nil {
 		t.Mix = slices.Clone(r.mix)
+	}
+	if p.o.KeepSamples {
+		t.Samples = r.lat
 	}
 	t.P50, t.P95, t.P99 = pct(r.lat, 50), pct(r.lat, 95), pct(r.lat, 99)
 	if n := len(r.lat); n > 0 {

@@ -82,7 +82,7 @@ func (p *Prober) CPS(ctx context.Context, rate float64) (capacity.Trial, error) 
 	})
 	wg.Wait()
 	d := max(Due(n, rate), time.Since(start))
-	t := rec.trial(d)
+	t := p.trial(&rec, d)
 	t.Achieved = float64(t.Attempted-t.Failed) / d.Seconds()
 	p.finish(&t, w, issued, late)
 	return t, ctxErr(ctx)
@@ -168,7 +168,7 @@ func (p *Prober) tps(ctx context.Context, n int, dueOf func(i int) time.Duration
 	close(tickets)
 	wg.Wait()
 	d := max(dueOf(n), time.Since(start))
-	t := rec.trial(d)
+	t := p.trial(&rec, d)
 	t.Achieved = float64(t.Attempted-t.Failed) / d.Seconds()
 	p.finish(&t, w, issued, late)
 	return t, ctxErr(ctx)
@@ -317,6 +317,11 @@ func (p *Prober) Concurrent(ctx context.Context, load float64) (capacity.Trial, 
 			held++
 		}
 	}
+	if p.o.Held != nil && ctx.Err() == nil {
+		if err := p.o.Held(ctx); err != nil {
+			return capacity.Trial{}, fmt.Errorf("probe: concurrent: %w", err)
+		}
+	}
 	if p.o.Hold > 0 {
 		tm := time.NewTimer(p.o.Hold)
 		select {
@@ -348,7 +353,7 @@ func (p *Prober) Concurrent(ctx context.Context, load float64) (capacity.Trial, 
 		}()
 	}
 	wg.Wait()
-	t := rec.trial(time.Since(start))
+	t := p.trial(&rec, time.Since(start))
 	t.Achieved = float64(held)
 	t.SecondRound, t.SecondRoundFailed = second, secondFailed
 	if t.GeneratorLimit == "" {
@@ -407,7 +412,7 @@ func (p *Prober) Teardown(ctx context.Context, rate float64) (capacity.Trial, er
 		}
 	}
 	d := max(Due(n, rate), time.Since(start))
-	t := rec.trial(d)
+	t := p.trial(&rec, d)
 	t.Achieved = float64(t.Attempted-t.Failed) / d.Seconds()
 	if setup.generator != "" {
 		t.GeneratorLimit = setup.generator

@@ -52,8 +52,14 @@ sequence in every run.
 
 Kernel sockets, standalone. --dataplane afpacket runs cps, concurrent and
 teardown on the userspace data plane (one client address, its own client
-ports); the other tests and cluster runs are not built for it yet and are
-refused.
+ports); the other tests are not built for it yet and are refused (in a
+cluster, the workers take --dataplane).
+Cluster: --master --expect-workers N waits (--expect-workers-max-wait) for N
+cicada workers (cicada --worker --master-host H) and splits every trial
+between them (rates and connections evenly; tps/throughput's --conns is the
+total); a worker lost during a trial makes it INVALID (exit 3). A worker
+started with --dataplane afpacket runs cps, concurrent and teardown on its
+data plane and refuses the other tests.
 Exit status: 0 a maximum found (or the range's top passed), 1 none found,
 3 invalid (the generator was the limit), 2 bad options.
 
@@ -120,6 +126,8 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&dpo.dedicated, "dataplane-dedicated", false, "Data plane: the interface is dedicated to the test; its safety refusals become warnings")
 	var tlso benchTLSOptions
 	tlso.flags(fs) // bench_tls.go
+	var co benchClusterOpts
+	benchClusterFlags(fs, &co)
 	fs.Usage = func() {
 		fmt.Fprintln(stdout, benchUsage)
 		fs.SetOutput(stdout)
@@ -148,6 +156,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 				return fail("--%s needs --dataplane", name)
 			}
 		}
+	}
+	if err := benchClusterCheck(fs, &co); err != nil {
+		return fail("%v", err)
 	}
 	search := test
 	if test.Name == "latency" {
@@ -238,6 +249,24 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
+	if co.master {
+		if err := s.Validate(); err != nil { // before the wait for the workers
+			return fail("%v", err)
+		}
+		ct, workers, closeC, werr, err := benchCluster(ctx, &co, search, p.Options(), o.objectSize, stderr)
+		if closeC != nil {
+			defer closeC()
+		}
+		if err != nil {
+			return fail("%v", err)
+		}
+		if werr != nil {
+			fmt.Fprintf(stderr, "cicada bench: error: %v\n", werr)
+			return 1
+		}
+		trial = ct
+		rep.Params = benchClusterParams(rep.Params, workers)
+	}
 	var res capacity.Result
 	if test.Name == "latency" && o.load > 0 {
 		res = capacity.Result{Max: o.load, Found: true}
