@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -42,6 +43,11 @@ type AgentOptions struct {
 	// (a data plane) instead of package probe's kernel sockets; held is
 	// the concurrent test's barrier, for its Held hook.
 	Trial func(spec TrialSpec, held func(context.Context) error) (capacity.TrialFunc, error)
+	// TLS builds the tls.Config of a trial's TLSOptions for the target
+	// addr (IP:port), as the standalone bench does; nil: the worker runs
+	// no HTTPS trials (it answers an options error). Trial's runtime
+	// runs neither HTTPS nor mixes: such trials get an options error.
+	TLS func(o TLSOptions, addr string) (*tls.Config, error)
 	// Limits is the probe's limits reader (tests); nil: diag.ReadLimits.
 	Limits func() (diag.Limits, error)
 	// Logger gets the agent's log lines; if nil, discarded.
@@ -183,20 +189,33 @@ func (a *Agent) trialFunc(spec TrialSpec, held func(context.Context) error) (cap
 		return nil, fmt.Errorf("%s does not run the %s test", a.o.Runtime, spec.Test)
 	}
 	if a.o.Trial != nil {
+		if spec.Probe.TLS != nil || len(spec.Probe.Mix) > 0 {
+			return nil, optionsError{fmt.Errorf("%s runs plain HTTP without a traffic mix: not over HTTPS nor with --mix", a.o.Runtime)}
+		}
 		return a.o.Trial(spec, held)
 	}
 	po := spec.Probe.probe()
+	if spec.Probe.TLS != nil {
+		if a.o.TLS == nil {
+			return nil, optionsError{errors.New("this worker cannot build TLS configurations")}
+		}
+		c, err := a.o.TLS(*spec.Probe.TLS, spec.Probe.Addr)
+		if err != nil {
+			return nil, optionsError{err}
+		}
+		po.TLS = c
+	}
 	po.Limits = a.o.Limits
 	if spec.Test == "concurrent" {
 		po.Held = held
 	}
 	p, err := probe.New(po)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: probe: %w", err)
+		return nil, optionsError{fmt.Errorf("cluster: probe: %w", err)}
 	}
 	fn, err := p.TrialFunc(spec.Test, spec.Probe.ObjectSize)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: probe: %w", err)
+		return nil, optionsError{fmt.Errorf("cluster: probe: %w", err)}
 	}
 	return fn, nil
 }
@@ -204,8 +223,14 @@ func (a *Agent) trialFunc(spec TrialSpec, held func(context.Context) error) (cap
 // ProbeOptions converts o to the probe's options.
 func (o ProbeOptions) probe() probe.Options {
 	return probe.Options{Addr: o.Addr, Host: o.Host, Path: o.Path, HTTP: o.HTTP, Duration: o.Duration, ConnectTimeout: o.ConnectTimeout,
-		Timeout: o.Timeout, Conns: o.Conns, Window: o.Window, Hold: o.Hold, CPUBusy: o.CPUBusy, LagTolerance: o.LagTolerance, KeepSamples: true}
+		Timeout: o.Timeout, Conns: o.Conns, Window: o.Window, Hold: o.Hold, CPUBusy: o.CPUBusy, LagTolerance: o.LagTolerance, Mix: o.Mix, KeepSamples: true}
 }
+
+// optionsError is a trial's options the worker cannot honour (Result.Options).
+type optionsError struct{ err error }
+
+func (e optionsError) Error() string { return e.err.Error() }
+func (e optionsError) Unwrap() error { return e.err }
 
 func (a *Agent) run(ctx context.Context, spec TrialSpec, r *agentRun) Result {
 	held := func(ctx context.Context) error {
@@ -222,7 +247,7 @@ func (a *Agent) run(ctx context.Context, spec TrialSpec, r *agentRun) Result {
 	}
 	fn, err := a.trialFunc(spec, held)
 	if err != nil {
-		return Result{ID: spec.ID, Error: err.Error()}
+		return Result{ID: spec.ID, Error: err.Error(), Options: errors.As(err, new(optionsError))}
 	}
 	a.log.Info("bench trial", "id", spec.ID, "test", spec.Test, "load", spec.Load)
 	t, err := fn(ctx, spec.Load)

@@ -424,7 +424,11 @@ func Deadline(test string, load float64, o ProbeOptions, workers int) time.Durat
 		if r > 1e6 {
 			r = 1e6
 		}
-		return time.Duration(r) * (o.ConnectTimeout + 2*o.Timeout)
+		per := o.ConnectTimeout + 2*o.Timeout
+		if o.TLS != nil { // the handshake, bounded by ConnectTimeout too
+			per += o.ConnectTimeout
+		}
+		return time.Duration(r) * per
 	}
 	switch test {
 	case "concurrent":
@@ -440,7 +444,8 @@ func Deadline(test string, load float64, o ProbeOptions, workers int) time.Durat
 // o.Conns), the results are merged (Merge). A lost worker makes the trial
 // invalid (Trial.GeneratorLimit "worker N (id) lost: ..."), as it does
 // every later one. An error: ctx ended, or a worker could not run the
-// trial (ErrWorker).
+// trial (ErrWorker; ErrWorkerOptions when a worker cannot honour its
+// options).
 func (c *Controller) Trial(ctx context.Context, test string, load float64, integer bool, o ProbeOptions) (capacity.Trial, error) {
 	c.mu.Lock()
 	if len(c.picked) == 0 {
@@ -519,16 +524,20 @@ func (c *Controller) Trial(ctx context.Context, test string, load float64, integ
 		if len(p.results) == len(p.workers) {
 			parts := make([]Part, 0, len(p.workers))
 			var errs []string
+			werr := ErrWorker
 			for _, n := range p.workers {
 				r := p.results[n.id]
 				if r.Error != "" {
 					errs = append(errs, n.name+": "+r.Error)
 				}
+				if r.Options {
+					werr = ErrWorkerOptions
+				}
 				parts = append(parts, Part{Worker: n.name, Result: r})
 			}
 			c.mu.Unlock()
 			if len(errs) > 0 {
-				return capacity.Trial{}, fmt.Errorf("%w: %s", ErrWorker, strings.Join(errs, "; "))
+				return capacity.Trial{}, fmt.Errorf("%w: %s", werr, strings.Join(errs, "; "))
 			}
 			return Merge(parts)
 		}

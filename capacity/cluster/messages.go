@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cicada-load/cicada/capacity"
+	"github.com/cicada-load/cicada/capacity/probe"
 )
 
 // Custom message types of the bench exchange (see the package doc).
@@ -22,8 +23,10 @@ const (
 )
 
 // Version is the bench exchange's version, sent in hello and ready; a
-// worker answering another version is refused.
-const Version = 1
+// worker answering another version is refused. Version 2 added HTTPS,
+// traffic mixes and the generator strain (variants.go): a version 1 worker
+// would run an HTTPS or mix trial as plain HTTP.
+const Version = 2
 
 // Bounds of decoded messages: longer texts, more error kinds or a larger
 // latency histogram are refused (ErrMessage), never truncated.
@@ -61,6 +64,10 @@ type ProbeOptions struct {
 	Duration, ConnectTimeout, Timeout, Hold, LagTolerance time.Duration
 	Conns, Window, ObjectSize                             int
 	CPUBusy                                               float64
+	// TLS, if set, makes the trial HTTPS (variants.go); Mix, if set, is
+	// the traffic mix of tps and throughput.
+	TLS *TLSOptions
+	Mix probe.Mix
 }
 
 // TrialSpec is one worker's share of a trial.
@@ -73,10 +80,13 @@ type TrialSpec struct {
 
 // Result is one worker's trial: Trial's counts (Verdict, Reason and the
 // percentiles unset; Max set) and Latency, the exact histogram of its
-// samples in package stats' encoding; Error when the trial could not run.
+// samples in package stats' encoding; Error when the trial could not run,
+// Options when that is because the worker cannot honour the trial's
+// options (its TLS files, a runtime without HTTPS or mixes).
 type Result struct {
 	ID      int64
 	Error   string
+	Options bool
 	Trial   capacity.Trial
 	Latency []byte
 }
@@ -90,12 +100,14 @@ func EncodeReady(r Ready) map[string]any {
 // EncodeTrial is a trial message's data.
 func EncodeTrial(s TrialSpec) map[string]any {
 	p := s.Probe
-	return map[string]any{"id": s.ID, "test": s.Test, "load": s.Load, "probe": map[string]any{
+	pm := map[string]any{
 		"addr": p.Addr, "host": p.Host, "path": p.Path, "http": p.HTTP,
 		"duration_ns": int64(p.Duration), "connect_timeout_ns": int64(p.ConnectTimeout), "timeout_ns": int64(p.Timeout),
 		"hold_ns": int64(p.Hold), "lag_tolerance_ns": int64(p.LagTolerance),
 		"conns": int64(p.Conns), "window": int64(p.Window), "object_size": int64(p.ObjectSize), "cpu_busy": p.CPUBusy,
-	}}
+	}
+	encodeProbeVariants(pm, p)
+	return map[string]any{"id": s.ID, "test": s.Test, "load": s.Load, "probe": pm}
 }
 
 // EncodeResult is a result message's data.
@@ -105,12 +117,13 @@ func EncodeResult(r Result) map[string]any {
 	for k, v := range t.Errors {
 		errs[k] = v
 	}
-	m := map[string]any{"id": r.ID, "error": r.Error, "duration_ns": int64(t.Duration), "attempted": t.Attempted, "failed": t.Failed,
+	m := map[string]any{"id": r.ID, "error": r.Error, "options": r.Options, "duration_ns": int64(t.Duration), "attempted": t.Attempted, "failed": t.Failed,
 		"achieved": t.Achieved, "bytes": t.Bytes, "second_round": t.SecondRound, "second_round_failed": t.SecondRoundFailed,
 		"errors": errs, "generator_limit": t.GeneratorLimit, "max_ns": int64(t.Max)}
 	if r.Latency != nil {
 		m["latency"] = r.Latency
 	}
+	encodeTrialVariants(m, t)
 	return m
 }
 
@@ -231,6 +244,7 @@ func DecodeTrial(data any) (TrialSpec, error) {
 		Duration: g.dur("duration_ns"), ConnectTimeout: g.dur("connect_timeout_ns"), Timeout: g.dur("timeout_ns"),
 		Hold: g.dur("hold_ns"), LagTolerance: g.dur("lag_tolerance_ns"), Conns: g.count("conns"), Window: g.count("window"),
 		ObjectSize: g.count("object_size"), CPUBusy: g.float("cpu_busy")}
+	decodeProbeVariants(g, &s.Probe)
 	return s, g.err
 }
 
@@ -254,6 +268,8 @@ func DecodeResult(data any) (Result, error) {
 	t.Achieved, t.Bytes = f.float("achieved"), f.int("bytes", false)
 	t.SecondRound, t.SecondRoundFailed = f.int("second_round", false), f.int("second_round_failed", false)
 	t.GeneratorLimit, t.Max = f.str("generator_limit"), f.dur("max_ns")
+	r.Options = f.bool("options")
+	decodeTrialVariants(f, t)
 	if f.err != nil {
 		return r, f.err
 	}

@@ -70,11 +70,15 @@ type Part struct {
 // Merge is the cluster's trial from its workers' parts (in worker order):
 // counts, achieved load, bytes, the second round and the errors by kind
 // summed; the longest duration; percentiles from the merged histograms and
-// the largest maximum; the first generator limit, prefixed with its
-// worker's name. A histogram that does not decode is an error.
+// the largest maximum; the first generator limit and the first generator
+// strain, each prefixed with its worker's name; the TLS information and the
+// mix counts as MergeTLS and MergeMix merge them. A histogram that does not
+// decode is an error.
 func Merge(parts []Part) (capacity.Trial, error) {
 	var t capacity.Trial
 	var sum stats.ExactSum
+	var tlsInfos []*capacity.TLSInfo
+	var mixes [][]capacity.MixCount
 	for _, p := range parts {
 		w := p.Result.Trial
 		t.Duration = max(t.Duration, w.Duration)
@@ -94,12 +98,18 @@ func Merge(parts []Part) (capacity.Trial, error) {
 		if w.GeneratorLimit != "" && t.GeneratorLimit == "" {
 			t.GeneratorLimit = p.Worker + ": " + w.GeneratorLimit
 		}
+		if w.GeneratorStrain != "" && t.GeneratorStrain == "" {
+			t.GeneratorStrain = p.Worker + ": " + w.GeneratorStrain
+		}
+		tlsInfos = append(tlsInfos, w.TLS)
+		mixes = append(mixes, w.Mix)
 		if len(p.Result.Latency) > 0 {
 			if err := sum.Add(p.Result.Latency); err != nil {
 				return t, fmt.Errorf("cluster: %s's latency histogram: %w", p.Worker, err)
 			}
 		}
 	}
+	t.TLS, t.Mix = MergeTLS(tlsInfos), MergeMix(mixes)
 	t.P50, _ = sum.Percentile(0.50)
 	t.P95, _ = sum.Percentile(0.95)
 	t.P99, _ = sum.Percentile(0.99)

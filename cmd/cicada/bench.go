@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cicada-load/cicada/capacity"
+	"github.com/cicada-load/cicada/capacity/cluster"
 	"github.com/cicada-load/cicada/capacity/probe"
 )
 
@@ -253,7 +254,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		if err := s.Validate(); err != nil { // before the wait for the workers
 			return fail("%v", err)
 		}
-		ct, workers, closeC, werr, err := benchCluster(ctx, &co, search, p.Options(), o.objectSize, stderr)
+		ct, workers, closeC, werr, err := benchCluster(ctx, &co, search, p.Options(), o.objectSize, &tlso, stderr)
 		if closeC != nil {
 			defer closeC()
 		}
@@ -272,7 +273,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		res = capacity.Result{Max: o.load, Found: true}
 	} else {
 		res, err = s.Run(ctx, trial)
-		if errors.Is(err, capacity.ErrBadSearch) {
+		if errors.Is(err, capacity.ErrBadSearch) || errors.Is(err, cluster.ErrWorkerOptions) {
 			return fail("%v", err)
 		}
 	}

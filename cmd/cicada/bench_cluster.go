@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -102,9 +103,14 @@ func benchClusterSecret(co *benchClusterOpts) (*zmtp.PlainAuth, error) {
 // search's trial across them and a close function (quit to the workers).
 // Errors before the wait are option errors (exit 2); a wait that ends
 // without the workers is returned as waitErr (exit 1). workers names the
-// workers the trials run on.
-func benchCluster(ctx context.Context, co *benchClusterOpts, test probe.Test, po probe.Options, objectSize int, stderr io.Writer) (
+// workers the trials run on. tlso are the TLS flags, sent to the workers
+// when po is over TLS (each builds its own configuration from them); po's
+// mix is sent as is.
+func benchCluster(ctx context.Context, co *benchClusterOpts, test probe.Test, po probe.Options, objectSize int, tlso *benchTLSOptions, stderr io.Writer) (
 	trial capacity.TrialFunc, workers []string, closeFn func(), waitErr, err error) {
+	if po.TLS != nil && tlso == nil {
+		return nil, nil, nil, nil, errors.New("cluster: HTTPS without its TLS options to send to the workers")
+	}
 	if (test.Name == "tps" || test.Name == "throughput") && po.Conns < co.workers {
 		return nil, nil, nil, nil, fmt.Errorf("--conns %d over %s: each worker needs at least one keep-alive connection (--conns is the cluster's total)",
 			po.Conns, plural(co.workers, "worker"))
@@ -136,7 +142,11 @@ func benchCluster(ctx context.Context, co *benchClusterOpts, test probe.Test, po
 		log.Info("trials run on " + w)
 	}
 	o := cluster.ProbeOptions{Addr: po.Addr, Host: po.Host, Path: po.Path, HTTP: po.HTTP, Duration: po.Duration, ConnectTimeout: po.ConnectTimeout,
-		Timeout: po.Timeout, Hold: po.Hold, LagTolerance: po.LagTolerance, Conns: po.Conns, Window: po.Window, ObjectSize: objectSize, CPUBusy: po.CPUBusy}
+		Timeout: po.Timeout, Hold: po.Hold, LagTolerance: po.LagTolerance, Conns: po.Conns, Window: po.Window, ObjectSize: objectSize, CPUBusy: po.CPUBusy,
+		Mix: po.Mix}
+	if po.TLS != nil {
+		o.TLS = tlso.clusterTLS()
+	}
 	return c.TrialFunc(test.Name, test.Integer, o), c.Workers(), closeFn, nil, nil
 }
 
@@ -147,7 +157,7 @@ func benchCluster(ctx context.Context, co *benchClusterOpts, test probe.Test, po
 // returned stop ends a trial in progress, waits for it and closes what the
 // trials opened.
 func benchAgent(w *worker.Worker, dp *dataplaneOpts, log *slog.Logger) (stop func(), err error) {
-	o := cluster.AgentOptions{Logger: log}
+	o := cluster.AgentOptions{Logger: log, TLS: benchClusterTLSConfig}
 	closeDP := func() {}
 	if dp != nil {
 		o, closeDP = benchDataplaneAgent(dp, log)
