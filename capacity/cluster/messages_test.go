@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cicada-load/cicada/capacity"
+	"github.com/cicada-load/cicada/capacity/probe"
 	"github.com/cicada-load/cicada/protocol"
 )
 
@@ -92,7 +93,9 @@ func nan() float64 { var z float64; return z / z }
 // exchange, to an error or a bounded value, never a panic; a decoded trial
 // or result encodes back to the same value.
 func FuzzDecodeResult(f *testing.F) {
-	for _, r := range []Result{{ID: 1, Trial: capacity.Trial{Attempted: 3, Failed: 1, Errors: map[string]int64{"reset": 1}}, Latency: Histogram([]time.Duration{5})}, {Error: "busy"}} {
+	for _, r := range []Result{{ID: 1, Trial: capacity.Trial{Attempted: 3, Failed: 1, Errors: map[string]int64{"reset": 1}}, Latency: Histogram([]time.Duration{5})}, {Error: "busy"},
+		{ID: 2, Error: "x", Options: true, Trial: capacity.Trial{Attempted: 2, GeneratorStrain: "CPU", TLS: &capacity.TLSInfo{Full: 2, Version: "1.3", Cipher: "C", Group: "X25519"},
+			Mix: []capacity.MixCount{{Size: 1024, Count: 1, Bytes: 1024}, {Size: 1, Failed: 1}}}}} {
 		b, err := protocol.Encode(protocol.Message{Type: TypeResult, Data: &protocol.Custom{Data: EncodeResult(r)}, NodeID: "n"})
 		if err != nil {
 			f.Fatal(err)
@@ -100,6 +103,9 @@ func FuzzDecodeResult(f *testing.F) {
 		f.Add(b)
 	}
 	spec, _ := protocol.Encode(protocol.Message{Type: TypeTrial, Data: &protocol.Custom{Data: EncodeTrial(TrialSpec{ID: 2, Test: "cps", Load: 10})}, NodeID: "n"})
+	f.Add(spec)
+	spec, _ = protocol.Encode(protocol.Message{Type: TypeTrial, Data: &protocol.Custom{Data: EncodeTrial(TrialSpec{ID: 3, Test: "tps", Load: 10, Probe: ProbeOptions{
+		TLS: &TLSOptions{Insecure: true, CAFile: "ca.pem", Curves: []string{"X25519", "P-256"}}, Mix: probe.Mix{{Size: 1024, Weight: 3}, {Size: 7, Weight: 1}}}})}, NodeID: "n"})
 	f.Add(spec)
 	for _, m := range []map[string]any{EncodeHello("cps"), EncodeReady(Ready{Version: 1, Runtime: RuntimeKernel}), EncodeID(3, true)} {
 		b, _ := protocol.Encode(protocol.Message{Type: TypeReady, Data: &protocol.Custom{Data: m}, NodeID: "n"})
@@ -115,7 +121,8 @@ func FuzzDecodeResult(f *testing.F) {
 			return
 		}
 		if s, err := DecodeTrial(cu.Data); err == nil {
-			if s.Load < 0 || len(s.Test) > MaxText {
+			if s.Load < 0 || len(s.Test) > MaxText || len(s.Probe.Mix) > probe.MaxMixEntries || (s.Probe.TLS != nil && (len(s.Probe.TLS.Curves) > MaxTLSNames ||
+				len(s.Probe.TLS.CipherSuites) > MaxTLSNames)) {
 				t.Fatalf("trial %+v", s)
 			}
 			if back, err := DecodeTrial(wire(t, TypeTrial, EncodeTrial(s))); err != nil || !reflect.DeepEqual(back, s) {
@@ -135,7 +142,8 @@ func FuzzDecodeResult(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if r.Trial.Failed > r.Trial.Attempted || len(r.Latency) > MaxLatency || len(r.Trial.Errors) > MaxErrorKinds || r.Trial.Achieved < 0 {
+		if r.Trial.Failed > r.Trial.Attempted || len(r.Latency) > MaxLatency || len(r.Trial.Errors) > MaxErrorKinds || r.Trial.Achieved < 0 ||
+			len(r.Trial.Mix) > probe.MaxMixEntries || (r.Trial.TLS != nil && (len(r.Trial.TLS.Version) > MaxName || r.Trial.TLS.Full < 0)) {
 			t.Fatalf("result %+v", r)
 		}
 		back, err := DecodeResult(wire(t, TypeResult, EncodeResult(r)))

@@ -117,6 +117,12 @@ func (f *fields) strs(key string) []string {
 		return nil
 	}
 	l, ok := f.m[key].([]any)
+	if ss, isStrs := f.m[key].([]string); isStrs { // an encoder's value, not yet on the wire
+		l, ok = make([]any, len(ss)), true
+		for i, s := range ss {
+			l[i] = s
+		}
+	}
 	switch {
 	case !ok:
 		f.fail(key, "%T is not a list", f.m[key])
