@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"encoding/pem"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cicada-load/cicada/capacity"
+	"github.com/cicada-load/cicada/internal/testpeer"
+	"github.com/cicada-load/cicada/target"
+)
+
+// startTLSTargetChild runs `cicada target --tls-self-signed` as a child
+// on a free port of 127.0.0.1 and returns its address once it accepts.
+func startTLSTargetChild(t *testing.T) string {
+	addr := "127.0.0.1:" + strconv.Itoa(testpeer.FreePort(t))
+	p := startCicadaChild(t, "tls-target", nil, "target", "--listen", addr, "--tls-self-signed")
+	if err := testpeer.Poll(30*time.Second, 20*time.Millisecond, func() bool {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			_ = c.Close()
+		}
+		return err == nil
+	}); err != nil {
+		t.Fatalf("the TLS target does not accept: %v\n%s", err, p.Log())
+	}
+	return addr
+}
+
+// runBenchController runs a `cicada bench --master` process for two
+// workers on port in dir and returns its exit status and output.
+func runBenchController(t *testing.T, dir string, port int, args ...string) (int, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	args = append([]string{"--", "bench"}, append(args, "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", strconv.Itoa(port),
+		"--expect-workers", "2", "--expect-workers-max-wait", "40s", "--pause", "0", "--cpu-busy", "1", "--lag-tolerance", "2s", "--min-achieved", "0.5")...)
+	cmd := testpeer.SelfCommand(ctx, "TestHelperProcess", []string{"CICADA_TEST_HELPER=1", "HOME=" + t.TempDir()}, args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil && cmd.ProcessState == nil {
+		t.Fatalf("controller: %v\n%s", err, out)
+	}
+	return cmd.ProcessState.ExitCode(), string(out)
+}
+
+// A bench controller and two worker processes on 127.0.0.1 carry HTTPS
+// and a traffic mix: against `cicada target --tls-self-signed` with
+// --insecure, the merged cps trial made one full handshake per attempted
+// connection (40, 20 on each worker); a tps trial of a mix counts every
+// transaction under its size, the sizes' counts sum to the attempted and
+// their bytes to the trial's, each count twice one worker's (both draw
+// the same sizes); a CA file that exists on the controller but not on
+// the workers is named in the workers' error and the controller exits 2
+// at once.
+func TestBenchClusterHTTPSAndMix(t *testing.T) {
+	tlsAddr := startTLSTargetChild(t)
+	plainAddr := startBenchTarget(t)
+	n := len(capacity.CSVHeader)
+	t.Run("https cps", func(t *testing.T) {
+		port := testpeer.FreePort(t)
+		w1, _ := benchWorker(t, "hw1", port), benchWorker(t, "hw2", port)
+		dir := t.TempDir()
+		code, out := runBenchController(t, dir, port, "cps", "-H", "https://"+tlsAddr, "--insecure", "--start", "100", "--max", "100",
+			"--trial-time", "400ms", "--connect-timeout", "5s", "--csv", filepath.Join(dir, "x"))
+		if code != 0 {
+			t.Fatalf("exit %d\n%s\nworker 1:\n%s", code, out, w1.Log())
+		}
+		for _, want := range []string{"Maximum TCP/HTTPS connection establishment rate (RFC 9411 7.6)", "tls verification       off (--insecure)",
+			"cicada dev, kernel sockets, 2 workers", "TLS negotiated: version 1.3, cipher suite "} {
+			if !strings.Contains(out, want) {
+				t.Fatalf("output lacks %q:\n%s", want, out)
+			}
+		}
+		rows := readCSV(t, filepath.Join(dir, "x_bench.csv"))
+		if len(rows) != 3 || len(rows[1]) != n || rows[1][5] != "40" || rows[1][6] != "0" || rows[1][n-4] != rows[1][5] || rows[1][n-3] != "0" ||
+			!strings.HasPrefix(rows[1][n-2], "1.3 TLS_") {
+			t.Fatalf("csv: want 40 attempted, 40 full handshakes over TLS 1.3: %q", rows)
+		}
+	})
+	t.Run("mix tps", func(t *testing.T) {
+		port := testpeer.FreePort(t)
+		w1, _ := benchWorker(t, "mw1", port), benchWorker(t, "mw2", port)
+		dir := t.TempDir()
+		code, out := runBenchController(t, dir, port, "tps", "-H", "http://"+plainAddr, "--mix", "1KiB:3,16KiB:1,100B:2", "--conns", "4",
+			"--start", "100", "--max", "100", "--trial-time", "400ms", "--csv", filepath.Join(dir, "x"))
+		if code != 0 {
+			t.Fatalf("exit %d\n%s\nworker 1:\n%s", code, out, w1.Log())
+		}
+		if !strings.Contains(out, "with a traffic mix") || !strings.Contains(out, "mix                    1024 B x 3 (50%), 16384 B x 1 (16.7%), 100 B x 2 (33.3%)") {
+			t.Fatalf("output:\n%s", out)
+		}
+		rows := readCSV(t, filepath.Join(dir, "x_bench.csv"))
+		if len(rows) != 3 || len(rows[1]) != n || rows[1][5] != "40" || rows[1][6] != "0" {
+			t.Fatalf("csv: want 40 attempted: %q", rows)
+		}
+		var count, bytes int64
+		sizes := map[int64]bool{}
+		for _, cell := range strings.Split(rows[1][n-1], "; ") {
+			var size, ok, failed, b int64
+			f := strings.Fields(cell) // "1024 B: 12 ok 0 failed 12288 bytes"
+			if len(f) != 8 {
+				t.Fatalf("mix cell %q", rows[1][n-1])
+			}
+			for i, p := range []*int64{&size, &ok, &failed, &b} {
+				*p, _ = strconv.ParseInt(f[[]int{0, 2, 4, 6}[i]], 10, 64)
+			}
+			if ok%2 != 0 || failed != 0 || b != ok*size || sizes[size] {
+				t.Fatalf("mix cell %q: %d ok of %d B (want even, both workers drawing the same sizes), %d bytes", rows[1][n-1], ok, size, b)
+			}
+			sizes[size] = true
+			count += ok
+			bytes += b
+		}
+		if strconv.FormatInt(count, 10) != rows[1][5] || strconv.FormatInt(bytes, 10) != rows[1][9] || len(sizes) != 3 {
+			t.Fatalf("mix %q sums to %d transactions and %d bytes; trial %s and %s", rows[1][n-1], count, bytes, rows[1][5], rows[1][9])
+		}
+	})
+	t.Run("ca file missing on the workers", func(t *testing.T) {
+		port := testpeer.FreePort(t)
+		benchWorker(t, "cw1", port)
+		benchWorker(t, "cw2", port)
+		dir := t.TempDir() // the controller's directory holds ca.pem; the workers run elsewhere
+		if err := os.WriteFile(filepath.Join(dir, "ca.pem"), []byte(selfSignedPEM(t)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		code, out := runBenchController(t, dir, port, "cps", "-H", "https://"+tlsAddr, "--tls-ca-file", "ca.pem", "--start", "10", "--max", "10",
+			"--trial-time", "5s")
+		if code != 2 || !strings.Contains(out, "cicada bench: error: capacity: trial at 10: cluster: worker error: options a worker cannot honour: worker ") ||
+			!strings.Contains(out, "(--tls-ca-file: stat ca.pem: no such file or directory)") {
+			t.Fatalf("exit %d; want 2 naming --tls-ca-file ca.pem:\n%s", code, out)
+		}
+		if d := time.Since(start); d > 30*time.Second {
+			t.Fatalf("the refusal took %v", d)
+		}
+	})
+}
+
+// selfSignedPEM is a new self-signed certificate in PEM (a CA file).
+func selfSignedPEM(t *testing.T) string {
+	cert, err := target.SelfSigned("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}))
+}
