@@ -15,10 +15,11 @@
 //
 //	M→W cicada_bench_hello   {"v"}                       after the ack
 //	W→M cicada_bench_ready   {"v", "runtime", "refuse"}  the agent's answer
-//	M→W cicada_bench_trial   {"id", "test", "load", "probe": {...}}
+//	M→W cicada_bench_trial   {"id", "test", "load", "probe": {..., "tls", "mix"}}
 //	W→M cicada_bench_held    {"id"}                      concurrent: all opened
 //	M→W cicada_bench_go      {"id", "abort"}             concurrent: second round
-//	W→M cicada_bench_result  {"id", "error", counts, "latency": bin, ...}
+//	W→M cicada_bench_result  {"id", "error", "options", counts, "latency": bin,
+//	                          "generator_strain", "tls", "mix", ...}
 //	M→W cicada_bench_abort   {"id"}                      a trial given up
 //
 // Split (Split): a rate (cps, teardown, tps, throughput) is split evenly;
@@ -37,7 +38,22 @@
 // percentiles come from the workers' merged exact histograms (package
 // stats' encoding, within stats.ExactRelativeError), never from an average
 // of percentiles, and the maximum is the largest. A generator limit of any
-// worker makes the merged trial's, prefixed with the worker's name.
+// worker makes the merged trial's, prefixed with the worker's name, and so
+// does a generator strain (which invalidates the trial only if it failed,
+// capacity.Criteria.Judge). Over TLS the handshakes are summed and a
+// negotiated version, cipher suite or group the workers disagree on is
+// Mixed ("mixed"); a traffic mix's counts are summed per object size.
+//
+// HTTPS and mixes (variants.go; exchange version 2, so that a version 1
+// worker, which would run them as plain HTTP, is refused): the trial spec
+// carries the controller's TLS flag values (TLSOptions), not a built
+// configuration, and the mix; every worker builds its tls.Config with
+// AgentOptions.TLS (cmd/cicada: the standalone bench's function), reading
+// the CA, certificate and key files on the worker. A worker that cannot
+// (a file missing, no builder, a data plane) answers an options error and
+// Controller.Trial returns ErrWorkerOptions at once (cmd/cicada: exit 2).
+// Each worker draws its share's mix sizes as a standalone prober does
+// (arrival i of its share), so the workers fetch the same sequence.
 //
 // Liveness: a worker that disconnects, quits or sends nothing for
 // Options.HeartbeatTimeout, or whose result has not come by the trial's

@@ -60,7 +60,9 @@ cicada workers (cicada --worker --master-host H) and splits every trial
 between them (rates and connections evenly; tps/throughput's --conns is the
 total); a worker lost during a trial makes it INVALID (exit 3). A worker
 started with --dataplane afpacket runs cps, concurrent and teardown on its
-data plane and refuses the other tests.
+data plane and refuses the other tests. HTTPS (the TLS flags as given; the
+CA, certificate and key files are read on each worker), --mix and each
+worker's generator strain travel with the trials.
 Exit status: 0 a maximum found (or the range's top passed), 1 none found,
 3 invalid (the generator was the limit), 2 bad options.
 
