@@ -186,10 +186,11 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	tlsCfg, mix, variantParams, err := benchVariants(fs, &tlso, https, host, search.Name)
+	tlsCfg, mix, variantParams, err := benchVariants(fs, tlso.controller(co.master), https, host, search.Name)
 	if err != nil {
 		return fail("%v", err)
 	}
+	variantParams = tlso.clusterParams(variantParams, co.master)
 	o.http = o.http || https
 	test.Title, test.RFC = benchVariantTitle(test, https, mix != nil)
 	search.Title, search.RFC = benchVariantTitle(search, https, mix != nil)

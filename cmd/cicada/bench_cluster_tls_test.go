@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/pem"
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -55,9 +59,10 @@ func runBenchController(t *testing.T, dir string, port int, args ...string) (int
 // connection (40, 20 on each worker); a tps trial of a mix counts every
 // transaction under its size, the sizes' counts sum to the attempted and
 // their bytes to the trial's, each count twice one worker's (both draw
-// the same sizes); a CA file that exists on the controller but not on
-// the workers is named in the workers' error and the controller exits 2
-// at once.
+// the same sizes); a relative --tls-ca-file is read in the workers'
+// directory only: there, they verify the target with it; missing there
+// (the controller has one), the workers' errors name it and the
+// controller exits 2 at once.
 func TestBenchClusterHTTPSAndMix(t *testing.T) {
 	tlsAddr := startTLSTargetChild(t)
 	plainAddr := startBenchTarget(t)
@@ -121,32 +126,128 @@ func TestBenchClusterHTTPSAndMix(t *testing.T) {
 			t.Fatalf("mix %q sums to %d transactions and %d bytes; trial %s and %s", rows[1][n-1], count, bytes, rows[1][5], rows[1][9])
 		}
 	})
-	t.Run("ca file missing on the workers", func(t *testing.T) {
-		port := testpeer.FreePort(t)
-		benchWorker(t, "cw1", port)
-		benchWorker(t, "cw2", port)
-		dir := t.TempDir() // the controller's directory holds ca.pem; the workers run elsewhere
-		if err := os.WriteFile(filepath.Join(dir, "ca.pem"), []byte(selfSignedPEM(t)), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		start := time.Now()
-		code, out := runBenchController(t, dir, port, "cps", "-H", "https://"+tlsAddr, "--tls-ca-file", "ca.pem", "--start", "10", "--max", "10",
-			"--trial-time", "5s")
-		if code != 2 || !strings.Contains(out, "cicada bench: error: capacity: trial at 10: cluster: worker error: options a worker cannot honour: worker ") ||
-			!strings.Contains(out, "(--tls-ca-file: stat ca.pem: no such file or directory)") {
-			t.Fatalf("exit %d; want 2 naming --tls-ca-file ca.pem:\n%s", code, out)
-		}
-		if d := time.Since(start); d > 30*time.Second {
-			t.Fatalf("the refusal took %v", d)
-		}
-	})
-}
-
-// selfSignedPEM is a new self-signed certificate in PEM (a CA file).
-func selfSignedPEM(t *testing.T) string {
+	// The CA file is the workers': it is read in their directory, not the
+	// controller's.
 	cert, err := target.SelfSigned("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}))
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]})
+	verified := startTLSTarget(t, target.ServerTLS(cert))
+	for _, c := range []struct {
+		name              string
+		onWorkers, onCtrl bool
+		code              int
+		want              string
+	}{
+		{"ca file on the workers", true, false, 0, "tls verification       ca.pem (on each worker), name 127.0.0.1"},
+		{"ca file missing on the workers", false, true, 2,
+			"cicada bench: error: capacity: trial at 10: cluster: worker error: options a worker cannot honour: worker "},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			port := testpeer.FreePort(t)
+			ctrlDir, wDir := t.TempDir(), t.TempDir()
+			for dir, put := range map[string]bool{ctrlDir: c.onCtrl, wDir: c.onWorkers} {
+				if put {
+					if err := os.WriteFile(filepath.Join(dir, "ca.pem"), caPEM, 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			benchWorkerIn(t, "cw1", port, wDir)
+			benchWorkerIn(t, "cw2", port, wDir)
+			start := time.Now()
+			code, out := runBenchController(t, ctrlDir, port, "cps", "-H", "https://"+verified, "--tls-ca-file", "ca.pem", "--start", "10", "--max", "10",
+				"--trial-time", "500ms", "--csv", filepath.Join(ctrlDir, "x"))
+			if code != c.code || !strings.Contains(out, c.want) {
+				t.Fatalf("exit %d; want %d and %q:\n%s", code, c.code, c.want, out)
+			}
+			if code == 0 {
+				rows := readCSV(t, filepath.Join(ctrlDir, "x_bench.csv"))
+				if len(rows) != 3 || rows[1][5] == "0" || rows[1][6] != "0" || rows[1][n-4] != rows[1][5] {
+					t.Fatalf("csv: want verified connections, as many full handshakes: %q", rows)
+				}
+				return
+			}
+			if strings.Count(out, "httpc: invalid TLS option (--tls-ca-file: stat ca.pem: no such file or directory)") != 2 {
+				t.Fatalf("the workers' errors do not name the file:\n%s", out)
+			}
+			if d := time.Since(start); d > 30*time.Second {
+				t.Fatalf("the refusal took %v", d)
+			}
+		})
+	}
+}
+
+// startTLSTarget runs the built-in target over TLS in the test process.
+func startTLSTarget(t *testing.T, c *tls.Config) string {
+	s, err := target.New(target.Options{Listen: "127.0.0.1:0", TLS: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testpeer.Go(t, "tls target", 90*time.Second, func(ctx context.Context) {
+		if err := s.Run(ctx); err != nil {
+			t.Errorf("target Run = %v", err)
+		}
+	})
+	return s.Addr().String()
+}
+
+// benchWorkerIn is benchWorker run in dir (where relative TLS files are
+// read).
+func benchWorkerIn(t *testing.T, name string, port int, dir string) *testpeer.Process {
+	cmd := testpeer.SelfCommand(context.Background(), "TestHelperProcess", []string{"CICADA_TEST_HELPER=1", "HOME=" + t.TempDir()},
+		"--", "--worker", "--master-host", "127.0.0.1", "--master-port", strconv.Itoa(port), "--node-id", name)
+	cmd.Dir = dir
+	p, err := testpeer.StartProcess(cmd, filepath.Join(t.TempDir(), name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Stop(syscall.SIGTERM, 10*time.Second) })
+	return p
+}
+
+// With --master the controller checks the TLS flags but not the files
+// (the workers read them): bad names are refused at once (exit 2, before
+// any wait), files are stated in the report as the workers'.
+func TestBenchClusterTLSOptions(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tls-min-version", "0.9"}, "--tls-min-version"},
+		{[]string{"--tls-curves", "P-999"}, "--tls-curves"},
+		{[]string{"--mix", "1KiB:0"}, `mix entry 1 "1KiB:0": weight`},
+		{[]string{"--mix", "1KiB:1", "--test", "cps"}, "--mix is for tps and throughput, not cps"},
+		{[]string{"--test", "teardown"}, "-H https:// is for concurrent, cps, tps, throughput and latency"},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			test, args := "tps", c.args
+			if i := slices.Index(args, "--test"); i >= 0 {
+				test, args = args[i+1], args[:i]
+			}
+			var out, errb strings.Builder
+			code := run(append([]string{"bench", test, "-H", "https://127.0.0.1:9", "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", "1",
+				"--expect-workers-max-wait", "1ms"}, args...), &out, &errb)
+			if code != 2 || !strings.Contains(errb.String(), c.want) {
+				t.Fatalf("exit %d; want 2 and %q:\n%s", code, c.want, errb.String())
+			}
+		})
+	}
+	o := benchTLSOptions{caFile: "/etc/ca.pem", cert: "c.pem", key: "k.pem", curves: []string{"X25519"}}
+	if got := o.controller(false); got != &o {
+		t.Fatal("standalone: the controller's options are not the flags")
+	}
+	if got := o.controller(true); got.caFile != "" || got.cert != "" || got.key != "" || len(got.curves) != 1 || o.caFile == "" {
+		t.Fatalf("master: %+v (flags %+v)", got, o)
+	}
+	ps := o.clusterParams([]capacity.Param{{Name: "tls verification", Value: "system CAs, name 1.2.3.4"}}, true)
+	want := []capacity.Param{{Name: "tls verification", Value: "/etc/ca.pem (on each worker), name 1.2.3.4"},
+		{Name: "tls client certificate", Value: "c.pem, key k.pem (on each worker)"}}
+	if !reflect.DeepEqual(ps, want) {
+		t.Fatalf("params %q", ps)
+	}
+	if ps := o.clusterParams([]capacity.Param{{Name: "tls verification", Value: "x"}}, false); len(ps) != 1 || ps[0].Value != "x" {
+		t.Fatalf("standalone params %q", ps)
+	}
 }
