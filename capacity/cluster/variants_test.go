@@ -309,3 +309,38 @@ func TestControllerWorkerOptions(t *testing.T) {
 		t.Fatalf("the options error took %v", d)
 	}
 }
+
+// A concurrent trial over TLS gets a handshake's connect timeout more per
+// round of its window; rate trials' deadlines do not depend on it.
+func TestDeadlineTLS(t *testing.T) {
+	o := probeOpts("127.0.0.1:1")
+	o.Window = 10
+	withTLS := o
+	withTLS.TLS = &TLSOptions{}
+	// 200 connections over 2 workers: 10 rounds of 10 each, twice.
+	if got, want := Deadline("concurrent", 200, withTLS, 2)-Deadline("concurrent", 200, o, 2), 20*o.ConnectTimeout; got != want {
+		t.Fatalf("TLS adds %v; want %v", got, want)
+	}
+	if Deadline("cps", 200, withTLS, 2) != Deadline("cps", 200, o, 2) {
+		t.Fatal("a rate trial's deadline depends on TLS")
+	}
+}
+
+// BenchmarkMergeVariants: Merge of two workers' HTTPS mix trials (the
+// TLS and mix merge beside the histograms').
+func BenchmarkMergeVariants(b *testing.B) {
+	s := make([]time.Duration, 10000)
+	for i := range s {
+		s[i] = time.Duration(i) * time.Microsecond
+	}
+	h := Histogram(s)
+	mix := []capacity.MixCount{{Size: 1024, Count: 500, Bytes: 512000}, {Size: 16384, Count: 300, Bytes: 4915200}, {Size: 524288, Count: 200, Bytes: 104857600}}
+	tr := capacity.Trial{Attempted: 1000, TLS: &capacity.TLSInfo{Full: 32, Version: "1.3", Cipher: "TLS_AES_128_GCM_SHA256", Group: "X25519"}, Mix: mix}
+	parts := []Part{{"w1", Result{Trial: tr, Latency: h}}, {"w2", Result{Trial: tr, Latency: h}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Merge(parts); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
