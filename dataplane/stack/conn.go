@@ -17,7 +17,7 @@ const (
 	fAwait    = 1 << iota // client: a response is expected
 	fWScale               // window scaling in use on this connection
 	fResp                 // server: a response is in flight
-	fBadReq               // server: the response in flight is the 405 page
+	fRecovery             // server: in fast recovery (congestion.go)
 	fFinRcvd              // server: the peer's FIN arrived
 	fAckLater             // an ACK is due at the end of the receive burst
 	fPeerFin              // client: the segment being processed carries the peer's FIN
@@ -52,8 +52,7 @@ type conn struct {
 	wscale     uint8 // the peer's window scale shift
 	dupAcks    uint8
 	pending    uint8 // server: complete requests waiting for a response
-	badMask    uint8 // server: bit k set when pending request k is not a GET
-	reqState   uint8 // server: request scan: method match and CRLFCRLF match
+	reqState   uint8 // server: request scan state (objects.go)
 	user
 }
 

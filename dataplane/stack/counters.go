@@ -40,8 +40,12 @@ type Counters struct {
 	// that could not be parsed or never came, and their response times.
 	HTTPRequests, HTTP2xx, HTTPOther, HTTPErrors uint64
 	RespTimeSum, RespTimeMax                     int64 // nanoseconds
-	// Server: pages served (200) and other requests answered (405).
-	Served200, Served405 uint64
+	// Server: pages and /bytes/ objects served (200, HEAD included),
+	// other methods answered (405), bad /bytes/ sizes answered (400).
+	Served200, Served405, Served400 uint64
+	// CwndReductions counts a server connection's congestion window cuts:
+	// fast retransmits and first retransmission timeouts (congestion.go).
+	CwndReductions uint64
 
 	ARPIn, ARPOut, ICMPIn, ICMPOut uint64
 
