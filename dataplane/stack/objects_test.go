@@ -397,6 +397,7 @@ func BenchmarkRespBytes(b *testing.B) {
 	s.initObjects()
 	d := uint32(kindObject | 1<<20)
 	b.ReportAllocs()
+	b.ResetTimer()
 	var n int
 	for i := range b.N {
 		n += len(s.respBytes(d, uint32(i%700)*1460, 1460))
