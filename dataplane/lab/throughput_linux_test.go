@@ -292,6 +292,6 @@ func (r *tputLab) objectsWhole(t *testing.T) {
 
 // recvNote is a client stack's receiving counters.
 func recvNote(c *stack.Counters) string {
-	return "DropOutOfOrder " + strconv.FormatUint(c.DropOutOfOrder, 10) + ", DupAckOut " + strconv.FormatUint(c.DupAckOut, 10) +
+	return "OutOfOrderHeld " + strconv.FormatUint(c.OutOfOrderHeld, 10) + ", DropOutOfOrder " + strconv.FormatUint(c.DropOutOfOrder, 10) + ", DupAckOut " + strconv.FormatUint(c.DupAckOut, 10) +
 		", RetransData " + strconv.FormatUint(c.RetransData, 10)
 }

@@ -53,6 +53,9 @@ type conn struct {
 	dupAcks    uint8
 	pending    uint8 // server: complete requests waiting for a response
 	reqState   uint8 // server: request scan state (objects.go)
+	// client: the one range of body bytes held beyond a hole at rcvNxt
+	// (receive.go); empty when oooSeq == oooEnd.
+	oooSeq, oooEnd uint32
 	user
 }
 

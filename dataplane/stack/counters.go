@@ -15,6 +15,9 @@ type Counters struct {
 	RetransSyn, RetransData, RetransFin, FastRetransmit uint64
 	// DupAckOut counts duplicate ACKs sent for a gap or an old segment.
 	DupAckOut uint64
+	// OutOfOrderHeld counts client segments beyond a hole counted into
+	// the one held range instead of dropped (receive.go).
+	OutOfOrderHeld uint64
 
 	// Drops by reason.
 	DropMalformed  uint64 // a frame no parser accepts
@@ -25,7 +28,7 @@ type Counters struct {
 	DropFragment   uint64 // IPv4 fragments are not reassembled
 	DropNoSocket   uint64 // no record for the 4-tuple, or the record is closed
 	DropBadState   uint64 // a segment the record's state does not expect
-	DropOutOfOrder uint64 // not at rcv_nxt: dropped, duplicate ACK sent
+	DropOutOfOrder uint64 // not at rcv_nxt and not held: dropped, duplicate ACK sent
 	DropNoTxBuffer uint64 // the link had no free frame buffer
 	DropTxRefused  uint64 // the link refused a frame
 	DropICMPType   uint64 // ICMP other than echo request
