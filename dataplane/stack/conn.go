@@ -40,11 +40,11 @@ type conn struct {
 	sndUna     uint32
 	sndNxt     uint32
 	rcvNxt     uint32
-	respSeq    uint32 // server: sequence number of the response's first byte
-	sndWnd     uint32 // server: the peer's window in bytes
+	respSeq    uint32     // server: sequence number of the response's first byte
+	sndWnd     uint32     // server: the peer's window in bytes
 	http       respParser // client; a server record's congestion state (srvCC) in its bytes
-	mss        uint16 // server: segment size for this peer
-	done       uint16 // client: responses completed on this connection
+	mss        uint16     // server: segment size for this peer
+	done       uint16     // client: responses completed on this connection
 	state      uint8
 	retries    uint8
 	list       uint8 // timer list the record is on (tNone when none)
@@ -56,7 +56,7 @@ type conn struct {
 	// client: the one range of body bytes held beyond a hole at rcvNxt
 	// (receive.go); empty when oooSeq == oooEnd.
 	oooSeq, oooEnd uint32
-	user // client; a server record's request queue (srvReqs) in its bytes
+	user           // client; a server record's request queue (srvReqs) in its bytes
 }
 
 // user is a record's Locust user (client with a Program); it outlives the
