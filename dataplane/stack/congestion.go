@@ -11,7 +11,8 @@ package stack
 //   - Three duplicate ACKs: ssthresh = max(flight/2, 2 segments), the
 //     segment at snd_una is resent, cwnd = ssthresh + 3 segments and
 //     grows by one per further duplicate (fast recovery) until an ACK
-//     covers recover (snd_nxt when it began); a partial ACK resends the
+//     covers recover (snd_nxt when it began), sending new data as the
+//     duplicates inflate it; a partial ACK resends the
 //     next segment at once (NewReno) and deflates cwnd by what it acked.
 //   - A retransmission timeout: ssthresh as above, cwnd one segment, and
 //     go-back-N from snd_una (sndNxt is moved back; sndMax keeps the
@@ -63,12 +64,17 @@ func (s *Stack) ccAcked(i uint32, acked uint32) bool {
 
 // ccDupAck counts a duplicate ACK: the third starts fast recovery, later
 // ones inflate the window.
-func (s *Stack) ccDupAck(i uint32) {
+func (s *Stack) ccDupAck(i uint32, now int64) {
 	c := &s.conns[i]
 	cc := c.cc()
 	mss := uint32(c.mss)
 	if c.flags&fRecovery != 0 {
+		// Each duplicate is a segment that left the network: the
+		// inflated window may send a new one.
 		cc.cwnd = min(cc.cwnd+mss, s.cfg.SendWindow+3*mss)
+		if c.flags&fResp != 0 && s.push(i) && !isRtx(c.list) {
+			s.armRtx(i, now)
+		}
 		return
 	}
 	if c.dupAcks < 3 {

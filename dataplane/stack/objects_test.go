@@ -175,6 +175,22 @@ func TestObjectsHostilePeers(t *testing.T) {
 				c.SocketsCurrent, c.SocketsFailed, sent, 1+e.s.cfg.MaxRetries)
 		}
 	})
+	t.Run("window reopens", func(t *testing.T) {
+		e := newEvilClient(t, 4)
+		srv, seq := e.handshake(clientIP, 10000, 1000)
+		e.send(clientIP, 10000, wire.TCPFields{Seq: seq, Ack: srv, Flags: wire.TCPAck, Window: 1}, get)
+		seq += uint32(len(get))
+		// The window closes: the probe byte is dropped and answered with
+		// the same ACK and a closed window.
+		e.recv()
+		e.send(clientIP, 10000, wire.TCPFields{Seq: seq, Ack: srv, Flags: wire.TCPAck, Window: 1}, nil)
+		e.recv()
+		// The window reopens: data goes at once, not at the next timeout.
+		e.send(clientIP, 10000, wire.TCPFields{Seq: seq, Ack: srv, Flags: wire.TCPAck, Window: 65535}, nil)
+		if segs := e.recv(); len(segs) == 0 || len(segs[0].Payload()) <= 1 {
+			t.Fatalf("the window update drew %d segments; want full ones at once", len(segs))
+		}
+	})
 	t.Run("never acknowledges", func(t *testing.T) {
 		e := newEvilClient(t, 4)
 		srv, seq := e.handshake(clientIP, 10000, 1000)

@@ -36,6 +36,10 @@ func (s *Stack) serverInput(i uint32, seg wire.TCP, now int64) {
 	}
 	payload, fin := seg.Payload(), fl&wire.TCPFin != 0
 	a := seg.Ack()
+	wnd := uint32(seg.Window())
+	if c.flags&fWScale != 0 {
+		wnd <<= c.wscale
+	}
 	progress := false
 	switch {
 	case c.state == stSynRcvd:
@@ -52,12 +56,14 @@ func (s *Stack) serverInput(i uint32, seg wire.TCP, now int64) {
 			c.sndNxt = a
 		}
 		s.ccAcked(i, acked)
-	case a == c.sndUna && len(payload) == 0 && !fin && c.sndUna != c.cc().sndMax:
-		s.ccDupAck(i)
-	}
-	wnd := uint32(seg.Window())
-	if c.flags&fWScale != 0 {
-		wnd <<= c.wscale
+	case a == c.sndUna && len(payload) == 0 && !fin && c.sndUna != c.cc().sndMax && wnd == c.sndWnd:
+		// A duplicate ACK (RFC 5681: no data, same window, data
+		// outstanding).
+		s.ccDupAck(i, now)
+	case a == c.sndUna && wnd > c.sndWnd && c.flags&fResp != 0:
+		// A window update: send into it now rather than at the next
+		// retransmission timeout.
+		progress = true
 	}
 	c.sndWnd = wnd
 	ackNeeded := false
