@@ -249,7 +249,7 @@ func (a *Agent) run(ctx context.Context, spec TrialSpec, r *agentRun) Result {
 	if err != nil {
 		return Result{ID: spec.ID, Error: err.Error(), Options: errors.As(err, new(optionsError))}
 	}
-	a.log.Info("bench trial", "id", spec.ID, "test", spec.Test, "load", spec.Load)
+	a.log.Info("bench trial", "id", spec.ID, "test", spec.Test, "load", spec.Load, "https", spec.Probe.TLS != nil, "mix", spec.Probe.Mix.String())
 	t, err := fn(ctx, spec.Load)
 	res := Result{ID: spec.ID, Latency: Histogram(t.Samples)}
 	t.Samples = nil

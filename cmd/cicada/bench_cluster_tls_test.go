@@ -38,12 +38,13 @@ func startTLSTargetChild(t *testing.T) string {
 }
 
 // runBenchController runs a `cicada bench --master` process for two
-// workers on port in dir and returns its exit status and output.
+// workers on port in dir and returns its exit status and output; args
+// come last (a flag given again overrides the defaults here).
 func runBenchController(t *testing.T, dir string, port int, args ...string) (int, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	args = append([]string{"--", "bench"}, append(args, "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", strconv.Itoa(port),
-		"--expect-workers", "2", "--expect-workers-max-wait", "40s", "--pause", "0", "--cpu-busy", "1", "--lag-tolerance", "2s", "--min-achieved", "0.5")...)
+	args = append([]string{"--", "bench", "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", strconv.Itoa(port),
+		"--expect-workers", "2", "--expect-workers-max-wait", "40s", "--pause", "0", "--cpu-busy", "1", "--lag-tolerance", "2s", "--min-achieved", "0.5"}, args...)
 	cmd := testpeer.SelfCommand(ctx, "TestHelperProcess", []string{"CICADA_TEST_HELPER=1", "HOME=" + t.TempDir()}, args...)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
@@ -59,7 +60,8 @@ func runBenchController(t *testing.T, dir string, port int, args ...string) (int
 // connection (40, 20 on each worker); a tps trial of a mix counts every
 // transaction under its size, the sizes' counts sum to the attempted and
 // their bytes to the trial's, each count twice one worker's (both draw
-// the same sizes); a relative --tls-ca-file is read in the workers'
+// the same sizes); a worker's CPU strain makes a passed trial's reason and
+// a failed one INVALID (exit 3); a relative --tls-ca-file is read in the workers'
 // directory only: there, they verify the target with it; missing there
 // (the controller has one), the workers' errors name it and the
 // controller exits 2 at once.
@@ -126,6 +128,31 @@ func TestBenchClusterHTTPSAndMix(t *testing.T) {
 			t.Fatalf("mix %q sums to %d transactions and %d bytes; trial %s and %s", rows[1][n-1], count, bytes, rows[1][5], rows[1][9])
 		}
 	})
+	// A worker's generator strain crosses the wire: with --cpu-busy near 0
+	// every trial is strained; one that passes stands, naming the worker,
+	// one that fails (a closed port) is INVALID, exit 3, never the device's
+	// limit.
+	closed := "127.0.0.1:" + strconv.Itoa(testpeer.FreePort(t))
+	for _, c := range []struct {
+		name, target, verdict, reason string
+		code                          int
+	}{
+		{"strained pass", plainAddr, "pass", "passed with the generator strained: worker ", 0},
+		{"strained failure", closed, "invalid", "generator limit: worker ", 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			port := testpeer.FreePort(t)
+			benchWorker(t, "sw1", port)
+			benchWorker(t, "sw2", port)
+			dir := t.TempDir()
+			code, out := runBenchController(t, dir, port, "cps", "-H", "http://"+c.target, "--start", "40", "--max", "40", "--trial-time", "400ms",
+				"--connect-timeout", "1s", "--cpu-busy", "0.000001", "--retry-invalid", "0", "--csv", filepath.Join(dir, "x"))
+			rows := readCSV(t, filepath.Join(dir, "x_bench.csv"))
+			if code != c.code || len(rows) != 3 || rows[1][15] != c.verdict || !strings.Contains(rows[1][16], c.reason) || !strings.Contains(rows[1][16], "CPU") {
+				t.Fatalf("exit %d, csv %q; want %d, %s %q\n%s", code, rows, c.code, c.verdict, c.reason, out)
+			}
+		})
+	}
 	// The CA file is the workers': it is read in their directory, not the
 	// controller's.
 	cert, err := target.SelfSigned("127.0.0.1")
