@@ -190,7 +190,7 @@ func (a *Agent) trialFunc(spec TrialSpec, held func(context.Context) error) (cap
 	}
 	if a.o.Trial != nil {
 		if spec.Probe.TLS != nil || len(spec.Probe.Mix) > 0 {
-			return nil, optionsError{fmt.Errorf("%s runs plain HTTP without a traffic mix: not over HTTPS nor with --mix", a.o.Runtime)}
+			return nil, optionsError{fmt.Errorf("%s runs neither HTTPS (-H https://) nor traffic mixes (--mix)", a.o.Runtime)}
 		}
 		return a.o.Trial(spec, held)
 	}

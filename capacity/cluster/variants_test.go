@@ -252,10 +252,10 @@ func TestAgentVariants(t *testing.T) {
 			"open /nope/ca.pem", false},
 		{"data plane https", AgentOptions{Runtime: RuntimeDataplane, Trial: func(TrialSpec, func(context.Context) error) (capacity.TrialFunc, error) {
 			return nil, errors.New("ran")
-		}}, &TLSOptions{}, "", "data plane runs plain HTTP without a traffic mix", false},
+		}}, &TLSOptions{}, "", "data plane runs neither HTTPS (-H https://) nor traffic mixes", false},
 		{"data plane mix", AgentOptions{Runtime: RuntimeDataplane, Trial: func(TrialSpec, func(context.Context) error) (capacity.TrialFunc, error) {
 			return nil, errors.New("ran")
-		}}, nil, "1:1", "not over HTTPS nor with --mix", false},
+		}}, nil, "1:1", "nor traffic mixes (--mix)", false},
 		{"mix on concurrent", AgentOptions{}, nil, "1:1", "a traffic mix is for tps and throughput", false},
 		{"builder used", AgentOptions{TLS: func(o TLSOptions, addr string) (*tls.Config, error) {
 			gotOpts, gotAddr = o, addr
