@@ -65,6 +65,13 @@ type Agent struct {
 	mu  sync.Mutex
 	cur *agentRun
 	wg  sync.WaitGroup
+
+	// tlsKey and tlsCfg: the last trial's TLS configuration, kept for the
+	// next trial of the same options (its session cache with it, so that
+	// --tls-resume resumes across trials as a standalone search does).
+	tlsMu  sync.Mutex
+	tlsKey string
+	tlsCfg *tls.Config
 }
 
 type agentRun struct {
@@ -199,7 +206,7 @@ func (a *Agent) trialFunc(spec TrialSpec, held func(context.Context) error) (cap
 		if a.o.TLS == nil {
 			return nil, optionsError{errors.New("this worker cannot build TLS configurations")}
 		}
-		c, err := a.o.TLS(*spec.Probe.TLS, spec.Probe.Addr)
+		c, err := a.tlsConfig(*spec.Probe.TLS, spec.Probe.Addr)
 		if err != nil {
 			return nil, optionsError{err}
 		}
@@ -218,6 +225,23 @@ func (a *Agent) trialFunc(spec TrialSpec, held func(context.Context) error) (cap
 		return nil, optionsError{fmt.Errorf("cluster: probe: %w", err)}
 	}
 	return fn, nil
+}
+
+// tlsConfig is o's configuration for addr: the last one when o and addr
+// are the last trial's, else a new one from AgentOptions.TLS.
+func (a *Agent) tlsConfig(o TLSOptions, addr string) (*tls.Config, error) {
+	key := fmt.Sprintf("%q %#v", addr, o)
+	a.tlsMu.Lock()
+	defer a.tlsMu.Unlock()
+	if a.tlsCfg != nil && a.tlsKey == key {
+		return a.tlsCfg, nil
+	}
+	c, err := a.o.TLS(o, addr)
+	if err != nil {
+		return nil, err
+	}
+	a.tlsKey, a.tlsCfg = key, c
+	return c, nil
 }
 
 // ProbeOptions converts o to the probe's options.

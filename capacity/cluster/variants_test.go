@@ -344,3 +344,32 @@ func BenchmarkMergeVariants(b *testing.B) {
 		}
 	}
 }
+
+// The agent keeps the TLS configuration while the options and target stay
+// the same (its session cache with it: --tls-resume resumes across trials
+// as standalone) and builds a new one when they change.
+func TestAgentKeepsTLSConfig(t *testing.T) {
+	var built []string
+	var s sink
+	a := NewAgent(context.Background(), &s, AgentOptions{Limits: noLimits, TLS: func(o TLSOptions, addr string) (*tls.Config, error) {
+		built = append(built, o.ServerName+" "+addr)
+		return &tls.Config{InsecureSkipVerify: true, ClientSessionCache: tls.NewLRUClientSessionCache(8)}, nil //nolint:gosec // a test's closed port
+	}})
+	closed := "127.0.0.1:1" // nothing listens: every connect is refused at once
+	for i, name := range []string{"a", "a", "b", "b"} {
+		spec := TrialSpec{ID: int64(i + 1), Test: "cps", Load: 20, Probe: probeOpts(closed)}
+		spec.Probe.TLS = &TLSOptions{ServerName: name, Resume: true}
+		a.Handle(trialMsg(spec))
+		a.Wait()
+	}
+	if want := []string{"a " + closed, "b " + closed}; !reflect.DeepEqual(built, want) {
+		t.Fatalf("built %q; want %q", built, want)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range s.msgs {
+		if r, err := DecodeResult(m.Data.(*protocol.Custom).Data); err != nil || r.Options || r.Trial.Attempted == 0 {
+			t.Fatalf("result %+v, %v", r, err)
+		}
+	}
+}

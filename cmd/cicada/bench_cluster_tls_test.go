@@ -57,7 +57,9 @@ func runBenchController(t *testing.T, dir string, port int, args ...string) (int
 // A bench controller and two worker processes on 127.0.0.1 carry HTTPS
 // and a traffic mix: against `cicada target --tls-self-signed` with
 // --insecure, the merged cps trial made one full handshake per attempted
-// connection (40, 20 on each worker); a tps trial of a mix counts every
+// connection (40, 20 on each worker), and with --tls-resume the second
+// trial resumes the first one's sessions (each worker keeps its
+// configuration); a tps trial of a mix counts every
 // transaction under its size, the sizes' counts sum to the attempted and
 // their bytes to the trial's, each count twice one worker's (both draw
 // the same sizes); a worker's CPU strain makes a passed trial's reason and
@@ -88,6 +90,20 @@ func TestBenchClusterHTTPSAndMix(t *testing.T) {
 		if len(rows) != 3 || len(rows[1]) != n || rows[1][5] != "40" || rows[1][6] != "0" || rows[1][n-4] != rows[1][5] || rows[1][n-3] != "0" ||
 			!strings.HasPrefix(rows[1][n-2], "1.3 TLS_") {
 			t.Fatalf("csv: want 40 attempted, 40 full handshakes over TLS 1.3: %q", rows)
+		}
+	})
+	t.Run("https resumed across trials", func(t *testing.T) {
+		port := testpeer.FreePort(t)
+		w1, _ := benchWorker(t, "rw1", port), benchWorker(t, "rw2", port)
+		dir := t.TempDir()
+		code, out := runBenchController(t, dir, port, "cps", "-H", "https://"+tlsAddr, "--insecure", "--tls-resume", "--tls-max-version", "1.2",
+			"--start", "50", "--max", "100", "--trial-time", "400ms", "--connect-timeout", "5s", "--csv", filepath.Join(dir, "x"))
+		if code != 0 {
+			t.Fatalf("exit %d\n%s\nworker 1:\n%s", code, out, w1.Log())
+		}
+		rows := readCSV(t, filepath.Join(dir, "x_bench.csv"))
+		if len(rows) != 4 || rows[2][n-3] == "0" || rows[2][n-4] != "0" || !strings.HasPrefix(rows[2][n-2], "1.2 ") {
+			t.Fatalf("csv: want trial 2 to resume trial 1's TLS 1.2 sessions, no full handshake: %q", rows)
 		}
 	})
 	t.Run("mix tps", func(t *testing.T) {
