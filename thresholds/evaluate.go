@@ -56,6 +56,7 @@ type Evaluator struct {
 	ts      []Threshold
 	st      []tstate
 	aborted int
+	live    []Result // the latest Observe's result of each threshold (live.go)
 }
 
 // tstate is one threshold's evaluation state.
@@ -93,7 +94,9 @@ func New(ts []Threshold, o Options) (*Evaluator, error) {
 			return nil, fmt.Errorf("%s: %s: %w: dropped iterations are counted for the whole run, not per request name", t.Source, t, ErrUnsupported)
 		}
 	}
-	return &Evaluator{opts: o, ts: append([]Threshold(nil), ts...), st: make([]tstate, len(ts)), aborted: -1}, nil
+	e := &Evaluator{opts: o, ts: append([]Threshold(nil), ts...), st: make([]tstate, len(ts)), aborted: -1}
+	e.live = initialLive(e.ts)
+	return e, nil
 }
 
 // Thresholds returns the thresholds evaluated.
@@ -102,7 +105,8 @@ func (e *Evaluator) Thresholds() []Threshold { return append([]Threshold(nil), e
 // Observe evaluates every threshold on snap, taken elapsed after the test
 // started. It returns the first threshold with abort_on_fail that fails
 // now, elapsed ≥ its delay, and ok true: the caller should stop the run.
-// A threshold without a value yet (no requests) never aborts.
+// A threshold without a value yet (no requests) never aborts. Every
+// threshold's result of this observation is kept for Live.
 func (e *Evaluator) Observe(snap *stats.Snapshot, elapsed time.Duration) (abort Result, ok bool) {
 	for i := range e.ts {
 		t := &e.ts[i]
@@ -112,13 +116,13 @@ func (e *Evaluator) Observe(snap *stats.Snapshot, elapsed time.Duration) (abort 
 			var full bool
 			r, full = e.slide(i, cur, elapsed)
 			if !full {
+				e.live[i] = e.partial(t, &cur)
 				continue
 			}
-		} else if t.AbortOnFail {
-			r = e.measure(t, &cur, nil, 0)
 		} else {
-			continue
+			r = e.measure(t, &cur, nil, 0)
 		}
+		e.live[i] = r
 		if t.AbortOnFail && !ok && e.aborted < 0 && elapsed >= t.Delay && r.HasValue && !r.Passed {
 			abort, ok = r, true
 			e.aborted = i
