@@ -24,6 +24,7 @@
 //	GET  /worker-count                     {"worker_count": N} (HEAD ≥ 2.37)
 //	GET  /stats/history                    chart history (cicada extension, for the dashboard)
 //	GET  /metrics                          Prometheus text format 0.0.4 (cicada extension)
+//	GET  /thresholds/live                  the thresholds' current states (cicada extension, ThresholdSource's live twin)
 //	GET  /assets/..., /static/...          dashboard assets (no authentication)
 //
 // Common behaviour follows Flask as Locust runs it: JSON pretty-printed with
