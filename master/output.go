@@ -122,6 +122,7 @@ func (s *sink) start(goroutine func(name string, f func())) {
 		goroutine("printer", func() {
 			s.drain(s.table, func(f frame) {
 				_ = s.format.WriteStatsTable(s.stderr, f.snap, true)
+				writeDroppedLine(s.stderr, f.snap, f.rate) // ratedrops.go
 				writeConnTable(s.stderr, f.conns)
 				writeLiveThresholds(s.stderr, f.thr)
 			})

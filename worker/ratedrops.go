@@ -32,8 +32,10 @@ import (
 //     method "TASK" and its Name ("<class> task <i>" when it has none).
 //     The name is one row per iteration: the later requests of a
 //     multi-request task are not counted again.
-//   - With no running user that has a task (all stopped, or every task
-//     filtered out by tags), a drop goes to ("TASK", DroppedUnattributed).
+//   - Before the spawn's users exist on this worker (the rate can arrive
+//     first), the mix is the scenario's: each class by its Weight.
+//   - With no class that has a task (every task filtered out by tags), a
+//     drop goes to ("TASK", DroppedUnattributed).
 //
 // The worker sends the counts in its stats reports
 // (stats.Recorder.AddDroppedFor); a recorder without per-name counts
@@ -86,8 +88,8 @@ func (pc *pacer) countDropped(n int64) {
 }
 
 // taskMix appends the worker's task mix to mix: one element per stats
-// name, shares summing to 1, sorted by key; empty without a running user
-// that has a task.
+// name, shares summing to 1, sorted by key; empty without a class that
+// has a task.
 func (pc *pacer) taskMix(mix []dropShare) []dropShare {
 	if pc.p == nil {
 		return mix
@@ -100,17 +102,19 @@ func (pc *pacer) taskMix(mix []dropShare) []dropShare {
 			users += len(c.users)
 		}
 	}
-	for _, c := range p.classes {
-		t := c.def.table.Load()
-		if len(c.users) == 0 || len(t.idx) == 0 {
-			continue
+	if users > 0 {
+		for _, c := range p.classes {
+			mix = appendClassMix(mix, c.def, len(c.users), users)
 		}
-		cs := float64(len(c.users)) / float64(users)
-		prev := 0
-		for j, ti := range t.idx {
-			w := t.cum[j] - prev
-			prev = t.cum[j]
-			mix = append(mix, dropShare{key: taskDropKey(c.def.def, ti), share: cs * float64(w) / float64(t.total)})
+	} else { // no user yet: the scenario's classes by weight
+		var total int
+		for _, cc := range p.defs {
+			if len(cc.table.Load().idx) > 0 {
+				total += max(cc.def.Weight, 1)
+			}
+		}
+		for _, cc := range p.defs {
+			mix = appendClassMix(mix, cc, max(cc.def.Weight, 1), total)
 		}
 	}
 	p.mu.Unlock()
@@ -127,6 +131,23 @@ func (pc *pacer) taskMix(mix []dropShare) []dropShare {
 		out = append(out, s)
 	}
 	return out
+}
+
+// appendClassMix appends the tasks of class cc, whose share of the
+// iterations is n/of, to mix; nothing for a class without n or tasks.
+func appendClassMix(mix []dropShare, cc *compiledClass, n, of int) []dropShare {
+	t := cc.table.Load()
+	if n == 0 || len(t.idx) == 0 {
+		return mix
+	}
+	cs := float64(n) / float64(of)
+	prev := 0
+	for j, ti := range t.idx {
+		w := t.cum[j] - prev
+		prev = t.cum[j]
+		mix = append(mix, dropShare{key: taskDropKey(cc.def, ti), share: cs * float64(w) / float64(t.total)})
+	}
+	return mix
 }
 
 // taskDropKey names task ti of uc for drops (see the comment above).

@@ -178,6 +178,29 @@ func TestTaskMix(t *testing.T) {
 	}
 }
 
+// TestTaskMixBeforeUsers: before the spawn's users exist, the scenario's
+// classes by weight; with every task filtered out, nothing.
+func TestTaskMixBeforeUsers(t *testing.T) {
+	noop := func(context.Context, *User) error { return nil }
+	a := &UserClass{Name: "A", Weight: 3, Tasks: []Task{{Name: "x", Fn: noop}}}
+	b := &UserClass{Name: "B", Tasks: []Task{{Name: "y", Fn: noop, Tags: []string{"slow"}}}}
+	p, _ := newTestPool(t, a, b)
+	pc := newPacer(p, &rateRec{}, nil)
+	got := map[dropKey]float64{}
+	for _, s := range pc.taskMix(nil) {
+		got[s.key] = s.share
+	}
+	if want := map[dropKey]float64{{DroppedTaskMethod, "x"}: 0.75, {DroppedTaskMethod, "y"}: 0.25}; !reflect.DeepEqual(got, want) {
+		t.Errorf("mix before users: %v; want %v", got, want)
+	}
+	for _, cc := range p.defs {
+		cc.table.Store(buildTable(cc.def, tagFilter{tags: []string{"none"}}))
+	}
+	if mix := pc.taskMix(nil); len(mix) != 0 {
+		t.Errorf("mix with every task filtered out: %v", mix)
+	}
+}
+
 // TestPacerDropsByName: a round whose iterations find every user busy
 // counts them by the name of the one task, and in the stats report.
 func TestPacerDropsByName(t *testing.T) {

@@ -48,7 +48,14 @@ function renderHeader(d) {
   $("fail-ratio").textContent = Math.round((d.fail_ratio || 0) * 100) + "%";
   // cicada's arrival-rate drops (issue 13): shown once there are any.
   $("dropped-box").hidden = !d.dropped_iterations;
-  if (d.dropped_iterations) $("dropped").textContent = d.dropped_iterations;
+  if (d.dropped_iterations) {
+    $("dropped").textContent = d.dropped_iterations;
+    // By name (the first request of the task each would have run), most first.
+    const by = (d.dropped_iterations_by_name || []).slice().sort((a, b) => b.dropped - a.dropped);
+    $("dropped-box").title = by.length
+      ? "Dropped iterations by name:\n" + by.slice(0, 10).map((x) => `${x.dropped}  ${x.method} ${x.name}`).join("\n") + (by.length > 10 ? `\n… ${by.length - 10} more names` : "")
+      : "";
+  }
   const active = d.state === "spawning" || d.state === "running";
   $("btn-new").hidden = active;
   $("btn-edit").hidden = !active;
