@@ -94,6 +94,8 @@ async function flow(page) {
     { timeout: T },
   );
   const n1 = await totalReqs();
+  // cicada's boxes stay hidden without their data (no drops, no thresholds).
+  for (const id of ["#dropped-box", "#thresholds-box"]) check(!(await page.isVisible(id)), id + " shown without data");
   await page.waitForFunction(
     (n) => Number(document.querySelector("#stats-total tr.total td:nth-child(3)").textContent) > n,
     n1,
