@@ -43,6 +43,12 @@
 // value never aborts. Abort waits for Delay after the test started
 // (k6's delayAbortEval).
 //
+// Live state. Live returns every threshold's result at the latest Observe
+// (whole-run thresholds on that snapshot, windowed ones on their latest
+// window, or the run so far before the first full window): the current
+// state for the console and the dashboard (ok, FAILING, or waiting without
+// a value), not the verdict, which Final gives.
+//
 // Differences from k6: the grammar is cicada's (k6 writes
 // "p(99)<500", which Parse accepts too, and selects requests with tags);
 // thresholds are evaluated across a whole cluster on the master's merged
