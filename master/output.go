@@ -123,8 +123,8 @@ func (s *sink) start(goroutine func(name string, f func())) {
 			s.drain(s.table, func(f frame) {
 				_ = s.format.WriteStatsTable(s.stderr, f.snap, true)
 				writeDroppedLine(s.stderr, f.snap, f.rate) // ratedrops.go
+				writeLiveThresholds(s.stderr, f.thr)       // thresholdslive.go
 				writeConnTable(s.stderr, f.conns)
-				writeLiveThresholds(s.stderr, f.thr)
 			})
 		})
 	}

@@ -4,11 +4,14 @@ import (
 	"encoding/csv"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/stats"
 )
 
@@ -172,5 +175,48 @@ func TestRateCSVNoDrops(t *testing.T) {
 	lines := strings.Split(string(got), "\r\n")
 	if len(lines) != 4 || !strings.HasPrefix(lines[1], "GET,/a,,") || strings.Split(lines[1], ",")[5] != "0" {
 		t.Errorf("rate CSV without drops:\n%s", got)
+	}
+}
+
+// TestDroppedLinePeriodic: a headless rate test whose cicada worker
+// reports drops by name prints the drop line right under the periodic
+// table and writes the per-name rows of PREFIX_rate.csv.
+func TestDroppedLinePeriodic(t *testing.T) {
+	logs := &logBuf{}
+	o := testOptions(logs)
+	o.Headless = true
+	o.RunTime = time.Minute
+	o.UserClasses = []UserClass{{Name: "U", Weight: 1}}
+	o.Rate = []RateStage{{Rate: 100}}
+	o.StatsInterval = 20 * time.Millisecond
+	o.CSVPrefix = filepath.Join(t.TempDir(), "run")
+	o.CSVInterval = 20 * time.Millisecond
+	var stderr syncBuf
+	o.Stderr = &stderr
+	h := startMaster(t, o, logs)
+	w := h.worker("a")
+	w.ready(skipCheck)
+	var state atomic.Value
+	state.Store(protocol.StateReady)
+	defer w.beatEvery(20*time.Millisecond, func() string { return state.Load().(string) })()
+	w.expect(protocol.TypeSpawn)
+	w.send(protocol.TypeSpawning, nil)
+	state.Store(protocol.StateRunning)
+	rec := stats.NewRecorder(nil)
+	rec.Record("GET", "/", 5*time.Millisecond, 10, "")
+	rec.AddDroppedFor("GET", "/", 7)
+	rec.AddDroppedFor("TASK", "think", 2)
+	w.send(protocol.TypeStats, rec.Report(map[string]int64{"U": 1}, 1))
+	line := regexp.MustCompile(`(?m)^ +Aggregated .*\n\nDropped iterations \(arrival rate\): 9; GET / 7, TASK think 2\n\n`)
+	eventually(t, waitShort, "the drop line under a periodic table", func() bool { return line.MatchString(stderr.String()) })
+	eventually(t, waitShort, "the per-name rows of the rate CSV", func() bool {
+		b, _ := os.ReadFile(o.CSVPrefix + "_rate.csv")
+		return strings.Contains(string(b), "\r\nTASK,think,,0.000,0,2,") && strings.Contains(string(b), ",Aggregated,100.000,")
+	})
+	h.m.Quit()
+	w.expect(protocol.TypeQuit)
+	w.send(protocol.TypeQuit, nil)
+	if _, err := h.wait(); err != nil {
+		t.Fatal(err)
 	}
 }
