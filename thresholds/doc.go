@@ -6,7 +6,10 @@
 // the failure ratio, any percentile of the response times (p99, p99.9), the
 // average response time, the request rate, or the arrival-rate iterations
 // dropped. It selects every request (Locust's Aggregated row), one request
-// name (every method of it, merged), or one method and name. Thresholds
+// name (every method of it, merged), or one method and name (for dropped:
+// the drops the workers attributed to that name, stats.Snapshot.DroppedBy;
+// a name with neither requests nor drops has no value, as a typo would).
+// Thresholds
 // come from the command line (Parse: "p99<500ms", "fail_ratio<=1%",
 // "avg{GET /api}<200 window=30s abort_on_fail delay=10s") or from a
 // scenario file's thresholds: list (package scenario builds the same

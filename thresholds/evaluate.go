@@ -14,7 +14,10 @@ type Options struct {
 	// Dropped returns the arrival-rate iterations dropped so far in the
 	// whole run (all workers) as of a snapshot. Nil: New refuses Dropped
 	// thresholds with ErrUnsupported rather than report a count it cannot
-	// see.
+	// see. A Dropped threshold with a name reads the snapshot's per-name
+	// drops instead (stats.Snapshot.DroppedBy: the first request of the
+	// task each dropped iteration would have run), still only when Dropped
+	// is set (an arrival-rate test).
 	Dropped func(*stats.Snapshot) int64
 }
 
@@ -73,6 +76,7 @@ type point struct {
 	reqs, fails, tmd  int64
 	totalRT, totalRPS float64
 	dropped           int64
+	droppedNamed      bool   // a named Dropped threshold: its name has drops
 	exact             []byte // merged encoded exact histogram; valid when exactOK
 	exactOK           bool
 	entries           int               // entries matched
@@ -89,9 +93,6 @@ func New(ts []Threshold, o Options) (*Evaluator, error) {
 		}
 		if t.Metric == Dropped && o.Dropped == nil {
 			return nil, fmt.Errorf("%s: %s: %w: this run counts no dropped iterations (only arrival-rate load does)", t.Source, t, ErrUnsupported)
-		}
-		if t.Metric == Dropped && t.Name != "" {
-			return nil, fmt.Errorf("%s: %s: %w: dropped iterations are counted for the whole run, not per request name", t.Source, t, ErrUnsupported)
 		}
 	}
 	e := &Evaluator{opts: o, ts: append([]Threshold(nil), ts...), st: make([]tstate, len(ts)), aborted: -1}
@@ -253,7 +254,11 @@ func (e *Evaluator) point(t *Threshold, snap *stats.Snapshot) point {
 		p.one = nil
 	}
 	if t.Metric == Dropped && e.opts.Dropped != nil {
-		p.dropped = e.opts.Dropped(snap)
+		if t.Name == "" {
+			p.dropped = e.opts.Dropped(snap)
+		} else {
+			p.dropped, p.droppedNamed = droppedFor(t, snap) // live.go
+		}
 	}
 	if t.Metric == Percentile && p.exactOK && p.entries > 0 {
 		if len(sel) == 1 {
@@ -284,6 +289,10 @@ func (e *Evaluator) measure(t *Threshold, cur, base *point, span time.Duration) 
 	}
 	if cur.entries == 0 && t.Metric != Dropped {
 		r.Note = "no request of this name"
+		return r
+	}
+	if cur.entries == 0 && t.Metric == Dropped && t.Name != "" && !cur.droppedNamed {
+		r.Note = "no request or dropped iteration of this name" // a typo fails, as for the other metrics
 		return r
 	}
 	switch t.Metric {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/cicada-load/cicada/stats"
 )
 
 // Live state (issue 13's leftovers): what each threshold measures now,
@@ -49,6 +51,19 @@ func (e *Evaluator) partial(t *Threshold, cur *point) Result {
 	r := e.measure(t, cur, nil, 0)
 	r.Note = join(r.Note, fmt.Sprintf("window of %v not yet full: the run so far", t.Window))
 	return r
+}
+
+// droppedFor sums the per-name drops t selects: its name, every method
+// or its method; found tells whether any was counted. A name may have
+// drops and no request.
+func droppedFor(t *Threshold, snap *stats.Snapshot) (n int64, found bool) {
+	for _, d := range snap.DroppedBy {
+		if d.Name == t.Name && (t.Method == "" || d.Method == t.Method) {
+			n += d.Count
+			found = true
+		}
+	}
+	return n, found
 }
 
 // LiveState is the result's live state: LiveOK, LiveFailing (with a

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cicada-load/cicada/stats"
 )
 
 func TestLive(t *testing.T) {
@@ -92,5 +94,38 @@ func TestWriteLive(t *testing.T) {
 	b.Reset()
 	if err := WriteLive(&b, nil); err != nil || b.Len() != 0 {
 		t.Errorf("no thresholds: %q, %v", b.String(), err)
+	}
+}
+
+// TestDroppedByName: a dropped threshold with a name reads the per-name
+// drops (every method, or one), also for a name without requests.
+func TestDroppedByName(t *testing.T) {
+	rec := stats.NewRecorder(nil)
+	rec.Record("GET", "/a", time.Millisecond, 1, "")
+	rec.Record("GET", "/c", time.Millisecond, 1, "") // requests, no drop
+	rec.AddDroppedFor("GET", "/a", 4)
+	rec.AddDroppedFor("POST", "/a", 3)
+	rec.AddDroppedFor("TASK", "think", 2)
+	s := stats.New(nil)
+	s.Merge(rec.Report(nil, 1))
+	snap := s.Snapshot()
+	ts := mustParse(t, "dropped{/a}<=6", "dropped{GET /a}<=6", "dropped{think}<1", "dropped{/c}<=0", "dropped<=9", "dropped{/typo}<=0")
+	e, err := New(ts, Options{Dropped: func(s *stats.Snapshot) int64 { return s.Total.Dropped }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := e.Final(snap)
+	for i, want := range []struct {
+		measured float64
+		passed   bool
+	}{{7, false}, {4, true}, {2, false}, {0, true}, {9, true}} {
+		r := v.Results[i]
+		if !r.HasValue || r.Measured != want.measured || r.Passed != want.passed {
+			t.Errorf("%s: %+v; want measured %v, passed %v", ts[i], r, want.measured, want.passed)
+		}
+	}
+	// A name with neither requests nor drops is a typo: no value, failed.
+	if r := v.Results[5]; r.HasValue || r.Passed || r.Note != "no request or dropped iteration of this name" {
+		t.Errorf("%s: %+v; want no value, failed", ts[5], r)
 	}
 }
