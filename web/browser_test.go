@@ -223,7 +223,8 @@ func (r thresholdRunner) LiveThresholds() []thresholds.Result {
 }
 
 // TestBrowserThresholds: the dashboard's Thresholds box and tab show the
-// live states, names as text, and follow a change.
+// live states, names as text, and follow a change; the Dropped box lists
+// the drops by name in its tooltip.
 func TestBrowserThresholds(t *testing.T) {
 	node := browserTools(t)
 	var ts []thresholds.Threshold
@@ -234,7 +235,7 @@ func TestBrowserThresholds(t *testing.T) {
 		}
 		ts = append(ts, th)
 	}
-	r := thresholdRunner{webtest.New(webtest.Options{Host: "http://127.0.0.1:26080"}), ts}
+	r := thresholdRunner{webtest.New(webtest.Options{Host: "http://127.0.0.1:26080", Drops: true}), ts}
 	runFake(t, r.Runner)
 	srv := web.New(web.Options{HistoryInterval: 300 * time.Millisecond, StatsCacheTTL: 200 * time.Millisecond, Version: "e2e"}, r)
 	base := serve(t, srv, "http")

@@ -444,6 +444,10 @@ async function thresholds(page) {
   await page.waitForSelector("#thresholds-box:not([hidden])", { timeout: T });
   await page.waitForFunction(() => document.querySelector("#thresholds-summary").textContent === "1 of 3 failing", null, { timeout: T });
   check((await page.textContent("#thresholds-count")) === "1", "failing badge: " + (await page.textContent("#thresholds-count")));
+  // The fake runner drops iterations too: the Dropped box shows them, by name in its tooltip.
+  await page.waitForSelector("#dropped-box:not([hidden])", { timeout: T });
+  const dropTitle = await page.getAttribute("#dropped-box", "title");
+  check(/^Dropped iterations by name:\n\d+ {2}GET \/\n\d+ {2}TASK think$/.test(dropTitle || ""), "Dropped box title: " + JSON.stringify(dropTitle));
   await page.click("#thresholds-summary"); // the box opens the tab
   await page.waitForSelector("#tab-thresholds.active", { timeout: T });
   await page.waitForFunction(() => document.querySelectorAll("#thresholds-table tbody tr").length === 3, null, { timeout: T });
