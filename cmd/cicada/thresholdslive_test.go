@@ -2,8 +2,18 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"testing"
+	"time"
+
+	"github.com/cicada-load/cicada/internal/testpeer"
+	"github.com/cicada-load/cicada/master"
+	"github.com/cicada-load/cicada/thresholds"
+	"github.com/cicada-load/cicada/web"
 )
 
 // TestThresholdsLiveStandalone: a standalone headless run prints every
@@ -29,5 +39,34 @@ func TestThresholdsLiveStandalone(t *testing.T) {
 		`rps\{/none\}>1 +n/a   waiting \(no request of this name\)\n`)
 	if !live.MatchString(out) {
 		t.Errorf("no live thresholds under a periodic table:\n%s", out)
+	}
+}
+
+// TestThresholdsLiveRoute: the web API's GET /thresholds/live through the
+// master's runner: every declared threshold, not evaluated before a test.
+func TestThresholdsLiveRoute(t *testing.T) {
+	th, err := thresholds.Parse("p99{GET /x}<1s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := master.New(master.Options{BindHost: "127.0.0.1", BindPort: -1, Host: "http://127.0.0.1:1",
+		UserClasses: []master.UserClass{{Name: "A"}}, Thresholds: []thresholds.Threshold{th}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testpeer.Go(t, "the master", 30*time.Second, func(ctx context.Context) { _, _ = m.Run(ctx) })
+	h := web.New(web.Options{}, &masterRunner{m: m}).Handler()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/thresholds/live", nil))
+	var body struct {
+		Failing    int
+		Thresholds []struct{ Threshold, State, Note string }
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || rec.Code != http.StatusOK {
+		t.Fatalf("GET /thresholds/live: %d %v %q", rec.Code, err, rec.Body.String())
+	}
+	if len(body.Thresholds) != 1 || body.Thresholds[0].Threshold != "p99{GET /x}<1000ms" || body.Thresholds[0].State != "waiting" ||
+		body.Thresholds[0].Note != "not evaluated yet" || body.Failing != 0 {
+		t.Errorf("GET /thresholds/live = %s", rec.Body.String())
 	}
 }
