@@ -159,3 +159,18 @@ func BenchmarkAddDroppedFor(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMergeDroppedBy is the master's cost of a rate-test report's
+// per-name drops: one worker report with 10 names, merged.
+func BenchmarkMergeDroppedBy(b *testing.B) {
+	s := New(nil)
+	rep := &protocol.StatsReport{UserCount: -1}
+	for i := range 10 {
+		rep.DroppedBy = append(rep.DroppedBy, protocol.DroppedName{Method: "GET", Name: "/api/" + string(rune('a'+i)), Count: 3})
+		rep.Dropped += 3
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Merge(rep)
+	}
+}
