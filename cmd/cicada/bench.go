@@ -43,10 +43,12 @@ Tests:
   latency      the search of --of (cps or tps), then a trial at --fraction of its maximum
                (RFC 3511 5.10, RFC 9411 7.4); --load skips the search
 
-Kernel sockets, standalone. --dataplane afpacket runs cps, concurrent and
-teardown on the userspace data plane (one client address, its own client
-ports); the other tests and cluster runs are not built for it yet and are
-refused.
+Kernel sockets, standalone. --dataplane afpacket|afxdp|dpdk runs every test
+on the userspace data plane instead (one client address, its own client
+ports, one core; dpdk in a binary from make build-dpdk, with --dpdk-eal and
+--dpdk-port as the worker's), each trial the same contract as the kernel's;
+--http, --window and --hold are refused there (one GET per connection
+always; connections open at 2,000/s).
 Exit status: 0 a maximum found (or the range's top passed), 1 none found,
 3 invalid (the generator was the limit), 2 bad options.
 
@@ -104,13 +106,16 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&o.load, "load", 0, "latency: the maximum to take instead of searching for it")
 	fs.StringVar(&o.csv, "csv", "", "Write the trials to PREFIX_bench.csv")
 	fs.StringVar(&o.html, "html", "", "Write the report, with a chart of the search, to this HTML file")
-	fs.StringVar(&o.dataplane, "dataplane", "", "Run cps, concurrent or teardown on the userspace data plane: afpacket (Linux, root)")
+	fs.StringVar(&o.dataplane, "dataplane", "", "Run the test on the userspace data plane: afpacket, afxdp (Linux, root) or dpdk (a dpdk build)")
 	var dpo benchDataplaneOpts
 	fs.StringVar(&dpo.iface, "interface", "", "Data plane: the interface towards the device")
 	fs.StringVar(&dpo.clientIPs, "client-ips", "", "Data plane: the client address (one)")
 	fs.StringVar(&dpo.clientPorts, "client-ports", "10000-60000", "Data plane: the client ports the trials take slices of")
 	fs.StringVar(&dpo.gateway, "gateway", "", "Data plane: the next hop (default: the server address, by ARP)")
 	fs.BoolVar(&dpo.dedicated, "dataplane-dedicated", false, "Data plane: the interface is dedicated to the test; its safety refusals become warnings")
+	fs.StringVar(&dpo.dpdkEAL, "dpdk-eal", "", "Data plane dpdk: DPDK's EAL arguments as one string (as the worker's --dpdk-eal)")
+	fs.StringVar(&dpo.dpdkPort, "dpdk-port", "", "Data plane dpdk: the port, by number, PCI address or device name")
+	fs.StringVar(&dpo.dpdkIdle, "dpdk-idle-sleep", "", "Data plane dpdk: how long an idle poll sleeps, e.g. 50us (default: poll without pause)")
 	fs.Usage = func() {
 		fmt.Fprintln(stdout, benchUsage)
 		fs.SetOutput(stdout)
@@ -192,6 +197,11 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if fs.Changed("dataplane") {
 		if !fs.Changed("connect-timeout") { // the stack's first SYN retransmission
 			_ = fs.Set("connect-timeout", "300ms")
+		}
+		for _, name := range []string{"window", "hold"} {
+			if fs.Changed(name) {
+				return fail("--%s: the data plane opens its connections at 2,000/s and runs the second round at once", name)
+			}
 		}
 		var closeLink func()
 		if trial, closeLink, err = benchDataplane(o.dataplane, search.Name, addr, path, &o, &dpo, stderr); err != nil {
