@@ -102,6 +102,12 @@ type Options struct {
 	Conns     int
 	Timeout   time.Duration
 	LateRatio float64
+	// Window is the client stacks' receive window in bytes, scaled
+	// (RFC 7323) when the server scales too; if zero, 1 MiB. The stack
+	// keeps no received data (it counts bytes), so a large window costs
+	// nothing; 65,535 bytes held 16 connections of 64 KiB objects to
+	// 1.85 Gbit/s in the lab where kernel sockets got 2.6 and 1 MiB got 4.
+	Window uint32
 }
 
 // Prober runs data-plane trials; not safe for concurrent use (one link,
@@ -224,7 +230,7 @@ func (p *Prober) heldProgram() *stack.Program {
 func (p *Prober) newStack(lo, hi uint16, prog *stack.Program, smp *samples) (*stack.Stack, error) {
 	cfg := stack.Config{Mode: stack.Client, Link: p.o.Link, ClientIP: p.o.ClientIP, ServerIP: p.o.ServerIP, ServerPort: p.o.ServerPort,
 		Gateway: p.o.Gateway, PortMin: lo, PortMax: hi, RetransmitTimeout: p.o.RetransmitTimeout, MaxRetries: p.o.MaxRetries,
-		IdleTimeout: p.o.Timeout, Program: prog, OnResponse: smp.add}
+		IdleTimeout: p.o.Timeout, Window: p.o.Window, WScale: wscale(p.o.Window), Program: prog, OnResponse: smp.add}
 	if prog == nil {
 		cfg.Request = stack.BuildRequest("GET", p.o.Path, p.host(), nil)
 	}

@@ -12,9 +12,21 @@ import (
 	"github.com/cicada-load/cicada/dataplane/stack"
 )
 
+// wscale is the least window scale shift that carries window.
+func wscale(window uint32) uint8 {
+	var k uint8
+	for uint64(window) > uint64(0xffff)<<k && k < 14 {
+		k++
+	}
+	return k
+}
+
 func (o *Options) keepAliveDefaults() error {
 	if o.Conns < 0 || o.Timeout < 0 || o.LateRatio < 0 || o.LateRatio > 1 {
 		return fmt.Errorf("%w: negative connections or timeout, or a late ratio outside 0..1", ErrOptions)
+	}
+	if uint64(o.Window) > 0xffff<<14 {
+		return fmt.Errorf("%w: window %d above TCP's largest, %d", ErrOptions, o.Window, 0xffff<<14)
 	}
 	if o.Conns == 0 {
 		o.Conns = 64
@@ -24,6 +36,9 @@ func (o *Options) keepAliveDefaults() error {
 	}
 	if o.LateRatio == 0 {
 		o.LateRatio = 0.05
+	}
+	if o.Window == 0 {
+		o.Window = 1 << 20
 	}
 	return nil
 }
@@ -241,6 +256,8 @@ func (p *Prober) keepAliveTrial(ctx context.Context, rate float64) (capacity.Tri
 	switch {
 	case opened.LaunchSkipped > 0:
 		t.GeneratorLimit = fmt.Sprintf("ports: %d launches skipped, their records still in use", opened.LaunchSkipped)
+	case c.DropNoTxBuffer+c.DropTxRefused > opened.DropNoTxBuffer+opened.DropTxRefused:
+		t.GeneratorLimit = fmt.Sprintf("link: %d frames not sent (no transmit buffer, or refused)", c.DropNoTxBuffer+c.DropTxRefused-opened.DropNoTxBuffer-opened.DropTxRefused)
 	case k.due > 0 && float64(k.late) > p.o.LateRatio*float64(k.due):
 		t.GeneratorLimit = fmt.Sprintf("pacing: %d of %d arrivals noticed more than %v late", k.late, k.due, p.o.LagTolerance)
 	case !ok && ctx.Err() == nil && k.due < n:

@@ -111,6 +111,7 @@ func TestKeepAliveRefuses(t *testing.T) {
 		{Link: a, ClientIP: 1, ServerIP: 2, Conns: -1},
 		{Link: a, ClientIP: 1, ServerIP: 2, Timeout: -1},
 		{Link: a, ClientIP: 1, ServerIP: 2, LateRatio: 2},
+		{Link: a, ClientIP: 1, ServerIP: 2, Window: 1 << 31},
 	} {
 		if _, err := New(o); !errors.Is(err, ErrOptions) {
 			t.Errorf("New(%+v) = %v", o, err)
