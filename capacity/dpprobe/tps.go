@@ -241,12 +241,12 @@ func (p *Prober) keepAliveTrial(ctx context.Context, rate float64) (capacity.Tri
 	t.Failed = min(int64(n), k.failed+k.queued+unsent+int64(k.inFlight))
 	t.Errors = map[string]int64{}
 	for key, v := range map[string]int64{"queued": k.queued, "unsent": unsent, "unanswered": int64(k.inFlight), "http-status": int64(c.HTTPOther - opened.HTTPOther),
-		"http-error": int64(c.HTTPErrors - opened.HTTPErrors), "reset": int64(c.RstIn - opened.RstIn)} {
+		"http-error": int64(c.HTTPErrors - opened.HTTPErrors), "reset": int64(c.RstIn - opened.RstIn), "failed": int64(c.SocketsFailed - opened.SocketsFailed)} {
 		if v > 0 {
 			t.Errors[key] = v
 		}
 	}
-	if t.Failed > 0 && k.failed > 0 && len(t.Errors) == 0 {
+	if k.failed > 0 && len(t.Errors) == 0 {
 		t.Errors["failed"] = k.failed
 	}
 	if len(t.Errors) == 0 {
