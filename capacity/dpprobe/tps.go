@@ -151,10 +151,11 @@ func (k *keepAlive) turn(s *stack.Stack, now int64, lag, timeout time.Duration) 
 // closes (Connection: close, or after its keep-alive limit) is reopened by
 // its next transaction, which is timed from the SYN. Achieved is the
 // transactions answered with a 2xx per second of the trial, from its start
-// to the last answer (at least the planned Duration). Generator limits: the
-// port slice, more than LateRatio of the arrivals noticed more than
-// LagTolerance after they were due (the polling loop fell behind), and
-// the CPU.
+// to the last answer (at least the planned Duration). Generator limits:
+// the port slice, frames the link could not send or its receive ring
+// dropped (AF_PACKET, AF_XDP and DPDK count them), more than LateRatio of
+// the arrivals noticed more than LagTolerance after they were due (the
+// polling loop fell behind), and the CPU.
 func (p *Prober) TPS(ctx context.Context, rate float64) (capacity.Trial, error) {
 	if !(rate > 0) || math.IsInf(rate, 0) {
 		return capacity.Trial{}, fmt.Errorf("%w: rate %v must be a positive number", ErrOptions, rate)
@@ -216,6 +217,7 @@ func (p *Prober) keepAliveTrial(ctx context.Context, rate float64) (capacity.Tri
 	var st stack.Stats
 	s.TakeStats(&st) // the opening GETs' bytes are not the trial's
 	st.Reset()
+	drops0, dropsOK := rxDrops(p.o.Link)
 	cpu0, cpuOK := cpuTime()
 	start := time.Now()
 	k.measuring = true
@@ -232,6 +234,7 @@ func (p *Prober) keepAliveTrial(ctx context.Context, rate float64) (capacity.Tri
 	elapsed := max(end.Sub(start), planned)
 	s.TakeStats(&st)
 	c := s.Counters()
+	drops1, _ := rxDrops(p.o.Link)
 	p.stopAll(ctx, s, t0)
 	unsent := int64(n - k.sent)
 	t := capacity.Trial{Duration: elapsed, Attempted: int64(n), Achieved: float64(k.ok) / elapsed.Seconds()}
@@ -258,6 +261,8 @@ func (p *Prober) keepAliveTrial(ctx context.Context, rate float64) (capacity.Tri
 		t.GeneratorLimit = fmt.Sprintf("ports: %d launches skipped, their records still in use", opened.LaunchSkipped)
 	case c.DropNoTxBuffer+c.DropTxRefused > opened.DropNoTxBuffer+opened.DropTxRefused:
 		t.GeneratorLimit = fmt.Sprintf("link: %d frames not sent (no transmit buffer, or refused)", c.DropNoTxBuffer+c.DropTxRefused-opened.DropNoTxBuffer-opened.DropTxRefused)
+	case dropsOK && drops1 > drops0:
+		t.GeneratorLimit = fmt.Sprintf("link: %d received frames dropped by the generator's receive ring (it did not keep up)", drops1-drops0)
 	case k.due > 0 && float64(k.late) > p.o.LateRatio*float64(k.due):
 		t.GeneratorLimit = fmt.Sprintf("pacing: %d of %d arrivals noticed more than %v late", k.late, k.due, p.o.LagTolerance)
 	case !ok && ctx.Err() == nil && k.due < n:
