@@ -62,6 +62,8 @@ type keepAlive struct {
 	smp        samples
 	measuring  bool
 	warmEnded  int
+	lastTurn   int64 // the stack clock of the last turn
+	maxGap     int64 // the longest time between two turns
 }
 
 func (k *keepAlive) push(rec uint32) {
@@ -109,6 +111,10 @@ func appendSample(rt []time.Duration, d time.Duration) []time.Duration {
 // turn moves the arrivals due by now into the queue and sends the queue's
 // head on idle users; arrivals that waited past timeout fail.
 func (k *keepAlive) turn(s *stack.Stack, now int64, lag, timeout time.Duration) {
+	if k.lastTurn > 0 {
+		k.maxGap = max(k.maxGap, now-k.lastTurn)
+	}
+	k.lastTurn = now
 	for k.due < k.n {
 		d := k.start + int64(probe.Due(k.due, k.rate))
 		if d > now {
@@ -154,8 +160,10 @@ func (k *keepAlive) turn(s *stack.Stack, now int64, lag, timeout time.Duration) 
 // to the last answer (at least the planned Duration). Generator limits:
 // the port slice, frames the link could not send or its receive ring
 // dropped (AF_PACKET, AF_XDP and DPDK count them), more than LateRatio of
-// the arrivals noticed more than LagTolerance after they were due (the
-// polling loop fell behind), and the CPU.
+// the arrivals noticed more than LagTolerance after they were due, or a
+// polling loop that did not turn for more than LagTolerance (it fell
+// behind, or the host descheduled it: it could not receive either), and
+// the CPU.
 func (p *Prober) TPS(ctx context.Context, rate float64) (capacity.Trial, error) {
 	if !(rate > 0) || math.IsInf(rate, 0) {
 		return capacity.Trial{}, fmt.Errorf("%w: rate %v must be a positive number", ErrOptions, rate)
@@ -265,6 +273,8 @@ func (p *Prober) keepAliveTrial(ctx context.Context, rate float64) (capacity.Tri
 		t.GeneratorLimit = fmt.Sprintf("link: %d received frames dropped by the generator's receive ring (it did not keep up)", drops1-drops0)
 	case k.due > 0 && float64(k.late) > p.o.LateRatio*float64(k.due):
 		t.GeneratorLimit = fmt.Sprintf("pacing: %d of %d arrivals noticed more than %v late", k.late, k.due, p.o.LagTolerance)
+	case k.maxGap > int64(p.o.LagTolerance):
+		t.GeneratorLimit = fmt.Sprintf("pacing: the polling loop stalled for %v (more than %v; the host descheduled it)", time.Duration(k.maxGap).Round(time.Millisecond), p.o.LagTolerance)
 	case !ok && ctx.Err() == nil && k.due < n:
 		t.GeneratorLimit = fmt.Sprintf("pacing: %d of %d arrivals due by the trial's deadline", k.due, n)
 	default:

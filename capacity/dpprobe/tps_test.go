@@ -149,3 +149,28 @@ type capacityTrial struct {
 	capacity.Trial
 	c stack.Counters
 }
+
+// The open loop's bookkeeping on a fake clock, no connection idle: arrivals
+// become due by probe.Due, those noticed late are counted, those queued
+// past the timeout expire, and the longest gap between turns is kept.
+func TestKeepAliveTurn(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	k := &keepAlive{rate: 100, n: 50, idle: make([]uint32, 1), start: 1000 * ms}
+	for _, tt := range []struct {
+		now                  int64
+		due, sent, late, exp int
+		gap                  int64
+	}{
+		{now: 999 * ms}, // before the start
+		{now: 1000 * ms, due: 1, gap: ms},
+		{now: 1045 * ms, due: 5, late: 1, gap: 45 * ms},              // arrival 1 (10 ms) noticed 35 ms late
+		{now: 1200 * ms, due: 21, sent: 10, late: 13, gap: 155 * ms}, // 5..16 late; 0..9 queued past 100 ms
+		{now: 1210 * ms, due: 22, sent: 11, late: 13, gap: 155 * ms}, // 10 too
+	} {
+		k.turn(nil, tt.now, 30*time.Millisecond, 100*time.Millisecond)
+		if k.due != tt.due || k.sent != tt.sent || k.late != tt.late || int(k.queued) != tt.sent || k.maxGap != tt.gap {
+			t.Fatalf("at %v: due %d sent %d late %d queued %d gap %v; want %d %d %d %d %v", time.Duration(tt.now), k.due, k.sent, k.late, k.queued,
+				time.Duration(k.maxGap), tt.due, tt.sent, tt.late, tt.sent, time.Duration(tt.gap))
+		}
+	}
+}
