@@ -28,7 +28,8 @@ A small HTTP server to point load tests at: a 128-byte page on every GET path,
 /status/<code>, /delay/<ms>, /bytes/<n> (an n-byte object), and its counters
 at /_cicada/stats.
 
-With --dataplane a userspace TCP stack serves the page instead, on the
+With --dataplane a userspace TCP stack serves the page and /bytes/<n> instead
+(GET and HEAD), on the
 interface, to any number of connections (no file descriptor per connection):
 run one beside a cicada --dataplane worker to test far past a kernel server's
 file limit. Counters are printed every --report-every and at SIGINT/SIGTERM.
@@ -219,8 +220,8 @@ func runDataplaneTarget(ctx context.Context, o target.DataplaneOptions, stderr i
 
 // dataplaneLine formats the data plane target's counters on one line.
 func dataplaneLine(c stack.Counters, l link.Counters) string {
-	return fmt.Sprintf("open %d, opened %d, closed %d, failed %d, served %d (405: %d), syn in %d, rst in %d out %d, retransmits %d, drops not-for-us %d no-socket %d checksum %d; link rx %d tx %d frames, tx no buffer %d dropped %d",
-		c.SocketsCurrent, c.SocketsOpened, c.SocketsClosed, c.SocketsFailed, c.Served200, c.Served405, c.SynIn, c.RstIn, c.RstOut,
+	return fmt.Sprintf("open %d, opened %d, closed %d, failed %d, served %d (405: %d, 400: %d), syn in %d, rst in %d out %d, retransmits %d, drops not-for-us %d no-socket %d checksum %d; link rx %d tx %d frames, tx no buffer %d dropped %d",
+		c.SocketsCurrent, c.SocketsOpened, c.SocketsClosed, c.SocketsFailed, c.Served200, c.Served405, c.Served400, c.SynIn, c.RstIn, c.RstOut,
 		c.RetransSyn+c.RetransData+c.RetransFin+c.FastRetransmit, c.DropNotForUs, c.DropNoSocket, c.DropChecksum,
 		l.RxFrames, l.TxFrames, l.TxNoBuffer, l.TxDropped)
 }

@@ -266,9 +266,12 @@ func (s *Stack) clientInput(i uint32, seg wire.TCP, now int64) {
 		c.sndUna, c.retries, progress = a, 0, true
 	}
 	payload, fin := seg.Payload(), fl&wire.TCPFin != 0
+	extra := uint32(0) // bytes of the held range the segment makes in order
 	if len(payload) > 0 || fin {
 		if seg.Seq() != c.rcvNxt {
-			s.ctr.DropOutOfOrder++
+			if fin || !s.holdOutOfOrder(c, seg.Seq(), uint32(len(payload))) {
+				s.ctr.DropOutOfOrder++
+			}
 			s.ctr.DupAckOut++
 			s.emit(&s.tAck, i, c.sndNxt, c.rcvNxt, nil, 0)
 			if progress {
@@ -277,6 +280,7 @@ func (s *Stack) clientInput(i uint32, seg wire.TCP, now int64) {
 			return
 		}
 		c.rcvNxt += uint32(len(payload))
+		extra = c.joinHeld()
 		if fin {
 			c.rcvNxt++
 		}
@@ -288,6 +292,13 @@ func (s *Stack) clientInput(i uint32, seg wire.TCP, now int64) {
 			return
 		}
 		n, done, err := c.http.feed(payload)
+		if err == nil && extra > 0 {
+			if done {
+				err = errHTTP // the held bytes lay past the response's end
+			} else {
+				done = c.http.skip(extra)
+			}
+		}
 		if err != nil || (done && n != len(payload)) {
 			s.ctr.HTTPErrors++
 			s.reqFailed(i, now, failMalformed)

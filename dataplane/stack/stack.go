@@ -35,6 +35,12 @@ type Stack struct {
 	unscaledWin                                       uint16    // window field without scaling
 	pages                                             [2][]byte // server: 200 page, 405 page
 
+	// Server objects (objects.go): the body pattern, a segment's scratch,
+	// the last object's headers (for size objHeadFor-1), the page's
+	// header length.
+	pattern, scratch, objHead []byte
+	objHeadFor, pageHead      uint32
+
 	rx   [][]byte
 	tx   [][]byte
 	acks []uint32 // records owing an ACK at the end of this burst
@@ -82,6 +88,7 @@ func New(cfg Config) (*Stack, error) {
 			page = chunkedResponse(cfg.BodySize)
 		}
 		s.pages = [2][]byte{page, badMethodResponse}
+		s.initObjects()
 	}
 	if cfg.Mode == Client {
 		if cfg.Program != nil {
