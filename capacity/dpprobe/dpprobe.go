@@ -265,7 +265,7 @@ func (p *Prober) poll(ctx context.Context, s *stack.Stack, t0 time.Time, deadlin
 		}
 		if rx == 0 {
 			if p.o.Waiter != nil {
-				p.o.Waiter.Wait(200 * time.Microsecond)
+				p.o.Waiter.Wait(time.Millisecond) // at most: a frame ends the wait
 			} else {
 				runtime.Gosched()
 			}
