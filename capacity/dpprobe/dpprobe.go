@@ -108,6 +108,14 @@ type Options struct {
 	// nothing; 65,535 bytes held 16 connections of 64 KiB objects to
 	// 1.85 Gbit/s in the lab where kernel sockets got 2.6 and 1 MiB got 4.
 	Window uint32
+	// KeepSamples sets each Trial's Samples (a cluster worker ships them
+	// as a histogram), as probe.Options.KeepSamples.
+	KeepSamples bool
+	// Held, if set, is called by Concurrent once its connections are open,
+	// before the second round (a cluster's barrier), while the stack keeps
+	// being polled; an error ends the trial: its connections are stopped
+	// and Concurrent returns the error.
+	Held func(ctx context.Context) error
 }
 
 // Prober runs data-plane trials; not safe for concurrent use (one link,
@@ -273,6 +281,28 @@ func (p *Prober) poll(ctx context.Context, s *stack.Stack, t0 time.Time, deadlin
 	}
 }
 
+// barrier calls Options.Held, polling s meanwhile.
+func (p *Prober) barrier(ctx context.Context, s *stack.Stack, t0 time.Time) error {
+	if p.o.Held == nil || ctx.Err() != nil {
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.o.Held(ctx) }()
+	var err error
+	p.poll(context.WithoutCancel(ctx), s, t0, time.Now().Add(24*time.Hour), func(int64) bool {
+		select {
+		case err = <-done:
+			return true
+		default:
+			return false
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("dpprobe: concurrent: %w", err)
+	}
+	return nil
+}
+
 // resolve polls s until its next hop is known (bounded), and keeps it.
 func (p *Prober) resolve(ctx context.Context, s *stack.Stack, t0 time.Time) error {
 	if s.Resolved() {
@@ -337,6 +367,9 @@ func (p *Prober) CPS(ctx context.Context, rate float64) (capacity.Trial, error) 
 	t.Achieved = float64(c.HTTP2xx) / elapsed.Seconds()
 	t.Errors = errorKinds(&c, n-int(c.HTTP2xx))
 	smp.fill(&t)
+	if p.o.KeepSamples {
+		t.Samples = smp.rt
+	}
 	switch {
 	case c.LaunchSkipped > 0:
 		t.GeneratorLimit = fmt.Sprintf("ports: %d launches skipped, their records still in use", c.LaunchSkipped)
@@ -403,6 +436,14 @@ func (p *Prober) Concurrent(ctx context.Context, load float64) (capacity.Trial, 
 		return l.Launched() == n && answered(&c) >= uint64(n)
 	})
 	first := s.Counters()
+	if err := p.barrier(ctx, s, t0); err != nil {
+		p.poll(context.WithoutCancel(ctx), s, t0, time.Now().Add(p.o.Grace), func(now int64) bool {
+			s.StopClass(now, 0, n)
+			c := s.Counters()
+			return c.SocketsCurrent == 0
+		})
+		return capacity.Trial{}, err
+	}
 	sent, began := 0, false
 	p.poll(ctx, s, t0, time.Now().Add(p.o.Grace), func(now int64) bool {
 		if !began {
@@ -430,6 +471,9 @@ func (p *Prober) Concurrent(ctx context.Context, load float64) (capacity.Trial, 
 	t.SecondRoundFailed = int64(n) - held
 	t.Errors = errorKinds(&first, int(t.Failed))
 	smp.fill(&t)
+	if p.o.KeepSamples {
+		t.Samples = smp.rt
+	}
 	if first.LaunchSkipped > 0 {
 		t.GeneratorLimit = fmt.Sprintf("ports: %d launches skipped, their records still in use", first.LaunchSkipped)
 	} else {

@@ -264,6 +264,9 @@ func (p *Prober) keepAliveTrial(ctx context.Context, rate float64) (capacity.Tri
 		t.Errors = nil
 	}
 	k.smp.fill(&t)
+	if p.o.KeepSamples {
+		t.Samples = k.smp.rt
+	}
 	switch {
 	case opened.LaunchSkipped > 0:
 		t.GeneratorLimit = fmt.Sprintf("ports: %d launches skipped, their records still in use", opened.LaunchSkipped)

@@ -28,6 +28,9 @@ A small HTTP server to point load tests at: a 128-byte page on every GET path,
 /status/<code>, /delay/<ms>, /bytes/<n> (an n-byte object), and its counters
 at /_cicada/stats.
 
+--tls-self-signed (a new certificate, its fingerprint printed) or
+--tls-cert/--tls-key serve the same routes over HTTPS (HTTP/1.1).
+
 With --dataplane a userspace TCP stack serves the page and /bytes/<n> instead
 (GET and HEAD), on the
 interface, to any number of connections (no file descriptor per connection):
@@ -63,6 +66,8 @@ func runTarget(args []string, stdout, stderr io.Writer) int {
 	dpdkEAL := fs.String("dpdk-eal", "", "Data plane dpdk: DPDK's EAL arguments as one string (doc/dpdk.md)")
 	dpdkPort := fs.String("dpdk-port", "", "Data plane dpdk: the port, by number, PCI address or device name")
 	dpdkIdle := fs.String("dpdk-idle-sleep", "", "Data plane dpdk: how long a core with nothing to do sleeps, e.g. 50us (default: poll without pause)")
+	var tlsOpts targetTLS
+	tlsOpts.flags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stdout, targetUsage)
 		fs.SetOutput(stdout)
@@ -92,7 +97,16 @@ func runTarget(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "cicada target: error: --stall-after and --stall-for must not be negative\n")
 			return 2
 		}
-		return runKernelTarget(ctx, target.Options{Listen: *listen, IdleTimeout: *idle, H2C: *h2c, Logger: log, StallAfter: *stallAfter, StallFor: *stallFor}, *tcpEcho, stderr)
+		tc, err := tlsOpts.config(*listen, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "cicada target: error: %v\n", err)
+			return 2
+		}
+		return runKernelTarget(ctx, target.Options{Listen: *listen, IdleTimeout: *idle, H2C: *h2c, Logger: log, StallAfter: *stallAfter, StallFor: *stallFor, TLS: tc}, *tcpEcho, stderr)
+	}
+	if tlsOpts.set() {
+		fmt.Fprintln(stderr, "cicada target: error: --tls-cert, --tls-key and --tls-self-signed are the kernel target's (the data plane serves plain HTTP)")
+		return 2
 	}
 	if *h2c {
 		fmt.Fprintln(stderr, "cicada target: error: --h2c is not served by the data plane (it speaks HTTP/1.1 only)")
