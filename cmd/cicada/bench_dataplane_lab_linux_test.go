@@ -156,3 +156,24 @@ func TestBenchLabAFXDPThroughputLimit(t *testing.T) {
 	dataplaneSearch(t, "data plane (afxdp)", "throughput", "Mbit/s", throughputSearch,
 		func(ctx context.Context, mbps float64) (capacity.Trial, error) { return p.Throughput(ctx, mbps, 65536) }, mbit, 0.8, 1.05, "")
 }
+
+// A data-plane worker (cicada --worker --dataplane afpacket) runs the tps
+// search's trials for the bench controller: the device's 300 requests a
+// second, as standalone.
+func TestBenchLabClusterDataplaneTPS(t *testing.T) {
+	const limit = 300
+	skipShort(t)
+	d := kernelServerDUT(t, lab.DUTConfig{})
+	nftLimit(t, d, limit, requestSegments...)
+	const port = "5558"
+	w := startCicada(t, d.Client, "dpworker", "--worker", "--master-host", "127.0.0.1", "--master-port", port, "--node-id", "dpw",
+		"-f", seedScenario(t), "-H", "http://"+lab.ServerIP+":80", "--dataplane", "afpacket", "--interface", d.Cicada.Name, "--client-ips", lab.ClientIP,
+		"--client-ports", "10000-60000", "--gateway", lab.Gateway)
+	result, _, table := benchInLab(t, d, "tps", "--pause", "500ms", "--start", "50", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05",
+		"--latency-bound", "190ms", "--latency-percentile", "99", "--conns", "32", "--connect-timeout", "500ms", "--lag-tolerance", "200ms", "--cpu-busy", "100",
+		"--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", port, "--expect-workers", "1", "--expect-workers-max-wait", "30s")
+	if !strings.Contains(table, "dpw, data plane (afpacket)") {
+		t.Fatalf("the report does not name the data-plane worker:\n%s\nworker:\n%s", table, tail(w.Log(), 3000))
+	}
+	labFigure(t, "data plane, 1 worker", result, limit, 0.8, 1.15)
+}
