@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -172,5 +173,19 @@ func TestKeepAliveTurn(t *testing.T) {
 			t.Fatalf("at %v: due %d sent %d late %d queued %d gap %v; want %d %d %d %d %v", time.Duration(tt.now), k.due, k.sent, k.late, k.queued,
 				time.Duration(k.maxGap), tt.due, tt.sent, tt.late, tt.sent, time.Duration(tt.gap))
 		}
+	}
+}
+
+// A loop that cannot keep within LagTolerance (1 ns here: every turn is
+// later than that) makes the trial generator limited, never a device's
+// failure.
+func TestKeepAlivePacingLimit(t *testing.T) {
+	p := pipeProberServer(t, Options{Duration: 100 * time.Millisecond, Conns: 2, LagTolerance: time.Nanosecond}, stack.Config{}, 0)
+	tr, err := p.TPS(context.Background(), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(tr.GeneratorLimit, "pacing: ") || tr.Attempted != 10 {
+		t.Fatalf("%+v", tr)
 	}
 }
