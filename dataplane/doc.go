@@ -107,7 +107,9 @@
 //     errors. Interim 1xx responses are skipped (at most 8 before the final
 //     one), as Python's http.client skips them.
 //   - No IPv4 fragments (dropped and counted), no IPv4 options sent, no
-//     SACK, no timestamps, no urgent data; a closed window is probed by the
+//     timestamps, no urgent data; SACK only as a client's receiver (its SYN
+//     offers it, its ACKs report the one held range as one block; the
+//     server neither offers nor reads it); a closed window is probed by the
 //     server with one-byte segments on the retransmission timer (bounded by
 //     MaxRetries), with no separate persist timer.
 //   - One next hop per stack: the client resolves the gateway (or the

@@ -233,9 +233,14 @@ func (s *Stack) clientInput(i uint32, seg wire.TCP, now int64) {
 			s.ctr.DropBadState++
 			return
 		}
-		if o, err := wire.ParseTCPOptions(seg.Options()); err == nil && o.HasWScale && s.cfg.WScale != 0 {
-			c.flags |= fWScale
-			c.wscale = o.WScale
+		if o, err := wire.ParseTCPOptions(seg.Options()); err == nil {
+			if o.HasWScale && s.cfg.WScale != 0 {
+				c.flags |= fWScale
+				c.wscale = o.WScale
+			}
+			if o.SACKPermitted {
+				c.flags |= fSACK
+			}
 		}
 		c.rcvNxt, c.sndUna, c.state, c.retries = seg.Seq()+1, c.iss+1, stEstablished, 0
 		c.flags &^= fLateAck
@@ -273,7 +278,7 @@ func (s *Stack) clientInput(i uint32, seg wire.TCP, now int64) {
 				s.ctr.DropOutOfOrder++
 			}
 			s.ctr.DupAckOut++
-			s.emit(&s.tAck, i, c.sndNxt, c.rcvNxt, nil, 0)
+			s.emit(s.ackT(c), i, c.sndNxt, c.rcvNxt, nil, 0)
 			if progress {
 				s.clientProgress(i, now)
 			}

@@ -22,6 +22,9 @@ const (
 	fAckLater             // an ACK is due at the end of the receive burst
 	fPeerFin              // client: the segment being processed carries the peer's FIN
 	fLateAck              // client: a late FIN of the port's last incarnation was ACKed
+	// fSACK (client): the peer's SYN-ACK permitted SACK; the bit is the
+	// server's fRecovery (the flags are full).
+	fSACK = fRecovery
 )
 
 // none marks an empty timer link.

@@ -39,13 +39,14 @@ const (
 	sizeBad    = 15
 )
 
-// badSizeBody is the kernel target's 400 body for a bad /bytes/ size.
-const badSizeBody = "size must be 0-16777216 bytes\n"
+// BadObjectSizeBody is the 400's body for a /bytes/ size not in
+// 0..MaxObjectSize, the kernel target's (target checks they agree).
+const BadObjectSizeBody = "size must be 0-16777216 bytes\n"
 
 // badSizeResponse is the server's answer to a /bytes/ path whose size is
 // not a decimal 0..MaxObjectSize, as the kernel target's.
 var badSizeResponse = []byte("HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " +
-	strconv.Itoa(len(badSizeBody)) + "\r\nConnection: keep-alive\r\n\r\n" + badSizeBody)
+	strconv.Itoa(len(BadObjectSizeBody)) + "\r\nConnection: keep-alive\r\n\r\n" + BadObjectSizeBody)
 
 // objectHead is the start of an object's headers; its Content-Length and
 // objectTail follow.
@@ -209,7 +210,7 @@ func (s *Stack) respLen(d uint32) uint32 {
 		return uint32(len(badMethodResponse))
 	case kindBadReq:
 		if d&descHead != 0 {
-			return uint32(len(badSizeResponse) - len(badSizeBody))
+			return uint32(len(badSizeResponse) - len(BadObjectSizeBody))
 		}
 		return uint32(len(badSizeResponse))
 	}

@@ -108,7 +108,7 @@ func TestObjectsWhole(t *testing.T) {
 				switch {
 				case r.StatusCode != tt.status:
 					t.Fatalf("status %d; want %d", r.StatusCode, tt.status)
-				case tt.status == 400 && (string(body) != badSizeBody || r.Header.Get("Content-Type") != "text/plain; charset=utf-8"):
+				case tt.status == 400 && (string(body) != BadObjectSizeBody || r.Header.Get("Content-Type") != "text/plain; charset=utf-8"):
 					t.Fatalf("400 body %q, type %q; want the kernel target's", body, r.Header.Get("Content-Type"))
 				case tt.size >= 0 && (!bytes.Equal(body, wantObject(tt.size)) || r.Header.Get("Content-Type") != "application/octet-stream"):
 					t.Fatalf("object of %d bytes, type %q; want %d bytes of the pattern", len(body), r.Header.Get("Content-Type"), tt.size)
@@ -136,8 +136,8 @@ func TestObjectsPipelinedAndHead(t *testing.T) {
 		cl     int64
 		body   []byte
 	}{
-		{200, 3000, wantObject(3000)}, {200, 5000, nil}, {400, int64(len(badSizeBody)), []byte(badSizeBody)},
-		{200, DefaultBodySize, nil}, {405, 0, nil}, {400, int64(len(badSizeBody)), nil}, {200, 7, wantObject(7)},
+		{200, 3000, wantObject(3000)}, {200, 5000, nil}, {400, int64(len(BadObjectSizeBody)), []byte(BadObjectSizeBody)},
+		{200, DefaultBodySize, nil}, {405, 0, nil}, {400, int64(len(BadObjectSizeBody)), nil}, {200, 7, wantObject(7)},
 	} {
 		if b := bodyOf(rs[k]); rs[k].StatusCode != w.status || rs[k].ContentLength != w.cl || !bytes.Equal(b, w.body) && len(b)+len(w.body) > 0 {
 			t.Errorf("response %d: %d, Content-Length %d, body %d bytes; want %d, %d, %d", k, rs[k].StatusCode, rs[k].ContentLength, len(b), w.status, w.cl, len(w.body))

@@ -16,10 +16,12 @@ package stack
 //
 // When in-order data reaches the range, rcv_nxt jumps over it and the
 // parser counts its bytes (respParser.skip), so the ACK covers it and the
-// sender resends only the hole. Deliberately simpler than a kernel: one
-// range, no SACK option (the sender learns of the range only from the
-// cumulative ACK that follows the hole's repair), headers and chunk sizes
-// never held.
+// sender resends only the hole. The client's SYN offers SACK (RFC 2018);
+// when the peer's SYN-ACK permits it, every ACK sent while a range is held
+// carries it as one SACK block, so the sender resends the whole hole at
+// once instead of one segment per round trip (NewReno without SACK).
+// Deliberately simpler than a kernel: one range (one SACK block), headers
+// and chunk sizes never held.
 
 // holdOutOfOrder holds the n payload bytes at seq beyond rcvNxt of client
 // record c if they extend or lie within its held range; it reports whether
@@ -85,4 +87,13 @@ func (p *respParser) skip(n uint32) bool {
 	}
 	p.state = psChunkCR
 	return false
+}
+
+// ackT returns the template of an ACK for record c: with the held range as
+// a SACK block when the client has one and the peer permits SACK.
+func (s *Stack) ackT(c *conn) *template {
+	if s.cfg.Mode == Client && c.flags&fSACK != 0 && c.oooSeq != c.oooEnd {
+		return &s.tAckSACK
+	}
+	return &s.tAck
 }

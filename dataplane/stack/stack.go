@@ -32,6 +32,7 @@ type Stack struct {
 
 	tSyn, tSynAck, tSynAckWS, tAck, tFin, tRst, tData template
 	tRstNoAck                                         template  // RST alone (SYN-SENT answer)
+	tAckSACK                                          template  // client: ACK with the held range as a SACK block
 	unscaledWin                                       uint16    // window field without scaling
 	pages                                             [2][]byte // server: 200 page, 405 page
 
@@ -170,7 +171,7 @@ func (s *Stack) ackLater(i uint32) {
 		return
 	}
 	if len(s.acks) == cap(s.acks) {
-		s.emit(&s.tAck, i, c.sndNxt, c.rcvNxt, nil, 0)
+		s.emit(s.ackT(c), i, c.sndNxt, c.rcvNxt, nil, 0)
 		return
 	}
 	c.flags |= fAckLater
@@ -182,7 +183,7 @@ func (s *Stack) ackLater(i uint32) {
 func (s *Stack) flushAcks() {
 	for _, i := range s.acks {
 		if c := &s.conns[i]; c.flags&fAckLater != 0 && c.state != stClosed {
-			s.emit(&s.tAck, i, c.sndNxt, c.rcvNxt, nil, 0)
+			s.emit(s.ackT(c), i, c.sndNxt, c.rcvNxt, nil, 0)
 		}
 	}
 	s.acks = s.acks[:0]
