@@ -234,11 +234,15 @@ func (p *Prober) heldProgram() *stack.Program {
 	}
 }
 
-// newStack builds a trial's client stack on ports lo..hi.
+// newStack builds a trial's client stack on ports lo..hi; smp, if set,
+// collects its responses' times.
 func (p *Prober) newStack(lo, hi uint16, prog *stack.Program, smp *samples) (*stack.Stack, error) {
 	cfg := stack.Config{Mode: stack.Client, Link: p.o.Link, ClientIP: p.o.ClientIP, ServerIP: p.o.ServerIP, ServerPort: p.o.ServerPort,
 		Gateway: p.o.Gateway, PortMin: lo, PortMax: hi, RetransmitTimeout: p.o.RetransmitTimeout, MaxRetries: p.o.MaxRetries,
-		IdleTimeout: p.o.Timeout, Window: p.o.Window, WScale: wscale(p.o.Window), Program: prog, OnResponse: smp.add}
+		IdleTimeout: p.o.Timeout, Window: p.o.Window, WScale: wscale(p.o.Window), Program: prog}
+	if smp != nil {
+		cfg.OnResponse = smp.add
+	}
 	if prog == nil {
 		cfg.Request = stack.BuildRequest("GET", p.o.Path, p.host(), nil)
 	}

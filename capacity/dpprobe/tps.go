@@ -199,8 +199,7 @@ func (p *Prober) keepAliveTrial(ctx context.Context, rate float64) (capacity.Tri
 		return capacity.Trial{GeneratorLimit: why}, stack.Counters{}, nil
 	}
 	n := probe.Arrivals(rate, p.o.Duration)
-	var smp samples // OnResponse's: not used, the loop times from due
-	s, err := p.newStack(lo, hi, p.heldProgram(), &smp)
+	s, err := p.newStack(lo, hi, p.heldProgram(), nil) // timed from due by taskEnd
 	if err != nil {
 		return capacity.Trial{}, stack.Counters{}, err
 	}
