@@ -105,8 +105,11 @@ type Options struct {
 	// Window is the client stacks' receive window in bytes, scaled
 	// (RFC 7323) when the server scales too; if zero, 1 MiB. The stack
 	// keeps no received data (it counts bytes), so a large window costs
-	// nothing; 65,535 bytes held 16 connections of 64 KiB objects to
-	// 1.85 Gbit/s in the lab where kernel sockets got 2.6 and 1 MiB got 4.
+	// nothing, and a window must not be what limits a throughput trial:
+	// the receiver's window over the round trip bounds each connection.
+	// (Lab, 16 connections of 64 KiB objects, no device limit: 65,535
+	// bytes 1.85 Gbit/s and 1 MiB 4 in separate runs; in one later run
+	// 2.2 and 2.3 beside kernel sockets' 2.7.)
 	Window uint32
 	// KeepSamples sets each Trial's Samples (a cluster worker ships them
 	// as a histogram), as probe.Options.KeepSamples.
