@@ -38,7 +38,10 @@
 // in use, or a trial needing more ports than the range has), the pacer (all
 // launches made within LagTolerance of the trial's end; for TPS and
 // Throughput, at most LateRatio of the arrivals noticed more than
-// LagTolerance late) and the CPU. The stack is a simpler receiver than the
+// LagTolerance late, and no turn of the polling loop more than LagTolerance
+// after the last) and the CPU; TPS and Throughput also check the link
+// (frames it could not send, or that its receive ring dropped: AF_PACKET,
+// AF_XDP and DPDK count them). The stack is a simpler receiver than the
 // kernel's (see package dataplane/stack: its window and its handling of
 // segments out of order): where it, not the device, bounds Throughput, the
 // figure is the data plane's; compare with the kernel probe's in the same

@@ -60,8 +60,8 @@ Cluster: --master --expect-workers N waits (--expect-workers-max-wait) for N
 cicada workers (cicada --worker --master-host H) and splits every trial
 between them (rates and connections evenly; tps/throughput's --conns is the
 total); a worker lost during a trial makes it INVALID (exit 3). A worker
-started with --dataplane runs every test on its data plane (https and
---mix are refused there).
+started with --dataplane afpacket runs every test on its data plane (other
+links, https and --mix are refused there).
 Exit status: 0 a maximum found (or the range's top passed), 1 none found,
 3 invalid (the generator was the limit), 2 bad options.
 
