@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cicada-load/cicada/capacity"
 	"github.com/cicada-load/cicada/capacity/dpprobe"
+	"github.com/cicada-load/cicada/capacity/probe"
 	"github.com/cicada-load/cicada/dataplane/lab"
 	"github.com/cicada-load/cicada/dataplane/lab/labtest"
 	"github.com/cicada-load/cicada/dataplane/link"
@@ -25,21 +27,12 @@ import (
 // end, which the data plane owns.
 func kernelServerDUT(t *testing.T, cfg lab.DUTConfig) *lab.DUT {
 	t.Helper()
-	l := labtest.New(t)
-	d, err := l.DUTChain(cfg)
+	d, err := labtest.New(t).DUTChain(cfg)
 	if err != nil {
 		t.Fatalf("DUTChain = %v", err)
 	}
-	for _, args := range [][]string{
-		{"addr", "add", lab.ServerNet, "dev", d.Peer.Name},
-		{"route", "add", lab.ClientRange, "via", lab.DUTServerGateway},
-	} {
-		if err := d.Server.Exec("ip", args...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tg := startCicada(t, d.Server, "target", "target", "--listen", lab.ServerIP+":80")
-	waitLog(t, tg, labTimeout, "cicada target serving")
+	labtest.KernelServer(t, d)
+	startLabTarget(t, d.Server, "target", "cicada target serving", "target", "--listen", lab.ServerIP+":80")
 	return d
 }
 
@@ -67,16 +60,22 @@ func labProber(t *testing.T, d *lab.DUT, kind string, o dpprobe.Options) *dpprob
 	return p
 }
 
-// dataplaneSearch runs a search with a data-plane trial, logs its table
-// and its FIGURE line, and checks it: a maximum within lo..hi of known, or,
-// when invalidOK names the data plane's own limit, a search that stopped on
-// it (INVALID) rather than a false maximum.
-func dataplaneSearch(t *testing.T, gen, test, unit string, s capacity.Search, trial capacity.TrialFunc, known, lo, hi float64, invalidOK string) capacity.Result {
+// dataplaneSearch runs a search of test (a name of probe.Tests) with a
+// data-plane trial, logs its table and its FIGURE line, and checks it as
+// labFigure does: a maximum within lo..hi of known, or, when invalidOK
+// names the data plane's own limit, a search that stopped on it (INVALID)
+// rather than a false maximum.
+func dataplaneSearch(t *testing.T, gen, test string, s capacity.Search, trial capacity.TrialFunc, known, lo, hi float64, invalidOK string) capacity.Result {
 	t.Helper()
+	spec, err := probe.LookupTest(test)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit := spec.Unit
 	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Second)
 	defer cancel()
 	r, err := s.Run(ctx, trial)
-	rep := &capacity.Report{Test: test, Title: test + " (" + gen + ")", RFC: "RFC 3511", Unit: unit, Result: r}
+	rep := &capacity.Report{Test: test, Title: spec.Title + " (" + gen + ")", RFC: spec.RFC, Unit: unit, Result: r}
 	var b strings.Builder
 	_ = rep.WriteTable(&b)
 	t.Logf("%s %s:\n%s", gen, test, b.String())
@@ -111,7 +110,7 @@ func TestBenchLabDataplaneTransactionRateLimit(t *testing.T) {
 	d := kernelServerDUT(t, lab.DUTConfig{})
 	nftLimit(t, d, limit, requestSegments...)
 	p := labProber(t, d, users.LinkAFPacket, dpprobe.Options{Duration: time.Second, Conns: 32, RetransmitTimeout: 500 * time.Millisecond, LagTolerance: 200 * time.Millisecond})
-	dataplaneSearch(t, "data plane (afpacket)", "tps", "transactions/s", tpsSearch, p.TPS, limit, 0.8, 1.15, "")
+	dataplaneSearch(t, "data plane (afpacket)", "tps", tpsSearch, p.TPS, limit, 0.8, 1.15, "")
 }
 
 // throughputSearch is TestBenchLabThroughputLimit's search.
@@ -122,13 +121,20 @@ var throughputSearch = capacity.Search{Start: 5, Max: 1000, Resolution: 0.05, Re
 // 40 Mbit/s token bucket: the limit within 20 % (the payload's share of
 // the bucket's wire rate is 38.3 Mbit/s).
 func TestBenchLabDataplaneThroughputLimit(t *testing.T) {
-	const mbit = 40
 	skipShort(t)
+	dataplaneThroughput(t, users.LinkAFPacket)
+}
+
+// dataplaneThroughput is TestBenchLabThroughputLimit's search with the
+// data plane's link of kind: 64 KiB objects on 16 connections.
+func dataplaneThroughput(t *testing.T, kind string) {
+	t.Helper()
+	const mbit = 40
 	d := kernelServerDUT(t, lab.DUTConfig{})
 	tbf40(t, d)
-	p := labProber(t, d, users.LinkAFPacket, dpprobe.Options{Duration: time.Second, Conns: 16, Path: "/bytes/65536", RetransmitTimeout: 500 * time.Millisecond,
+	p := labProber(t, d, kind, dpprobe.Options{Duration: time.Second, Conns: 16, Path: "/bytes/65536", RetransmitTimeout: 500 * time.Millisecond,
 		LagTolerance: 200 * time.Millisecond})
-	dataplaneSearch(t, "data plane (afpacket)", "throughput", "Mbit/s", throughputSearch,
+	dataplaneSearch(t, "data plane ("+kind+")", "throughput", throughputSearch,
 		func(ctx context.Context, mbps float64) (capacity.Trial, error) { return p.Throughput(ctx, mbps, 65536) }, mbit, 0.8, 1.05, "")
 }
 
@@ -139,22 +145,14 @@ func TestBenchLabAFXDPCommand(t *testing.T) {
 	skipShort(t)
 	d := kernelServerDUT(t, lab.DUTConfig{})
 	nftLimit(t, d, limit, requestSegments...)
-	result, _, _ := benchInLab(t, d, "tps", "--dataplane", "afxdp", "--interface", d.Cicada.Name, "--client-ips", lab.ClientIP, "--gateway", lab.Gateway,
-		"--pause", "500ms", "--start", "50", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05", "--latency-bound", "190ms",
-		"--latency-percentile", "99", "--conns", "32", "--connect-timeout", "500ms", "--lag-tolerance", "200ms", "--cpu-busy", "100")
+	result, _, _ := benchInLab(t, d, slices.Concat(tpsArgs, dataplaneArgs(d, "afxdp"), []string{"--connect-timeout", "500ms"}, dataplaneCPU)...)
 	labFigure(t, "data plane (afxdp)", result, limit, 0.8, 1.15)
 }
 
 // TestBenchLabDataplaneThroughputLimit's search over AF_XDP.
 func TestBenchLabAFXDPThroughputLimit(t *testing.T) {
-	const mbit = 40
 	skipShort(t)
-	d := kernelServerDUT(t, lab.DUTConfig{})
-	tbf40(t, d)
-	p := labProber(t, d, users.LinkAFXDP, dpprobe.Options{Duration: time.Second, Conns: 16, Path: "/bytes/65536", RetransmitTimeout: 500 * time.Millisecond,
-		LagTolerance: 200 * time.Millisecond})
-	dataplaneSearch(t, "data plane (afxdp)", "throughput", "Mbit/s", throughputSearch,
-		func(ctx context.Context, mbps float64) (capacity.Trial, error) { return p.Throughput(ctx, mbps, 65536) }, mbit, 0.8, 1.05, "")
+	dataplaneThroughput(t, users.LinkAFXDP)
 }
 
 // A data-plane worker (cicada --worker --dataplane afpacket) runs the tps
@@ -166,12 +164,8 @@ func TestBenchLabClusterDataplaneTPS(t *testing.T) {
 	d := kernelServerDUT(t, lab.DUTConfig{})
 	nftLimit(t, d, limit, requestSegments...)
 	const port = "5558"
-	w := startCicada(t, d.Client, "dpworker", "--worker", "--master-host", "127.0.0.1", "--master-port", port, "--node-id", "dpw",
-		"-f", seedScenario(t), "-H", "http://"+lab.ServerIP+":80", "--dataplane", "afpacket", "--interface", d.Cicada.Name, "--client-ips", lab.ClientIP,
-		"--client-ports", "10000-60000", "--gateway", lab.Gateway)
-	result, _, table := benchInLab(t, d, "tps", "--pause", "500ms", "--start", "50", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05",
-		"--latency-bound", "190ms", "--latency-percentile", "99", "--conns", "32", "--connect-timeout", "500ms", "--lag-tolerance", "200ms", "--cpu-busy", "100",
-		"--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", port, "--expect-workers", "1", "--expect-workers-max-wait", "30s")
+	w := startDataplaneWorker(t, d, port)
+	result, _, table := benchInLab(t, d, slices.Concat(tpsArgs, []string{"--connect-timeout", "500ms"}, dataplaneCPU, labMasterArgs(port, 1))...)
 	if !strings.Contains(table, "dpw, data plane (afpacket)") {
 		t.Fatalf("the report does not name the data-plane worker:\n%s\nworker:\n%s", table, tail(w.Log(), 3000))
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -43,40 +44,38 @@ func skipShort(t *testing.T) {
 // `cicada target` on the server's.
 func kernelDUT(t *testing.T, cfg lab.DUTConfig) *lab.DUT {
 	t.Helper()
-	l := labtest.New(t)
-	d, err := l.DUTChain(cfg)
-	if err != nil {
-		t.Fatalf("DUTChain = %v", err)
-	}
-	for _, c := range []struct {
-		ns   *lab.Netns
-		args []string
-	}{
-		{d.Client, []string{"addr", "add", lab.ClientIP + "/24", "dev", d.Cicada.Name}},
-		{d.Client, []string{"route", "add", "198.18.1.0/24", "via", lab.Gateway}},
-		{d.Server, []string{"addr", "add", lab.ServerNet, "dev", d.Peer.Name}},
-		{d.Server, []string{"route", "add", lab.ClientRange, "via", lab.DUTServerGateway}},
-	} {
-		if err := c.ns.Exec("ip", c.args...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tg := startCicada(t, d.Server, "target", "target", "--listen", lab.ServerIP+":80")
-	waitLog(t, tg, labTimeout, "cicada target serving")
+	d := kernelServerDUT(t, cfg)
+	labtest.KernelClient(t, d)
 	return d
 }
 
-// benchInLab runs `cicada bench` in the client namespace and returns its
-// CSV's result row, the trials and the table.
+// startLabTarget starts `cicada ARGS` (a target) in ns and waits for its
+// log line serving.
+func startLabTarget(t *testing.T, ns *lab.Netns, name, serving string, args ...string) *testpeer.Process {
+	t.Helper()
+	tg := startCicada(t, ns, name, args...)
+	waitLog(t, tg, labTimeout, serving)
+	return tg
+}
+
+// benchInLab runs `cicada bench` against the plain target in the client
+// namespace and returns its CSV's result row, the trials and the table.
 func benchInLab(t *testing.T, d *lab.DUT, args ...string) (result []string, trials [][]string, table string) {
+	t.Helper()
+	return benchInLabAt(t, d, "http://"+lab.ServerIP+":80", nil, args...)
+}
+
+// benchInLabAt is benchInLab with the target URL and extra environment
+// variables of the bench process.
+func benchInLabAt(t *testing.T, d *lab.DUT, url string, env []string, args ...string) (result []string, trials [][]string, table string) {
 	t.Helper()
 	prefix := filepath.Join(t.TempDir(), "lab")
 	a := testpeer.SelfArgs("TestHelperProcess", append([]string{"--", "bench"}, append(args,
-		"-H", "http://"+lab.ServerIP+":80", "--csv", prefix, "--html", prefix+".html")...)...)
+		"-H", url, "--csv", prefix, "--html", prefix+".html")...)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Second)
 	defer cancel()
 	cmd := d.Client.Command(a[0], a[1:]...)
-	cmd.Env = append(os.Environ(), "CICADA_TEST_HELPER=1")
+	cmd.Env = append(append(os.Environ(), "CICADA_TEST_HELPER=1"), env...)
 	var buf testpeer.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	if err := cmd.Start(); err != nil {
@@ -102,7 +101,7 @@ func benchInLab(t *testing.T, d *lab.DUT, args ...string) (result []string, tria
 	if rerr != nil || len(rows) < 3 {
 		t.Fatalf("CSV: %v, %d rows\n%s", rerr, len(rows), out)
 	}
-	t.Logf("cicada bench %s:\n%s", strings.Join(args, " "), out)
+	t.Logf("cicada bench %s -H %s:\n%s", strings.Join(args, " "), url, out)
 	return rows[len(rows)-1], rows[1 : len(rows)-1], out
 }
 
@@ -126,11 +125,34 @@ func labFigure(t *testing.T, gen string, result []string, known, lo, hi float64)
 	t.Logf("FIGURE\t%s\t%s\t%v\t%v %s\t%s s", result[1], gen, known, found, result[2], result[10])
 }
 
+// The searches' options, shared by a test and its variants (cluster, data
+// plane, HTTPS) so that their figures stand beside each other.
+var (
+	// concurrentArgs is TestBenchLabConcurrentLimit's search, less the
+	// generator's --cpu-busy.
+	concurrentArgs = []string{"concurrent", "--pause", "0", "--start", "50", "--max", "5000", "--resolution", "0.01", "--connect-timeout", "500ms"}
+	// cpsArgs is TestBenchLabConnectionRateLimit's search, less --http and
+	// the generator's --cpu-busy.
+	cpsArgs = []string{"cps", "--pause", "500ms", "--start", "50", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05",
+		"--connect-timeout", "500ms", "--lag-tolerance", "200ms"}
+	// tpsArgs is TestBenchLabTransactionRateLimit's search, less the
+	// generator's --cpu-busy.
+	tpsArgs = []string{"tps", "--pause", "500ms", "--start", "50", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05",
+		"--latency-bound", "190ms", "--latency-percentile", "99", "--conns", "32", "--lag-tolerance", "200ms"}
+	// throughputArgs is TestBenchLabThroughputLimit's search, less the
+	// generator's --cpu-busy.
+	throughputArgs = []string{"throughput", "--object-size", "65536", "--pause", "500ms", "--start", "5", "--max", "1000", "--trial-time", "1s",
+		"--resolution", "0.05", "--conns", "16", "--lag-tolerance", "200ms"}
+	// kernelCPU and dataplaneCPU are --cpu-busy for a kernel generator and
+	// for a data plane (whose poller keeps its core busy by design).
+	kernelCPU    = []string{"--cpu-busy", "1"}
+	dataplaneCPU = []string{"--cpu-busy", "100"}
+)
+
 func TestBenchLabConcurrentLimit(t *testing.T) {
 	const limit = 300
 	d := kernelDUT(t, lab.DUTConfig{MaxNew: limit, Conns: 2 * limit})
-	result, _, _ := benchInLab(t, d, "concurrent", "--http", "--pause", "0", "--start", "50", "--max", "5000", "--resolution", "0.01",
-		"--connect-timeout", "500ms", "--cpu-busy", "1")
+	result, _, _ := benchInLab(t, d, slices.Concat(concurrentArgs, []string{"--http"}, kernelCPU)...)
 	labFigure(t, "kernel", result, limit, 0.98, 1.02)
 }
 
@@ -139,8 +161,7 @@ func TestBenchLabConnectionRateLimit(t *testing.T) {
 	skipShort(t)
 	d := kernelDUT(t, lab.DUTConfig{})
 	nftLimit(t, d, limit, "ct", "state", "new", "tcp", "dport", "80")
-	result, _, _ := benchInLab(t, d, "cps", "--http", "--pause", "500ms", "--start", "50", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05",
-		"--connect-timeout", "500ms", "--lag-tolerance", "200ms", "--cpu-busy", "1")
+	result, _, _ := benchInLab(t, d, slices.Concat(cpsArgs, []string{"--http"}, kernelCPU)...)
 	labFigure(t, "kernel", result, limit, 0.8, 1.15)
 }
 
@@ -149,8 +170,7 @@ func TestBenchLabThroughputLimit(t *testing.T) {
 	skipShort(t)
 	d := kernelDUT(t, lab.DUTConfig{})
 	tbf40(t, d)
-	result, _, _ := benchInLab(t, d, "throughput", "--object-size", "65536", "--pause", "500ms", "--start", "5", "--max", "1000", "--trial-time", "1s",
-		"--resolution", "0.05", "--conns", "16", "--lag-tolerance", "200ms", "--cpu-busy", "1")
+	result, _, _ := benchInLab(t, d, slices.Concat(throughputArgs, kernelCPU)...)
 	labFigure(t, "kernel", result, mbit, 0.8, 1.05)
 }
 
@@ -185,9 +205,8 @@ func dataplaneTarget(t *testing.T, cfg lab.DUTConfig, targetArgs ...string) *lab
 	if err != nil {
 		t.Fatalf("DUTChain = %v", err)
 	}
-	tg := startCicada(t, d.Server, "target", append([]string{"target", "--dataplane", "afpacket", "--interface", d.Peer.Name,
-		"--listen", lab.ServerIP + ":80", "--client-ips", lab.ClientIP, "--client-ports", "10000-60000"}, targetArgs...)...)
-	waitLog(t, tg, labTimeout, "cicada target serving http://"+lab.ServerIP+":80/")
+	startLabTarget(t, d.Server, "target", "cicada target serving http://"+lab.ServerIP+":80/", append([]string{"target", "--dataplane", "afpacket",
+		"--interface", d.Peer.Name, "--listen", lab.ServerIP + ":80", "--client-ips", lab.ClientIP, "--client-ports", "10000-60000"}, targetArgs...)...)
 	return d
 }
 
@@ -198,8 +217,7 @@ func TestBenchLabDataplaneCommand(t *testing.T) {
 	const conns = 300
 	skipShort(t)
 	d := dataplaneTarget(t, lab.DUTConfig{MaxNew: conns, Conns: 2 * conns})
-	result, _, _ := benchInLab(t, d, "concurrent", "--pause", "0", "--dataplane", "afpacket", "--interface", d.Cicada.Name, "--client-ips", lab.ClientIP,
-		"--gateway", lab.Gateway, "--start", "50", "--max", "5000", "--resolution", "0.01", "--connect-timeout", "500ms", "--cpu-busy", "100")
+	result, _, _ := benchInLab(t, d, slices.Concat(concurrentArgs, dataplaneArgs(d, "afpacket"), dataplaneCPU)...)
 	labFigure(t, "data plane", result, conns, 0.98, 1.02)
 }
 
@@ -212,30 +230,7 @@ func TestBenchLabDataplaneRateLimit(t *testing.T) {
 	skipShort(t)
 	d, p := dataplaneDUT(t, lab.DUTConfig{})
 	nftLimit(t, d, rate, "ct", "state", "new", "tcp", "dport", "80")
-	dataplaneFigure(t, "cps", capacity.Search{Start: 50, Max: 5000, Resolution: 0.05, RetryInvalid: 1, Pause: 500 * time.Millisecond, Criteria: capacity.Criteria{MinAchieved: 0.95}}, p.CPS, rate, 0.8, 1.15)
-}
-
-// dataplaneFigure runs a search with a data-plane trial and checks and logs
-// its figure as labFigure does.
-func dataplaneFigure(t *testing.T, test string, s capacity.Search, trial capacity.TrialFunc, known, lo, hi float64) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Second)
-	defer cancel()
-	r, err := s.Run(ctx, trial)
-	rep := &capacity.Report{Test: test, Title: test + " (data plane)", RFC: "RFC 9411", Unit: map[string]string{"cps": "connections/s", "concurrent": "connections", "teardown": "connections/s"}[test], Result: r}
-	var b strings.Builder
-	_ = rep.WriteTable(&b)
-	t.Logf("data plane %s:\n%s", test, b.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Invalid != "" {
-		t.Skipf("the generator was the limit on this busy host, so no maximum was claimed: %s", r.Invalid)
-	}
-	if !r.Found || r.Max < known*lo || r.Max > known*hi {
-		t.Fatalf("found %v (%s); the device's limit is %v (want %v..%v)", r.Max, r.Outcome(), known, known*lo, known*hi)
-	}
-	t.Logf("FIGURE\t%s\tdata plane\t%v\t%v %s\t%.3f s", test, known, r.Max, rep.Unit, r.Elapsed.Seconds())
+	dataplaneSearch(t, "data plane", "cps", capacity.Search{Start: 50, Max: 5000, Resolution: 0.05, RetryInvalid: 1, Pause: 500 * time.Millisecond, Criteria: capacity.Criteria{MinAchieved: 0.95}}, p.CPS, rate, 0.8, 1.15, "")
 }
 
 // nftLimit inserts a rule at the head of the device's forward chain that
@@ -271,7 +266,7 @@ func TestBenchLabDataplaneTeardownRateLimit(t *testing.T) {
 	skipShort(t)
 	d, p := dataplaneDUT(t, lab.DUTConfig{})
 	nftLimit(t, d, limit, "tcp", "dport", "80", "tcp", "flags", "&", "fin", "==", "fin")
-	dataplaneFigure(t, "teardown", capacity.Search{Start: 25, Max: 5000, Resolution: 0.05, RetryInvalid: 1, Pause: 500 * time.Millisecond, Criteria: capacity.Criteria{MinAchieved: 0.95}}, p.Teardown, limit, 0.8, 1.25)
+	dataplaneSearch(t, "data plane", "teardown", capacity.Search{Start: 25, Max: 5000, Resolution: 0.05, RetryInvalid: 1, Pause: 500 * time.Millisecond, Criteria: capacity.Criteria{MinAchieved: 0.95}}, p.Teardown, limit, 0.8, 1.25, "")
 }
 
 // The transaction rate: the device passes 300 requests a second. A dropped
@@ -283,8 +278,7 @@ func TestBenchLabTransactionRateLimit(t *testing.T) {
 	skipShort(t)
 	d := kernelDUT(t, lab.DUTConfig{})
 	nftLimit(t, d, limit, requestSegments...)
-	result, _, _ := benchInLab(t, d, "tps", "--pause", "500ms", "--start", "50", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05",
-		"--latency-bound", "190ms", "--latency-percentile", "99", "--conns", "32", "--lag-tolerance", "200ms", "--cpu-busy", "1")
+	result, _, _ := benchInLab(t, d, slices.Concat(tpsArgs, kernelCPU)...)
 	labFigure(t, "kernel", result, limit, 0.8, 1.15)
 }
 
@@ -301,16 +295,37 @@ func TestBenchLabTeardownRateLimit(t *testing.T) {
 }
 
 // benchClusterInLab runs `cicada bench ARGS --master --expect-workers 2`
-// with two cicada workers, all three in the client namespace (the
-// controller on its loopback), as benchInLab does standalone.
-func benchClusterInLab(t *testing.T, d *lab.DUT, args ...string) (result []string, trials [][]string, table string) {
+// against url with two cicada workers, all three in the client namespace
+// (the controller on its loopback), as benchInLabAt does standalone.
+func benchClusterInLab(t *testing.T, d *lab.DUT, url string, args ...string) (result []string, trials [][]string, table string) {
 	t.Helper()
 	const port = "5557"
 	for _, name := range []string{"labw1", "labw2"} {
 		startCicada(t, d.Client, name, "--worker", "--master-host", "127.0.0.1", "--master-port", port, "--node-id", name)
 	}
-	return benchInLab(t, d, append(args, "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", port,
-		"--expect-workers", "2", "--expect-workers-max-wait", "30s")...)
+	return benchInLabAt(t, d, url, nil, slices.Concat(args, labMasterArgs(port, 2))...)
+}
+
+// labMasterArgs are `cicada bench`'s options to control n workers on the
+// client namespace's loopback port.
+func labMasterArgs(port string, n int) []string {
+	return []string{"--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", port, "--expect-workers", strconv.Itoa(n),
+		"--expect-workers-max-wait", "30s"}
+}
+
+// dataplaneArgs are `cicada bench`'s (or a worker's) options for a data
+// plane of kind on the client namespace's end of d.
+func dataplaneArgs(d *lab.DUT, kind string) []string {
+	return []string{"--dataplane", kind, "--interface", d.Cicada.Name, "--client-ips", lab.ClientIP, "--gateway", lab.Gateway}
+}
+
+// startDataplaneWorker starts a data-plane worker (cicada --worker
+// --dataplane afpacket, node id "dpw") in the client namespace for the
+// bench controller on port.
+func startDataplaneWorker(t *testing.T, d *lab.DUT, port string) *testpeer.Process {
+	t.Helper()
+	return startCicada(t, d.Client, "dpworker", slices.Concat([]string{"--worker", "--master-host", "127.0.0.1", "--master-port", port, "--node-id", "dpw",
+		"-f", seedScenario(t), "-H", "http://" + lab.ServerIP + ":80", "--client-ports", "10000-60000"}, dataplaneArgs(d, "afpacket"))...)
 }
 
 // The concurrent search of TestBenchLabConcurrentLimit across two workers
@@ -320,8 +335,7 @@ func TestBenchLabClusterConcurrentLimit(t *testing.T) {
 	const limit = 300
 	skipShort(t)
 	d := kernelDUT(t, lab.DUTConfig{MaxNew: limit, Conns: 2 * limit})
-	result, _, table := benchClusterInLab(t, d, "concurrent", "--http", "--pause", "0", "--start", "50", "--max", "5000", "--resolution", "0.01",
-		"--connect-timeout", "500ms", "--cpu-busy", "1")
+	result, _, table := benchClusterInLab(t, d, "http://"+lab.ServerIP+":80", slices.Concat(concurrentArgs, []string{"--http"}, kernelCPU)...)
 	if !strings.Contains(table, "kernel sockets, 2 workers") {
 		t.Fatalf("the report does not name the cluster:\n%s", table)
 	}
@@ -335,8 +349,7 @@ func TestBenchLabClusterConnectionRateLimit(t *testing.T) {
 	skipShort(t)
 	d := kernelDUT(t, lab.DUTConfig{})
 	nftLimit(t, d, limit, "ct", "state", "new", "tcp", "dport", "80")
-	result, _, _ := benchClusterInLab(t, d, "cps", "--http", "--pause", "500ms", "--start", "50", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05",
-		"--connect-timeout", "500ms", "--lag-tolerance", "200ms", "--cpu-busy", "1")
+	result, _, _ := benchClusterInLab(t, d, "http://"+lab.ServerIP+":80", slices.Concat(cpsArgs, []string{"--http"}, kernelCPU)...)
 	labFigure(t, "kernel, 2 workers", result, limit, 0.8, 1.15)
 }
 
@@ -349,12 +362,8 @@ func TestBenchLabClusterDataplaneWorker(t *testing.T) {
 	skipShort(t)
 	d := dataplaneTarget(t, lab.DUTConfig{MaxNew: conns, Conns: 2 * conns})
 	const port = "5557"
-	w := startCicada(t, d.Client, "dpworker", "--worker", "--master-host", "127.0.0.1", "--master-port", port, "--node-id", "dpw",
-		"-f", seedScenario(t), "-H", "http://"+lab.ServerIP+":80", "--dataplane", "afpacket", "--interface", d.Cicada.Name, "--client-ips", lab.ClientIP,
-		"--client-ports", "10000-60000", "--gateway", lab.Gateway)
-	result, _, table := benchInLab(t, d, "concurrent", "--pause", "0", "--start", "50", "--max", "5000", "--resolution", "0.01",
-		"--connect-timeout", "500ms", "--cpu-busy", "100", "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", port,
-		"--expect-workers", "1", "--expect-workers-max-wait", "30s")
+	w := startDataplaneWorker(t, d, port)
+	result, _, table := benchInLab(t, d, slices.Concat(concurrentArgs, dataplaneCPU, labMasterArgs(port, 1))...)
 	if !strings.Contains(table, "worker 1               dpw, data plane (afpacket)") || !strings.Contains(table, "data plane (afpacket), 1 worker") {
 		t.Fatalf("the report does not name the data-plane worker:\n%s\nworker:\n%s", table, tail(w.Log(), 3000))
 	}

@@ -1,14 +1,10 @@
 package main
 
 import (
-	"context"
-	"encoding/csv"
-	"os"
-	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cicada-load/cicada/dataplane/lab"
 	"github.com/cicada-load/cicada/internal/testpeer"
@@ -28,50 +24,10 @@ func startTLSTargetInLab(t *testing.T, d *lab.DUT) {
 	if err := d.Device.Exec("nft", "add", "rule", "inet", lab.DUTTable, "forward", "ct", "state", "new", "tcp", "dport", "443", "counter", "accept"); err != nil {
 		t.Fatal(err)
 	}
-	tg := startCicada(t, d.Server, "tls-target", "target", "--listen", lab.ServerIP+":443", "--tls-self-signed")
-	waitLog(t, tg, labTimeout, "cicada target serving https://"+lab.ServerIP+":443")
+	tg := startLabTarget(t, d.Server, "tls-target", "cicada target serving https://"+lab.ServerIP+":443", "target", "--listen", lab.ServerIP+":443", "--tls-self-signed")
 	if !strings.Contains(tg.Log(), "SHA-256 fingerprint ") {
 		t.Fatalf("the target did not print its certificate's fingerprint:\n%s", tg.Log())
 	}
-}
-
-// benchInLabAt is benchInLab with the target URL and extra environment
-// variables of the bench process.
-func benchInLabAt(t *testing.T, d *lab.DUT, url string, env []string, args ...string) (result []string, trials [][]string, table string) {
-	t.Helper()
-	prefix := filepath.Join(t.TempDir(), "lab")
-	a := testpeer.SelfArgs("TestHelperProcess", append([]string{"--", "bench"}, append(args, "-H", url, "--csv", prefix)...)...)
-	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Second)
-	defer cancel()
-	cmd := d.Client.Command(a[0], a[1:]...)
-	cmd.Env = append(append(os.Environ(), "CICADA_TEST_HELPER=1"), env...)
-	var buf testpeer.SyncBuffer
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-done:
-	case <-ctx.Done():
-		_ = cmd.Process.Kill()
-		<-done
-		t.Fatalf("bench did not finish within 55 s:\n%s", buf.String())
-	}
-	out := buf.String()
-	f, ferr := os.Open(prefix + "_bench.csv")
-	if ferr != nil {
-		t.Fatalf("bench (%v): no CSV: %v\n%s", err, ferr, out)
-	}
-	defer f.Close()
-	rows, rerr := csv.NewReader(f).ReadAll()
-	if rerr != nil || len(rows) < 3 {
-		t.Fatalf("CSV: %v, %d rows\n%s", rerr, len(rows), out)
-	}
-	t.Logf("cicada bench %s -H %s:\n%s", strings.Join(args, " "), url, out)
-	return rows[len(rows)-1], rows[1 : len(rows)-1], out
 }
 
 // HTTPS connections per second (RFC 9411 7.6) against a device passing
@@ -84,21 +40,27 @@ func TestBenchLabHTTPSConnectionRateLimit(t *testing.T) {
 	d := kernelDUT(t, lab.DUTConfig{})
 	startTLSTargetInLab(t, d)
 	nftLimit(t, d, limit, "ct", "state", "new", "tcp", "dport", "{ 80, 443 }")
-	common := []string{"cps", "--pause", "500ms", "--start", "50", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05",
-		"--connect-timeout", "500ms", "--lag-tolerance", "200ms", "--retry-invalid", "2"}
-	result, trials, table := benchInLabAt(t, d, "https://"+lab.ServerIP+":443", nil, append(common, "--insecure")...)
+	common := slices.Concat(cpsArgs, []string{"--retry-invalid", "2"})
+	result, trials, table := benchInLabAt(t, d, "https://"+lab.ServerIP+":443", nil, slices.Concat(common, []string{"--insecure"})...)
 	labFigure(t, "kernel https", result, limit, 0.8, 1.15)
 	if !strings.Contains(table, "Maximum TCP/HTTPS connection establishment rate (RFC 9411 7.6)") || !strings.Contains(table, "TLS negotiated: version 1.3") {
 		t.Fatalf("table:\n%s", table)
 	}
+	fullHandshakesOnly(t, trials)
+	result, _, _ = benchInLabAt(t, d, "http://"+lab.ServerIP+":80", nil, slices.Concat(common, []string{"--http"})...)
+	labFigure(t, "kernel http", result, limit, 0.8, 1.15)
+}
+
+// fullHandshakesOnly checks that every trial of an HTTPS search (CSV rows)
+// made full TLS handshakes and resumed none.
+func fullHandshakesOnly(t *testing.T, trials [][]string) {
+	t.Helper()
 	n := len(trials[0])
 	for i, tr := range trials {
 		if tr[n-3] != "0" || tr[n-4] == "0" {
 			t.Fatalf("trial %d: %s full, %s resumed handshakes; want only full ones", i+1, tr[n-4], tr[n-3])
 		}
 	}
-	result, _, _ = benchInLabAt(t, d, "http://"+lab.ServerIP+":80", nil, append(common, "--http")...)
-	labFigure(t, "kernel http", result, limit, 0.8, 1.15)
 }
 
 // Throughput searches with a traffic mix (RFC 9411 7.1) against the
@@ -181,9 +143,8 @@ func TestBenchLabHTTPSTransactionRateLimit(t *testing.T) {
 	d := kernelDUT(t, lab.DUTConfig{})
 	startTLSTargetInLab(t, d)
 	nftLimit(t, d, limit, "tcp", "dport", "{ 80, 443 }", "ip", "length", ">", "60", "@ih,0,8", "{ 0x17, 0x47 }")
-	common := []string{"tps", "--pause", "500ms", "--start", "50", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05",
-		"--latency-bound", "190ms", "--latency-percentile", "99", "--conns", "32", "--lag-tolerance", "200ms", "--retry-invalid", "2"}
-	result, _, table := benchInLabAt(t, d, "https://"+lab.ServerIP+":443", nil, append(common, "--insecure")...)
+	common := slices.Concat(tpsArgs, []string{"--retry-invalid", "2"})
+	result, _, table := benchInLabAt(t, d, "https://"+lab.ServerIP+":443", nil, slices.Concat(common, []string{"--insecure"})...)
 	labFigure(t, "kernel https", result, limit, 0.8, 1.15)
 	if !strings.Contains(table, "Maximum HTTPS transaction rate (RFC 3511 5.7 over TLS)") {
 		t.Fatalf("table:\n%s", table)

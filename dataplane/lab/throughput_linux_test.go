@@ -12,6 +12,7 @@ import (
 
 	"github.com/cicada-load/cicada/dataplane/engine"
 	"github.com/cicada-load/cicada/dataplane/lab"
+	"github.com/cicada-load/cicada/dataplane/lab/labtest"
 	"github.com/cicada-load/cicada/dataplane/link/afpacket"
 	"github.com/cicada-load/cicada/dataplane/stack"
 	"github.com/cicada-load/cicada/internal/testpeer"
@@ -55,19 +56,10 @@ func newTputLab(t testing.TB) *tputLab {
 	testpeer.RequirePeer(t, "tc")
 	_, d := newDUT(t, lab.DUTConfig{ClientIPs: 2, Conns: 200})
 	r := &tputLab{d: d, ports: 20000}
-	for _, c := range []struct {
-		ns   *lab.Netns
-		args []string
-	}{
-		{d.Client, []string{"addr", "add", lab.ClientIP + "/24", "dev", d.Cicada.Name}},
-		{d.Client, []string{"route", "add", "198.18.1.0/24", "via", lab.Gateway}},
-		{d.Server, []string{"addr", "add", lab.ServerNet, "dev", d.Peer.Name}},
-		{d.Server, []string{"route", "add", lab.ClientRange, "via", lab.DUTServerGateway}},
-		{d.Device, []string{"neigh", "replace", tputStackServer, "lladdr", d.Peer.MAC.String(), "nud", "permanent", "dev", d.DevServer.Name}},
-	} {
-		if err := c.ns.Exec("ip", c.args...); err != nil {
-			t.Fatal(err)
-		}
+	labtest.KernelClient(t, d)
+	labtest.KernelServer(t, d)
+	if err := d.Device.Exec("ip", "neigh", "replace", tputStackServer, "lladdr", d.Peer.MAC.String(), "nud", "permanent", "dev", d.DevServer.Name); err != nil {
+		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "index.html"), []byte(strings.Repeat("x", tputObject)), 0o644); err != nil {
@@ -320,34 +312,7 @@ func logFigures(t testing.TB, latency string, figs []tputFigure) {
 func (r *tputLab) objectsWhole(t *testing.T) {
 	t.Helper()
 	testpeer.RequirePeer(t, "curl")
-	sizes := []int{0, 1, 1460, 100000, 1 << 20, 3000001}
-	args := []string{"-sS", "--max-time", "20"}
-	dir := t.TempDir()
-	for k, n := range sizes {
-		if k > 0 {
-			args = append(args, "--next", "-sS", "--max-time", "20")
-		}
-		args = append(args, "-o", filepath.Join(dir, strconv.Itoa(k)), "http://"+tputStackServer+"/bytes/"+strconv.Itoa(n))
-	}
-	args = append(args, "--next", "-sS", "-o", filepath.Join(dir, "bad"), "-w", "%{http_code}", "http://"+tputStackServer+"/bytes/16777217")
-	out, err := r.d.Client.Output("curl", args...)
-	if err != nil || out != "400" {
-		t.Fatalf("curl: %v, status of the bad size %q", err, out)
-	}
-	for k, n := range sizes {
-		b, err := os.ReadFile(filepath.Join(dir, strconv.Itoa(k)))
-		if err != nil || len(b) != n {
-			t.Fatalf("/bytes/%d: %d bytes (%v)", n, len(b), err)
-		}
-		for i, c := range b {
-			if c != 'a'+byte(i%26) {
-				t.Fatalf("/bytes/%d: byte %d is %q", n, i, c)
-			}
-		}
-	}
-	if b, _ := os.ReadFile(filepath.Join(dir, "bad")); string(b) != "size must be 0-16777216 bytes\n" {
-		t.Fatalf("the 400's body %q", b)
-	}
+	labtest.CheckObjects(t, r.d.Client, "http://"+tputStackServer+"/bytes/", []int{0, 1, 1460, 100000, 1 << 20, 3000001}, "16777217")
 }
 
 // recvNote is a client stack's receiving counters.
