@@ -23,7 +23,7 @@ import (
 // client ports (the worker's users are idle meanwhile: the controller runs
 // no users). Other links are refused in the ready answer.
 func benchDataplaneAgent(dp *dataplaneOpts, log *slog.Logger) (cluster.AgentOptions, func()) {
-	o := cluster.AgentOptions{Logger: log, Runtime: cluster.RuntimeDataplane + " (" + dp.link + ")", Tests: []string{"cps", "concurrent", "teardown", "tps", "throughput"}}
+	o := cluster.AgentOptions{Logger: log, Runtime: cluster.RuntimeDataplane + " (" + dp.link + ")", Tests: dpprobe.Tests}
 	if dp.link != users.LinkAFPacket {
 		o.Refuse = fmt.Sprintf("bench trials on the data plane run over afpacket only (this worker: --dataplane %s); start it with afpacket or without --dataplane", dp.link)
 		return o, func() {}
@@ -70,18 +70,7 @@ func benchDataplaneAgent(dp *dataplaneOpts, log *slog.Logger) (cluster.AgentOpti
 			}
 			key = k
 		}
-		switch spec.Test {
-		case "cps":
-			return p.CPS, nil
-		case "teardown":
-			return p.Teardown, nil
-		case "tps":
-			return p.TPS, nil
-		case "throughput":
-			size := spec.Probe.ObjectSize
-			return func(ctx context.Context, mbps float64) (capacity.Trial, error) { return p.Throughput(ctx, mbps, size) }, nil
-		}
-		return p.Concurrent, nil
+		return p.TrialFunc(spec.Test, spec.Probe.ObjectSize)
 	}
 	return o, func() {
 		mu.Lock()

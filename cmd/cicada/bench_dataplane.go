@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"net/netip"
@@ -19,9 +17,6 @@ import (
 
 // benchDataplaneOnly are `cicada bench`'s options that need --dataplane.
 var benchDataplaneOnly = []string{"interface", "client-ips", "client-ports", "gateway", "dataplane-dedicated", "dpdk-eal", "dpdk-port", "dpdk-idle-sleep"}
-
-// benchDataplaneTests are the tests the data plane runs.
-var benchDataplaneTests = map[string]bool{"cps": true, "concurrent": true, "teardown": true, "tps": true, "throughput": true}
 
 // benchDataplaneOpts are the data plane's flags of `cicada bench`: the
 // worker's, less --dataplane-cores (a trial polls one stack on one core).
@@ -41,7 +36,7 @@ func benchDataplane(kind, test, addr, path string, o *benchOptions, d *benchData
 	default:
 		return nil, nil, fmt.Errorf("--dataplane %q: one of afpacket, afxdp, dpdk", kind)
 	}
-	if !benchDataplaneTests[test] {
+	if !dpprobe.Runs(test) {
 		return nil, nil, fmt.Errorf("test %q does not run on the data plane", test)
 	}
 	if o.http {
@@ -85,32 +80,18 @@ func benchDataplane(kind, test, addr, path string, o *benchOptions, d *benchData
 	if err != nil {
 		return nil, nil, fmt.Errorf("--dataplane %s %s: %w", kind, where, err)
 	}
-	ip4 := func(a netip.Addr) uint32 {
-		if !a.IsValid() {
-			return 0
-		}
-		b := a.As4()
-		return binary.BigEndian.Uint32(b[:])
-	}
 	host, _, _ := strings.Cut(strings.TrimPrefix(o.host, "http://"), "/")
-	p, err := dpprobe.New(dpprobe.Options{Link: l, Waiter: wait, ClientIP: ip4(dp.clients.First), ServerIP: ip4(server.Addr()), ServerPort: server.Port(),
-		Gateway: ip4(dp.gateway), Host: host, Path: path, PortMin: dp.portMin, PortMax: dp.portMax, Duration: o.trial, RetransmitTimeout: o.connectTO,
+	p, err := dpprobe.New(dpprobe.Options{Link: l, Waiter: wait, ClientIP: ip4of(dp.clients.First), ServerIP: ip4of(server.Addr()), ServerPort: server.Port(),
+		Gateway: ip4of(dp.gateway), Host: host, Path: path, PortMin: dp.portMin, PortMax: dp.portMax, Duration: o.trial, RetransmitTimeout: o.connectTO,
 		CPUBusy: o.cpuBusy, LagTolerance: o.lag, Conns: o.conns, Timeout: o.timeout})
 	if err != nil {
 		_ = users.CloseLink(l)
 		return nil, nil, err
 	}
-	closeLink := func() { _ = users.CloseLink(l) }
-	switch test {
-	case "cps":
-		return p.CPS, closeLink, nil
-	case "teardown":
-		return p.Teardown, closeLink, nil
-	case "tps":
-		return p.TPS, closeLink, nil
-	case "throughput":
-		size := o.objectSize
-		return func(ctx context.Context, mbps float64) (capacity.Trial, error) { return p.Throughput(ctx, mbps, size) }, closeLink, nil
+	trial, err := p.TrialFunc(test, o.objectSize)
+	if err != nil {
+		_ = users.CloseLink(l)
+		return nil, nil, err
 	}
-	return p.Concurrent, closeLink, nil
+	return trial, func() { _ = users.CloseLink(l) }, nil
 }

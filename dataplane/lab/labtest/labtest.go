@@ -4,6 +4,9 @@
 // namespace lab (package dataplane/lab): a Lab that is removed when the test
 // ends, or a skip where the lab cannot run (not root, no ip(8)) — a failure
 // under CI=true, where the lab is required (internal/testpeer.Missing).
+// Beside it, the set-ups several packages' lab tests share: kernel
+// addresses on a DUT chain's ends (KernelClient, KernelServer) and the
+// /bytes/<n> objects check (CheckObjects).
 package labtest
 
 import (
