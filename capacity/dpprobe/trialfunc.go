@@ -1,7 +1,6 @@
 package dpprobe
 
 import (
-	"context"
 	"fmt"
 	"slices"
 
@@ -19,19 +18,8 @@ func Runs(name string) bool { return slices.Contains(Tests, name) }
 // objectSize is the throughput test's object size in bytes. Another name
 // is refused with ErrOptions.
 func (p *Prober) TrialFunc(name string, objectSize int) (capacity.TrialFunc, error) {
-	switch name {
-	case "concurrent":
-		return p.Concurrent, nil
-	case "cps":
-		return p.CPS, nil
-	case "teardown":
-		return p.Teardown, nil
-	case "tps":
-		return p.TPS, nil
-	case "throughput":
-		return func(ctx context.Context, mbps float64) (capacity.Trial, error) {
-			return p.Throughput(ctx, mbps, objectSize)
-		}, nil
+	if f, ok := capacity.TrialOf(p, name, objectSize); ok {
+		return f, nil
 	}
 	return nil, fmt.Errorf("%w: test %q does not run on the data plane (one of %v)", ErrOptions, name, Tests)
 }

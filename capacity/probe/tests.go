@@ -1,7 +1,6 @@
 package probe
 
 import (
-	"context"
 	"fmt"
 	"slices"
 
@@ -54,19 +53,8 @@ func (p *Prober) TrialFunc(name string, objectSize int) (capacity.TrialFunc, err
 	case p.o.TLS != nil && name == "teardown":
 		return nil, fmt.Errorf("%w: teardown is not run over TLS (its FIN-then-wait close is a TCP measurement)", ErrOptions)
 	}
-	switch name {
-	case "concurrent":
-		return p.Concurrent, nil
-	case "cps":
-		return p.CPS, nil
-	case "teardown":
-		return p.Teardown, nil
-	case "tps":
-		return p.TPS, nil
-	case "throughput":
-		return func(ctx context.Context, mbps float64) (capacity.Trial, error) {
-			return p.Throughput(ctx, mbps, objectSize)
-		}, nil
+	if f, ok := capacity.TrialOf(p, name, objectSize); ok {
+		return f, nil
 	}
 	return nil, fmt.Errorf("%w: no trial for test %q", ErrOptions, name)
 }
