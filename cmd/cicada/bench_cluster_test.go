@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/csv"
 	"os"
 	"path/filepath"
@@ -18,8 +19,12 @@ import (
 )
 
 // startBenchTarget runs the built-in target in the test process.
-func startBenchTarget(t *testing.T) string {
-	s, err := target.New(target.Options{Listen: "127.0.0.1:0"})
+func startBenchTarget(t *testing.T) string { return startTLSTarget(t, nil) }
+
+// startTLSTarget runs the built-in target in the test process, over TLS
+// with c (plain HTTP when c is nil).
+func startTLSTarget(t *testing.T, c *tls.Config) string {
+	s, err := target.New(target.Options{Listen: "127.0.0.1:0", TLS: c})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,12 +36,17 @@ func startBenchTarget(t *testing.T) string {
 	return s.Addr().String()
 }
 
-// startCicada runs cicada (the test binary's TestHelperProcess) as a child
-// with its output in a log file; it is stopped at the test's end.
+// startCicadaChild runs cicada (the test binary's TestHelperProcess) as a
+// child with its output in a log file; it is stopped at the test's end.
 func startCicadaChild(t *testing.T, name string, env []string, args ...string) *testpeer.Process {
+	return startCicadaChildIn(t, t.TempDir(), name, env, args...)
+}
+
+// startCicadaChildIn is startCicadaChild run in dir.
+func startCicadaChildIn(t *testing.T, dir, name string, env []string, args ...string) *testpeer.Process {
 	cmd := testpeer.SelfCommand(context.Background(), "TestHelperProcess", append([]string{"CICADA_TEST_HELPER=1", "HOME=" + t.TempDir()}, env...),
 		append([]string{"--"}, args...)...)
-	cmd.Dir = t.TempDir()
+	cmd.Dir = dir
 	p, err := testpeer.StartProcess(cmd, filepath.Join(t.TempDir(), name+".log"))
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +56,13 @@ func startCicadaChild(t *testing.T, name string, env []string, args ...string) *
 }
 
 func benchWorker(t *testing.T, name string, port int, env ...string) *testpeer.Process {
-	return startCicadaChild(t, name, env, "--worker", "--master-host", "127.0.0.1", "--master-port", strconv.Itoa(port), "--node-id", name)
+	return benchWorkerIn(t, name, port, t.TempDir(), env...)
+}
+
+// benchWorkerIn is benchWorker run in dir (where relative TLS files are
+// read).
+func benchWorkerIn(t *testing.T, name string, port int, dir string, env ...string) *testpeer.Process {
+	return startCicadaChildIn(t, dir, name, env, "--worker", "--master-host", "127.0.0.1", "--master-port", strconv.Itoa(port), "--node-id", name)
 }
 
 func readCSV(t *testing.T, path string) [][]string {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/pem"
 	"net"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -220,34 +218,6 @@ func TestBenchClusterHTTPSAndMix(t *testing.T) {
 			}
 		})
 	}
-}
-
-// startTLSTarget runs the built-in target over TLS in the test process.
-func startTLSTarget(t *testing.T, c *tls.Config) string {
-	s, err := target.New(target.Options{Listen: "127.0.0.1:0", TLS: c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testpeer.Go(t, "tls target", 90*time.Second, func(ctx context.Context) {
-		if err := s.Run(ctx); err != nil {
-			t.Errorf("target Run = %v", err)
-		}
-	})
-	return s.Addr().String()
-}
-
-// benchWorkerIn is benchWorker run in dir (where relative TLS files are
-// read).
-func benchWorkerIn(t *testing.T, name string, port int, dir string) *testpeer.Process {
-	cmd := testpeer.SelfCommand(context.Background(), "TestHelperProcess", []string{"CICADA_TEST_HELPER=1", "HOME=" + t.TempDir()},
-		"--", "--worker", "--master-host", "127.0.0.1", "--master-port", strconv.Itoa(port), "--node-id", name)
-	cmd.Dir = dir
-	p, err := testpeer.StartProcess(cmd, filepath.Join(t.TempDir(), name+".log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Stop(syscall.SIGTERM, 10*time.Second) })
-	return p
 }
 
 // With --master the controller checks the TLS flags but not the files
