@@ -125,6 +125,24 @@ type fakeWorker struct {
 	id string
 }
 
+// readyPair dials two fake workers, "a" and "b", answers the
+// controller's hello with kernel-runtime readies, and waits (30 s at most)
+// until the controller has both.
+func readyPair(t *testing.T, c *Controller) (a, b *fakeWorker) {
+	t.Helper()
+	a, b = dialFake(t, c, "a", -1), dialFake(t, c, "b", -1)
+	for _, f := range []*fakeWorker{a, b} {
+		f.recv(t, TypeHello)
+		f.send(t, TypeReady, &protocol.Custom{Data: EncodeReady(Ready{Version: Version, Runtime: RuntimeKernel})})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return a, b
+}
+
 func dialFake(t *testing.T, c *Controller, id string, version any) *fakeWorker {
 	d, err := zmtp.Dial("tcp://"+c.Addr().String(), id, zmtp.Options{})
 	if err != nil {
@@ -214,16 +232,9 @@ func TestControllerLostWorker(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			a, b := dialFake(t, c, "a", -1), dialFake(t, c, "b", -1)
-			for _, f := range []*fakeWorker{a, b} {
-				f.recv(t, TypeHello)
-				f.send(t, TypeReady, &protocol.Custom{Data: EncodeReady(Ready{Version: Version, Runtime: RuntimeKernel})})
-			}
+			a, b := readyPair(t, c)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			if err := c.Wait(ctx); err != nil {
-				t.Fatal(err)
-			}
 			// b keeps heartbeating; a dies or falls silent.
 			stop := make(chan struct{})
 			defer close(stop)
@@ -271,16 +282,9 @@ func TestControllerLostWorker(t *testing.T) {
 // opening), so the other worker never waits on it; the limit is named.
 func TestControllerBarrier(t *testing.T) {
 	c := listen(t, 2, 20*time.Second, nil)
-	a, b := dialFake(t, c, "a", -1), dialFake(t, c, "b", -1)
-	for _, f := range []*fakeWorker{a, b} {
-		f.recv(t, TypeHello)
-		f.send(t, TypeReady, &protocol.Custom{Data: EncodeReady(Ready{Version: Version, Runtime: RuntimeKernel})})
-	}
+	a, b := readyPair(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := c.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
 	type got struct {
 		spec TrialSpec
 		err  error
