@@ -8,7 +8,9 @@
 // kernel-socket trials of package capacity/probe, the data-plane trials of
 // capacity/dpprobe, the trials split across cicada workers of
 // capacity/cluster, or a fake device in tests),
-// so the search runs the same against a real device and a model.
+// so the search runs the same against a real device and a model. The two
+// probers' method sets are Trials, and TrialOf is their one mapping from a
+// test's name to its trial.
 //
 // The search (Search.Run):
 //
