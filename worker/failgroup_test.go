@@ -2,9 +2,7 @@ package worker_test
 
 import (
 	"context"
-	"encoding/csv"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
@@ -96,23 +94,9 @@ func TestFailuresGroupByNameAsLocust(t *testing.T) {
 	}
 	const want = "HTTPError('404 Client Error: Not Found for url: /item/[id]')"
 	for _, side := range []string{lout, cout} {
-		rows := readCSV(t, side+"_failures.csv")
+		rows := testpeer.ReadCSV(t, side+"_failures.csv")
 		if len(rows) != 2 || rows[1][0] != "GET" || rows[1][1] != "/item/[id]" || rows[1][2] != want {
 			t.Errorf("%s_failures.csv has %d rows, the first %q; want one row GET, /item/[id], %s", filepath.Base(side), len(rows)-1, rows[:min(len(rows), 3)], want)
 		}
 	}
-}
-
-func readCSV(t *testing.T, path string) [][]string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rows
 }

@@ -3,7 +3,6 @@ package worker_test
 import (
 	"bufio"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -164,15 +163,7 @@ func (cw *cicadaWorker) result(t *testing.T, d time.Duration) error {
 // aggregated reads the Aggregated row of a Locust stats CSV.
 func aggregated(t *testing.T, path string) (requests, failures int) {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := testpeer.ReadCSV(t, path)
 	col := map[string]int{}
 	for i, h := range rows[0] {
 		col[h] = i

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"encoding/csv"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -65,19 +63,6 @@ func benchWorkerIn(t *testing.T, name string, port int, dir string, env ...strin
 	return startCicadaChildIn(t, dir, name, env, "--worker", "--master-host", "127.0.0.1", "--master-port", strconv.Itoa(port), "--node-id", name)
 }
 
-func readCSV(t *testing.T, path string) [][]string {
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rows
-}
-
 // A bench controller and two worker processes on 127.0.0.1 against the
 // built-in target, with a cluster secret: one cps trial at 100
 // connections/s for 400 ms is 20 arrivals on each worker, 40 merged; a
@@ -117,7 +102,7 @@ func TestBenchClusterTwoWorkers(t *testing.T) {
 				t.Fatalf("%s: output lacks %q:\n%s", c.test, want, out)
 			}
 		}
-		rows := readCSV(t, filepath.Join(dir, c.test+"_bench.csv"))
+		rows := testpeer.ReadCSV(t, filepath.Join(dir, c.test+"_bench.csv"))
 		ach, _ := strconv.ParseFloat(rows[1][4], 64)
 		if len(rows) != 3 || rows[1][5] != c.attempted || rows[1][6] != "0" || ach < c.achieved || rows[1][7] != c.second || rows[1][8] != "0" || rows[1][15] != "pass" {
 			t.Fatalf("%s: csv %q", c.test, rows)

@@ -84,7 +84,7 @@ func TestBenchClusterHTTPSAndMix(t *testing.T) {
 				t.Fatalf("output lacks %q:\n%s", want, out)
 			}
 		}
-		rows := readCSV(t, filepath.Join(dir, "x_bench.csv"))
+		rows := testpeer.ReadCSV(t, filepath.Join(dir, "x_bench.csv"))
 		if len(rows) != 3 || len(rows[1]) != n || rows[1][5] != "40" || rows[1][6] != "0" || rows[1][n-4] != rows[1][5] || rows[1][n-3] != "0" ||
 			!strings.HasPrefix(rows[1][n-2], "1.3 TLS_") {
 			t.Fatalf("csv: want 40 attempted, 40 full handshakes over TLS 1.3: %q", rows)
@@ -99,7 +99,7 @@ func TestBenchClusterHTTPSAndMix(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d\n%s\nworker 1:\n%s", code, out, w1.Log())
 		}
-		rows := readCSV(t, filepath.Join(dir, "x_bench.csv"))
+		rows := testpeer.ReadCSV(t, filepath.Join(dir, "x_bench.csv"))
 		if len(rows) != 4 || rows[2][n-3] == "0" || rows[2][n-4] != "0" || !strings.HasPrefix(rows[2][n-2], "1.2 ") {
 			t.Fatalf("csv: want trial 2 to resume trial 1's TLS 1.2 sessions, no full handshake: %q", rows)
 		}
@@ -116,7 +116,7 @@ func TestBenchClusterHTTPSAndMix(t *testing.T) {
 		if !strings.Contains(out, "with a traffic mix") || !strings.Contains(out, "mix                    1024 B x 3 (50%), 16384 B x 1 (16.7%), 100 B x 2 (33.3%)") {
 			t.Fatalf("output:\n%s", out)
 		}
-		rows := readCSV(t, filepath.Join(dir, "x_bench.csv"))
+		rows := testpeer.ReadCSV(t, filepath.Join(dir, "x_bench.csv"))
 		if len(rows) != 3 || len(rows[1]) != n || rows[1][5] != "40" || rows[1][6] != "0" {
 			t.Fatalf("csv: want 40 attempted: %q", rows)
 		}
@@ -161,7 +161,7 @@ func TestBenchClusterHTTPSAndMix(t *testing.T) {
 			dir := t.TempDir()
 			code, out := runBenchController(t, dir, port, "cps", "-H", "http://"+c.target, "--start", "40", "--max", "40", "--trial-time", "400ms",
 				"--connect-timeout", "1s", "--cpu-busy", "0.000001", "--retry-invalid", "0", "--csv", filepath.Join(dir, "x"))
-			rows := readCSV(t, filepath.Join(dir, "x_bench.csv"))
+			rows := testpeer.ReadCSV(t, filepath.Join(dir, "x_bench.csv"))
 			if code != c.code || len(rows) != 3 || rows[1][15] != c.verdict || !strings.Contains(rows[1][16], c.reason) || !strings.Contains(rows[1][16], "CPU") {
 				t.Fatalf("exit %d, csv %q; want %d, %s %q\n%s", code, rows, c.code, c.verdict, c.reason, out)
 			}
@@ -204,7 +204,7 @@ func TestBenchClusterHTTPSAndMix(t *testing.T) {
 				t.Fatalf("exit %d; want %d and %q:\n%s", code, c.code, c.want, out)
 			}
 			if code == 0 {
-				rows := readCSV(t, filepath.Join(ctrlDir, "x_bench.csv"))
+				rows := testpeer.ReadCSV(t, filepath.Join(ctrlDir, "x_bench.csv"))
 				if len(rows) != 3 || rows[1][5] == "0" || rows[1][6] != "0" || rows[1][n-4] != rows[1][5] {
 					t.Fatalf("csv: want verified connections, as many full handshakes: %q", rows)
 				}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/csv"
 	"errors"
 	"net/netip"
 	"os"
@@ -121,14 +120,9 @@ func TestBenchAgainstTarget(t *testing.T) {
 			t.Fatalf("table lacks %q:\n%s", want, out.String())
 		}
 	}
-	f, err := os.Open(filepath.Join(dir, "x_bench.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil || len(rows) != 1+3+1+1 || rows[4][0] != "latency" || rows[4][3] != "200" || rows[5][15] != "ceiling" {
-		t.Fatalf("csv %v, %q", err, rows)
+	rows := testpeer.ReadCSV(t, filepath.Join(dir, "x_bench.csv"))
+	if len(rows) != 1+3+1+1 || rows[4][0] != "latency" || rows[4][3] != "200" || rows[5][15] != "ceiling" {
+		t.Fatalf("csv %q", rows)
 	}
 	html, err := os.ReadFile(filepath.Join(dir, "x.html"))
 	if err != nil || !bytes.Contains(html, []byte("<svg")) || !bytes.Contains(html, []byte("max 400")) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/csv"
 	"encoding/pem"
 	"net/netip"
 	"os"
@@ -94,14 +93,9 @@ func TestBenchHTTPSAndMix(t *testing.T) {
 					t.Fatalf("table lacks %q:\n%s", w, out.String())
 				}
 			}
-			f, err := os.Open(prefix + "_bench.csv")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			rows, err := csv.NewReader(f).ReadAll()
-			if err != nil || len(rows) < 3 || len(rows[1]) != len(capacity.CSVHeader) {
-				t.Fatalf("csv %v %q", err, rows)
+			rows := testpeer.ReadCSV(t, prefix+"_bench.csv")
+			if len(rows) < 3 || len(rows[1]) != len(capacity.CSVHeader) {
+				t.Fatalf("csv %q", rows)
 			}
 			n := len(capacity.CSVHeader)
 			if tt.full >= 0 && (rows[1][n-4] != strconv.FormatInt(tt.full, 10) || rows[1][n-3] != strconv.FormatInt(tt.resumed, 10)) {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -134,16 +133,7 @@ func TestStandaloneHeadless(t *testing.T) {
 
 func csvAggregatedRequests(t *testing.T, path string) int {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rows {
+	for _, r := range testpeer.ReadCSV(t, path) {
 		if len(r) > 2 && r[1] == "Aggregated" {
 			n, err := strconv.Atoi(r[2])
 			if err != nil {

@@ -3,6 +3,7 @@ package testpeer
 import (
 	"encoding/csv"
 	"os"
+	"testing"
 )
 
 // CSVRow reads the CSV file at path (a header line, then rows) and returns
@@ -30,4 +31,20 @@ func CSVRow(path, first string) map[string]string {
 		}
 	}
 	return nil
+}
+
+// ReadCSV reads the whole CSV file at path, failing t when it cannot be
+// opened or is not well-formed CSV.
+func ReadCSV(t testing.TB, path string) [][]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return rows
 }
