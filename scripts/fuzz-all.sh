@@ -3,10 +3,13 @@
 #
 #   scripts/fuzz-all.sh [fuzztime]      fuzztime: a Go duration, default 5s
 #
-# Environment: FUZZ_JOBS targets fuzz at once (default: 2 on a machine
-# with 2 or more cores), each with nproc/FUZZ_JOBS fuzzing workers
-# (at least 1); FUZZ_PKGS limits the run to these packages (go list
-# patterns, default ./...).
+# Environment:
+#   FUZZ_JOBS    targets fuzzing at once (default: 2 on a machine with 2
+#                or more cores; at most the number of targets), each with
+#                nproc/FUZZ_JOBS fuzzing workers (at least 1)
+#   FUZZ_PKGS    the packages (go list patterns; default ./...)
+#   FUZZ_MODULE  another module of the repository to fuzz instead (its
+#                directory, e.g. deploy/check)
 #
 # How, and why not `go test -fuzz` once per target:
 #   - Each package with fuzz targets is built once, instrumented
@@ -31,13 +34,15 @@
 #     The clock starts when the coordinator logs its first "fuzz: elapsed"
 #     line, as -fuzztime's does when the coordinator starts.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." && cd "${FUZZ_MODULE:-.}" || exit 2
 GO=${GO:-go}
 fuzztime=${1:-5s}
 ncpu=$(nproc 2>/dev/null || echo 1)
 jobs=${FUZZ_JOBS:-$((ncpu >= 2 ? 2 : 1))}
-workers=$((ncpu / jobs))
-[ "$workers" -ge 1 ] || workers=1
+if ! [ "$jobs" -ge 1 ] 2>/dev/null; then
+	echo "fuzz-all: FUZZ_JOBS=$jobs: want a positive number" >&2
+	exit 2
+fi
 # The longest a coordinator may take to start fuzzing (build is done) and,
 # after SIGINT, to stop its workers and exit; past either it is killed and
 # the target fails.
@@ -106,6 +111,10 @@ for line in "${pkgs[@]}"; do
 		targets+=("$ip $dir $bin $f")
 	done
 done
+[ "$jobs" -le ${#targets[@]} ] || jobs=${#targets[@]}
+[ "$jobs" -ge 1 ] || jobs=1
+workers=$((ncpu / jobs))
+[ "$workers" -ge 1 ] || workers=1
 echo "fuzz: ${#targets[@]} targets in ${#pkgs[@]} packages built in $((SECONDS - start)) s;" \
 	"fuzzing $jobs at a time for $fuzztime each, $workers worker(s) each"
 
