@@ -6,7 +6,8 @@
 //
 // The package is pure logic: a trial is a TrialFunc the caller supplies (the
 // kernel-socket trials of package capacity/probe, the data-plane trials of
-// capacity/dpprobe, or a fake device in tests),
+// capacity/dpprobe, the trials split across cicada workers of
+// capacity/cluster, or a fake device in tests),
 // so the search runs the same against a real device and a model.
 //
 // The search (Search.Run):
@@ -32,10 +33,27 @@
 // held connection answered the second round (RFC 3511 section 5.2).
 //
 // Generator limits: a trial whose Trial.GeneratorLimit is set (the driver saw
-// its own open-files limit, port range, a saturated CPU or a pacing lag) is
+// a hard limit of its own: open files, the port range, an in-flight cap) is
 // Invalid, not failed: the search stops there and Result.Invalid names the
 // limit, and Result.Max is reported as a lower bound only. It never turns a
 // generator-limited trial into the device's maximum.
+//
+// Trial.GeneratorStrain is a soft limit (the generator's CPU busy or
+// starved by the host's other load, its pacer late): it makes a trial that
+// failed Invalid, since the generator may have caused the failure, and
+// leaves a passed trial passed, noted in its Reason. A pass stands because
+// the criteria judge what was achieved: the device sustained the load the
+// trial delivered, whatever the generator went through to deliver it (a
+// late arrival counts its lateness in the latency, and the achieved rate
+// divides by the trial's real length). On a busy host this keeps the
+// searches that bracket a device's limit from ending invalid on every
+// passing trial, while a generator at its own ceiling, whose trials fail,
+// still ends the search INVALID.
+//
+// Trials over TLS carry what they negotiated (Trial.TLS, TLSInfo), trials
+// of a traffic mix their transactions per object size (Trial.Mix,
+// MixCount); the report prints both (table lines, CSV columns "TLS Full",
+// "TLS Resumed", "TLS", "Mix" appended after "Reason", an HTML section).
 //
 // Deliberate differences from the RFCs: trials are seconds long, not the RFCs'
 // 300-second sustain phases (the duration is a parameter and is reported);

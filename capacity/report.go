@@ -84,6 +84,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 			fmt.Fprintf(&b, "  trial %d: %s\n", i+1, t.Reason)
 		}
 	}
+	for _, l := range r.variantLines() { // report_variants.go
+		fmt.Fprintf(&b, "  %s\n", l)
+	}
 	fmt.Fprintf(&b, "\nResult: %s (%d trials, search time %s)\n", r.Result.Summary(r.Unit), len(r.Result.Trials), r.Result.Elapsed.Round(time.Millisecond))
 	if r.Latency != nil {
 		fmt.Fprintf(&b, "Latency at %g%% of the maximum (%s %s): p50 %s ms, p95 %s ms, p99 %s ms, max %s ms (%s)\n",
@@ -98,7 +101,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 
 // CSVHeader is the header of WriteCSV's trials file.
 var CSVHeader = []string{"Trial", "Test", "Unit", "Load", "Achieved", "Attempted", "Failed", "Second Round", "Second Round Failed",
-	"Bytes", "Duration s", "p50 ms", "p95 ms", "p99 ms", "Max ms", "Verdict", "Reason"}
+	"Bytes", "Duration s", "p50 ms", "p95 ms", "p99 ms", "Max ms", "Verdict", "Reason", "TLS Full", "TLS Resumed", "TLS", "Mix"}
 
 // WriteCSV writes one row per trial (the latency trial last, named
 // "latency"), then a row "result" whose Load is the found maximum and whose
@@ -107,9 +110,9 @@ func (r *Report) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write(CSVHeader)
 	row := func(name string, t *Trial) {
-		_ = cw.Write([]string{name, r.Test, r.Unit, num(t.Load), num(t.Achieved), strconv.FormatInt(t.Attempted, 10), strconv.FormatInt(t.Failed, 10),
+		_ = cw.Write(append([]string{name, r.Test, r.Unit, num(t.Load), num(t.Achieved), strconv.FormatInt(t.Attempted, 10), strconv.FormatInt(t.Failed, 10),
 			strconv.FormatInt(t.SecondRound, 10), strconv.FormatInt(t.SecondRoundFailed, 10), strconv.FormatInt(t.Bytes, 10),
-			strconv.FormatFloat(t.Duration.Seconds(), 'f', 3, 64), ms(t.P50), ms(t.P95), ms(t.P99), ms(t.Max), t.Verdict.String(), t.Reason})
+			strconv.FormatFloat(t.Duration.Seconds(), 'f', 3, 64), ms(t.P50), ms(t.P95), ms(t.P99), ms(t.Max), t.Verdict.String(), t.Reason}, variantCells(t)...))
 	}
 	for i := range r.Result.Trials {
 		row(strconv.Itoa(i+1), &r.Result.Trials[i])
@@ -118,7 +121,7 @@ func (r *Report) WriteCSV(w io.Writer) error {
 		row("latency", r.Latency)
 	}
 	_ = cw.Write([]string{"result", r.Test, r.Unit, num(r.Result.Max), "", "", "", "", "", "",
-		strconv.FormatFloat(r.Result.Elapsed.Seconds(), 'f', 3, 64), "", "", "", "", r.Result.Outcome(), r.Result.Summary(r.Unit)})
+		strconv.FormatFloat(r.Result.Elapsed.Seconds(), 'f', 3, 64), "", "", "", "", r.Result.Outcome(), r.Result.Summary(r.Unit), "", "", "", ""})
 	cw.Flush()
 	if err := cw.Error(); err != nil {
 		return fmt.Errorf("capacity: csv: %w", err)
@@ -157,6 +160,7 @@ type point struct {
 type htmlData struct {
 	*Report
 	Summary, Outcome, Elapsed string
+	Variants                  []string
 	Rows                      []htmlRow
 	W, H                      int
 	Points                    []point
@@ -187,7 +191,7 @@ var verdictColor = map[Verdict]string{Pass: "#2a9d4a", Fail: "#d03030", Invalid:
 // (html/template).
 func (r *Report) WriteHTML(w io.Writer) error {
 	d := htmlData{Report: r, Summary: r.Result.Summary(r.Unit), Outcome: r.Result.Outcome(),
-		Elapsed: r.Result.Elapsed.Round(time.Millisecond).String(), W: chartW, H: chartH}
+		Elapsed: r.Result.Elapsed.Round(time.Millisecond).String(), W: chartW, H: chartH, Variants: r.variantLines()}
 	trials := r.Result.Trials
 	top := r.Result.Max
 	for _, t := range trials {
@@ -268,6 +272,8 @@ th{background:#eee}.pass{color:#2a9d4a}.fail{color:#d03030}.invalid{color:#e0900
 <table><tr><th>#</th><th>load</th><th>achieved</th><th>attempted</th><th>failed</th><th>2nd round</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>verdict</th><th>reason</th></tr>
 {{range .Rows}}<tr><td>{{.N}}</td><td>{{.Load}}</td><td>{{.Achieved}}</td><td>{{.T.Attempted}}</td><td>{{.T.Failed}}</td><td>{{.Second}}</td><td>{{.P50}}</td><td>{{.P95}}</td><td>{{.P99}}</td><td class="{{.T.Verdict}}">{{.T.Verdict}}</td><td class="l">{{.T.Reason}}</td></tr>
 {{end}}</table>
-</section>
+{{if .Variants}}<h3>TLS and traffic mix</h3>
+<ul>{{range .Variants}}<li>{{.}}</li>{{end}}</ul>
+{{end}}</section>
 </body></html>
 `))

@@ -61,6 +61,21 @@ type Trial struct {
 	// GeneratorLimit, when set, names the generator's own limit that the
 	// trial reached (open files, ports, CPU, pacing): the trial is Invalid.
 	GeneratorLimit string
+	// GeneratorStrain, when set, names a soft generator limit the trial
+	// showed (its CPU busy, its pacer late): a trial that failed with it is
+	// Invalid (the generator may have caused the failure), one that passed
+	// stands (the device sustained the load achieved, strained generator
+	// or not).
+	GeneratorStrain string
+	// TLS is what a trial over TLS negotiated (nil over plain TCP).
+	TLS *TLSInfo
+	// Mix counts a traffic mix's transactions per object size (nil
+	// without a mix).
+	Mix []MixCount
+	// Samples, when the driver was asked to keep them (probe's
+	// KeepSamples, for a cluster worker), are the latency samples sorted;
+	// nil otherwise. Reports do not use them.
+	Samples []time.Duration
 
 	Verdict Verdict
 	Reason  string
@@ -98,6 +113,14 @@ func (c Criteria) Judge(t *Trial) {
 		t.Verdict, t.Reason = Fail, fmt.Sprintf("achieved %.4g of %.4g offered (below %g%%)", t.Achieved, t.Load, c.MinAchieved*100)
 	default:
 		t.Verdict, t.Reason = Pass, ""
+	}
+	if t.GeneratorStrain != "" && t.Verdict != Invalid {
+		if t.Verdict == Fail {
+			t.Verdict, t.Reason = Invalid, "generator limit: "+t.GeneratorStrain+" (the trial failed: "+t.Reason+")"
+			t.GeneratorLimit = t.GeneratorStrain
+		} else {
+			t.Reason = "passed with the generator strained: " + t.GeneratorStrain
+		}
 	}
 	if len(t.Errors) > 0 && t.Verdict != Invalid {
 		if t.Reason != "" {
@@ -231,6 +254,11 @@ func (r *Result) Summary(unit string) string {
 	}
 	return "no load passed: no maximum found"
 }
+
+// Validate returns the error Run would return for parameters it cannot
+// honour (ErrBadSearch), without running a trial: a caller that must wait
+// for something first (a cluster's workers) checks them before.
+func (s Search) Validate() error { return s.check() }
 
 func (s *Search) check() error {
 	switch {

@@ -139,6 +139,9 @@ func TestCriteriaJudge(t *testing.T) {
 		{"achieved", Criteria{MinAchieved: 0.95}, Trial{Load: 100, Attempted: 90, Achieved: 90}, Fail, "achieved 90 of 100"},
 		{"generator", Criteria{}, Trial{Load: 100, Attempted: 90, Failed: 90, GeneratorLimit: "CPU saturated"}, Invalid, "generator limit: CPU saturated"},
 		{"nothing", Criteria{}, Trial{Load: 100}, Fail, "nothing attempted"},
+		{"strained pass stands", Criteria{MinAchieved: 0.95}, Trial{Load: 100, Attempted: 100, Achieved: 99, GeneratorStrain: "pacing: 9 of 100 late"}, Pass, "passed with the generator strained: pacing"},
+		{"strained failure is invalid", Criteria{MinAchieved: 0.95}, Trial{Load: 100, Attempted: 100, Achieved: 80, GeneratorStrain: "CPU saturated: 97% of 1 cores"}, Invalid, "generator limit: CPU saturated: 97% of 1 cores (the trial failed: achieved 80 of 100"},
+		{"limit beats strain", Criteria{}, Trial{Load: 100, GeneratorLimit: "open-files: 64", GeneratorStrain: "pacing"}, Invalid, "generator limit: open-files: 64"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := tt.t

@@ -78,14 +78,19 @@
 //
 // # Deliberately simpler than a general TCP, and why
 //
-//   - Fixed window, no congestion control: the stack is a load generator
-//     and a test server talking to each other or to a device under test; the
-//     window caps what is in flight. The retransmission timeout starts at a
-//     fixed value and doubles per retry up to a cap (one FIFO timer list per
-//     backoff level, O(1)), with no RTT estimator per connection.
-//   - Exact-sequence only: a segment not at rcv_nxt is dropped and answered
-//     with a duplicate ACK; nothing is buffered out of order, so a record
-//     needs no buffers. The sender recovers by fast retransmit (3 duplicate
+//   - Minimal congestion control, server side only (the client sends one
+//     request segment at a time): RFC 5681 slow start and congestion
+//     avoidance from a 10-segment initial window, NewReno fast recovery
+//     (RFC 6582), one segment after a timeout, under the peer's window and
+//     SendWindow (see stack/congestion.go). The retransmission timeout
+//     starts at a fixed value and doubles per retry up to a cap (one FIFO
+//     timer list per backoff level, O(1)), with no RTT estimator per
+//     connection.
+//   - Nothing buffered out of order: a segment not at rcv_nxt is answered
+//     with a duplicate ACK at once and dropped, except that a client holds
+//     one range of response body bytes beyond a hole as two sequence
+//     numbers (a body is counted, not kept; stack/receive.go), so a record
+//     needs no buffers. The server recovers by fast retransmit (3 duplicate
 //     ACKs) or go-back-N on timeout.
 //   - No TIME_WAIT: closing is a state change and the client port is reused
 //     in turn. A late FIN for a closed or reconnecting record is answered
@@ -95,14 +100,18 @@
 //     treats a new SYN on a busy record as a new incarnation.
 //   - Requests are single segments built once (at most MSS bytes) and
 //     retransmitted from the template; the server's page is one byte slice
-//     from which any segment is cut at any sequence number.
+//     from which any segment is cut at any sequence number, and a /bytes/<n>
+//     object's segments are cut from its headers and a constant pattern.
 //   - Responses need Content-Length or chunked framing (no read-to-close,
 //     no 101 upgrade, no other transfer codings): these are counted as HTTP
 //     errors. Interim 1xx responses are skipped (at most 8 before the final
 //     one), as Python's http.client skips them.
 //   - No IPv4 fragments (dropped and counted), no IPv4 options sent, no
-//     SACK, no timestamps, no urgent data, no zero-window persistence (a
-//     closed window is treated as one segment).
+//     timestamps, no urgent data; SACK only as a client's receiver (its SYN
+//     offers it, its ACKs report the one held range as one block; the
+//     server neither offers nor reads it); a closed window is probed by the
+//     server with one-byte segments on the retransmission timer (bounded by
+//     MaxRetries), with no separate persist timer.
 //   - One next hop per stack: the client resolves the gateway (or the
 //     server) by ARP before launching; the server learns the source MAC of
 //     the first frame from the client range unless a gateway is set.

@@ -468,12 +468,14 @@ func (c *connCSV) write(v *connView) error {
 		return nil
 	}
 	var b strings.Builder
-	b.WriteString("Worker,Open,Established,Peak established,Connects/s,Connects,Reconnects,Closes,Connect errors,Errors,Closes by cause,Connect errors by kind,Errors by kind\n")
+	b.WriteString("Worker,Open,Established,Peak established,Connects/s,Connects,Reconnects,Closes,Connect errors,Errors,Closes by cause,Connect errors by kind,Errors by kind" + connCSVTLSHeader + "\n")
 	if v != nil && len(v.rows) > 0 {
 		row := func(r connRow) {
-			fmt.Fprintf(&b, "%s,%d,%d,%d,%s,%d,%d,%d,%d,%d,%s,%s,%s\n", csvQuote(r.name), r.c.Open, r.c.Established, r.peak, strconv.FormatFloat(r.rate, 'f', 1, 64),
+			fmt.Fprintf(&b, "%s,%d,%d,%d,%s,%d,%d,%d,%d,%d,%s,%s,%s", csvQuote(r.name), r.c.Open, r.c.Established, r.peak, strconv.FormatFloat(r.rate, 'f', 1, 64),
 				r.c.Connects, r.c.Reconnects, sum(r.c.Closes), sum(r.c.ConnectErrors), sum(r.c.Errors),
 				csvQuote(formatKinds(r.c.Closes)), csvQuote(formatFailures(r.c.ConnectErrors)), csvQuote(formatFailures(r.c.Errors)))
+			appendTLSCSV(&b, r) // conncsvtls.go
+			b.WriteByte('\n')
 		}
 		for _, r := range v.rows {
 			row(r)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cicada-load/cicada/stats"
+	"github.com/cicada-load/cicada/thresholds"
 )
 
 // The outputs (the periodic console table and the CSV files) are written
@@ -30,14 +31,15 @@ import (
 // frame is the run at one moment as the outputs see it. It is immutable.
 type frame struct {
 	snap  *stats.Snapshot
-	users int64      // the users the workers reported
-	conns *connView  // the connections table as last published (nil before the first)
-	rate  *rateFrame // the arrival-rate view (rateout.go); nil without a rate
+	users int64               // the users the workers reported
+	conns *connView           // the connections table as last published (nil before the first)
+	rate  *rateFrame          // the arrival-rate view (rateout.go); nil without a rate
+	thr   []thresholds.Result // the thresholds' live states (thresholdslive.go); shared, read-only
 }
 
 // frame takes a frame. Precondition: loop, or after the loop returned.
 func (m *Master) frame() frame {
-	return frame{snap: m.stats.Snapshot(), users: m.st.userCount(), conns: m.connView.Load(), rate: m.rateFrame()}
+	return frame{snap: m.stats.Snapshot(), users: m.st.userCount(), conns: m.connView.Load(), rate: m.rateFrame(), thr: m.thr.liveResults()}
 }
 
 // sink writes the frames the loop offers it: the console table when
@@ -120,6 +122,8 @@ func (s *sink) start(goroutine func(name string, f func())) {
 		goroutine("printer", func() {
 			s.drain(s.table, func(f frame) {
 				_ = s.format.WriteStatsTable(s.stderr, f.snap, true)
+				writeDroppedLine(s.stderr, f.snap, f.rate) // ratedrops.go
+				writeLiveThresholds(s.stderr, f.thr)       // thresholdslive.go
 				writeConnTable(s.stderr, f.conns)
 			})
 		})

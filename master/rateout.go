@@ -106,6 +106,7 @@ func writeRateTable(w io.Writer, snap *stats.Snapshot, f *rateFrame) {
 		fmt.Fprintf(&b, "%-30s %14s %14s %12s %12d\n", fmt.Sprintf("worker %d %s", wk.index, shortID(wk.id)), "", "", "", wk.dropped)
 	}
 	fmt.Fprintf(&b, "%-30s %14.2f %14.2f %12d %12d\n", "Total", f.requested, snap.Total.TotalRPS, snap.Total.NumRequests, snap.Total.Dropped)
+	writeDroppedTable(&b, snap) // ratedrops.go
 	b.WriteString("\nResponse time from the due time (corrected, exact, ms)\n")
 	fmt.Fprintf(&b, "%-8s %-40s", "Type", "Name")
 	for _, p := range RatePercentiles {
@@ -159,7 +160,9 @@ func clipName(s string, n int) string {
 
 // rateCSV is PREFIX_rate.csv: one row per entry and the Aggregated row,
 // with the corrected percentiles, and the rate figures on the Aggregated
-// row. Rewritten at each CSV tick.
+// row; the dropped iterations on every row (by name: ratedrops.go), with a
+// row of its own for a name that has drops and no request, before the
+// Aggregated row. Rewritten at each CSV tick.
 type rateCSV struct{ f *os.File }
 
 func openRateCSV(prefix string) (*rateCSV, error) {
@@ -185,7 +188,7 @@ func (c *rateCSV) write(snap *stats.Snapshot, rf *rateFrame) error {
 		if total {
 			fmt.Fprintf(&b, "%.3f,%.3f,%d,%d", rf.requested, e.TotalRPS, e.NumRequests, e.Dropped)
 		} else {
-			fmt.Fprintf(&b, ",%.3f,%d,", e.TotalRPS, e.NumRequests)
+			fmt.Fprintf(&b, ",%.3f,%d,%d", e.TotalRPS, e.NumRequests, e.Dropped) // by name: ratedrops.go
 		}
 		for _, p := range RatePercentiles {
 			if ms, ok := e.ExactPercentile(p); ok {
@@ -198,6 +201,13 @@ func (c *rateCSV) write(snap *stats.Snapshot, rf *rateFrame) error {
 	}
 	for i := range snap.Entries {
 		row(&snap.Entries[i], false)
+	}
+	for _, d := range droppedOnly(snap) { // names whose every iteration was dropped
+		b.WriteString(csvField(d.Method) + "," + csvField(d.Name) + fmt.Sprintf(",,0.000,0,%d", d.Count))
+		for range RatePercentiles {
+			b.WriteString(",N/A")
+		}
+		b.WriteString("\r\n")
 	}
 	row(&snap.Total, true)
 	if err := c.f.Truncate(0); err != nil {

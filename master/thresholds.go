@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cicada-load/cicada/diag"
@@ -23,7 +24,8 @@ const DefaultThresholdInterval = time.Second
 type thresholdWatch struct {
 	mu    sync.Mutex // the evaluator is not safe for concurrent use
 	eval  *thresholds.Evaluator
-	final *thresholds.Verdict // set once Run has taken it
+	final *thresholds.Verdict                 // set once Run has taken it
+	live  atomic.Pointer[[]thresholds.Result] // the latest live results (thresholdslive.go)
 }
 
 func (w *thresholdWatch) init(o *Options) error {
@@ -35,6 +37,7 @@ func (w *thresholdWatch) init(o *Options) error {
 		return fmt.Errorf("%w: %w", ErrOptions, err)
 	}
 	w.eval = e
+	w.publishLive()
 	return nil
 }
 
@@ -73,6 +76,7 @@ func (m *Master) observeThresholds() bool {
 	snap := m.stats.Snapshot()
 	m.thr.mu.Lock()
 	r, abort := m.thr.eval.Observe(snap, timeNow().Sub(start))
+	m.thr.publishLive()
 	m.thr.mu.Unlock()
 	if !abort {
 		return false

@@ -88,6 +88,8 @@ func (d *decoder) statsReport() (*StatsReport, error) {
 			if err == nil && r.Dropped < 0 {
 				err = outOfRange("negative " + KeyCicadaDropped)
 			}
+		case KeyCicadaDroppedBy:
+			r.DroppedBy, err = d.droppedBy() // droppedby.go
 		default:
 			err = d.skip(MaxDepth - 2)
 		}

@@ -395,6 +395,9 @@ func (e *encoder) statsReport(r *StatsReport) {
 	if r.Dropped != 0 {
 		n++
 	}
+	if len(r.DroppedBy) != 0 {
+		n++
+	}
 	e.mapLen(n)
 	e.key("stats")
 	e.arrayLen(len(r.Stats))
@@ -422,6 +425,10 @@ func (e *encoder) statsReport(r *StatsReport) {
 	if r.Dropped != 0 {
 		e.key(KeyCicadaDropped)
 		e.int(r.Dropped)
+	}
+	if len(r.DroppedBy) != 0 {
+		e.key(KeyCicadaDroppedBy)
+		e.droppedBy(r.DroppedBy) // droppedby.go
 	}
 }
 

@@ -186,6 +186,10 @@ type StatsReport struct {
 	// busy (issue 13). Python masters ignore unknown top-level keys of a
 	// stats message (they read stats, stats_total, errors and the counts).
 	Dropped int64
+	// DroppedBy attributes Dropped to request names (KeyCicadaDroppedBy,
+	// droppedby.go): the counts sum to Dropped when the worker attributes
+	// every drop (cicada workers do); empty when nothing was dropped.
+	DroppedBy []DroppedName
 
 	mem *statsMem // the pooled memory of a DecodePooled report, else nil
 }

@@ -776,8 +776,43 @@ func sStatsReport(v any) (*StatsReport, error) {
 				return outOfRange("negative " + KeyCicadaDropped)
 			}
 			return nil
-		}))
+		}),
+		opt(KeyCicadaDroppedBy, func(v any) error { r.DroppedBy = nil; return sDroppedBy(&r.DroppedBy, v) }))
 	return r, err
+}
+
+// sDroppedBy maps cicada_dropped_by: an array of [method, name, count],
+// count > 0, at most MaxReportEntries.
+func sDroppedBy(p *[]DroppedName, v any) error {
+	a, ok := v.([]any)
+	if !ok {
+		return bad("want array")
+	}
+	if len(a) > MaxReportEntries {
+		return outOfRange("too many dropped names")
+	}
+	for i, e := range a {
+		t, ok := e.([]any)
+		if !ok || len(t) != 3 {
+			return under(bad("want [method, name, count]"), idx(i))
+		}
+		var dn DroppedName
+		var err error
+		if dn.Method, err = sString(t[0]); err != nil {
+			return under(under(err, idx(0)), idx(i))
+		}
+		if dn.Name, err = sString(t[1]); err != nil {
+			return under(under(err, idx(1)), idx(i))
+		}
+		if dn.Count, err = sInt(t[2]); err != nil {
+			return under(under(err, idx(2)), idx(i))
+		}
+		if dn.Count <= 0 {
+			return under(under(outOfRange("count not positive"), idx(2)), idx(i))
+		}
+		*p = append(*p, dn)
+	}
+	return nil
 }
 
 func sStatsEntry(s *StatsEntry, v any) error {

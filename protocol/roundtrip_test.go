@@ -255,6 +255,13 @@ func (g gen) message() Message {
 					FirstSeen: g.optStat(), LastSeen: g.optStat()}
 			}
 		}
+		if n := g.n(4); n > 1 { // cicada's drops: total and by name
+			for ; n > 1; n-- {
+				c := g.count() + 1
+				r.Dropped += c
+				r.DroppedBy = append(r.DroppedBy, DroppedName{Method: g.str(), Name: g.str(), Count: c})
+			}
+		}
 		m.Type, m.Data = TypeStats, r
 	case 9:
 		m.Type, m.Data = TypeException, &Exception{Msg: g.str(), Traceback: g.str()}

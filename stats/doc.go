@@ -104,5 +104,8 @@
 // moment (wrk2's correction) in the exact histogram, so Locust's tables keep
 // Locust's numbers and the exact percentiles carry the corrected ones;
 // Recorder.AddDropped counts dropped iterations (StatsReport.Dropped),
-// summed by Merge into Snapshot.Total.Dropped until Clear or Reset.
+// summed by Merge into Snapshot.Total.Dropped until Clear or Reset;
+// Recorder.AddDroppedFor also attributes them to a request name
+// (StatsReport.DroppedBy, Snapshot.DroppedBy, EntryStats.Dropped;
+// droppedby.go).
 package stats

@@ -48,6 +48,10 @@ type Recorder struct {
 	nErrs        atomic.Int64
 	warnedErrors atomic.Bool  // the MaxErrors warning was logged since Clear
 	dropped      atomic.Int64 // arrival-rate iterations dropped since the last Report (rate.go)
+	droppedBy    struct {     // the same by request name (droppedby.go); its lock also covers dropped's swap
+		sync.Mutex
+		d droppedNames
+	}
 
 	mu struct {
 		sync.Mutex
@@ -292,8 +296,8 @@ func (r *Recorder) Report(userClassesCount map[string]int64, userCount int64) *p
 		Errors:           map[string]protocol.StatsError{},
 		UserClassesCount: userClassesCount,
 		UserCount:        userCount,
-		Dropped:          r.dropped.Swap(0),
 	}
+	rep.Dropped, rep.DroppedBy = r.takeDropped()
 	tot := &r.mu.tot
 	tot.reset(r.mu.totalStart)
 	var nErrs int64 // error texts kept allocated, fold rows not counted
@@ -363,7 +367,7 @@ func (r *Recorder) Clear() {
 	r.mu.order = nil
 	r.mu.totalStart = now
 	r.mu.totalMethodNil = false
-	r.dropped.Store(0)
+	r.clearDropped()
 	r.mu.warnedEntries = false
 	r.nErrs.Store(0)
 	r.warnedErrors.Store(false)

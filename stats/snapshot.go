@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cicada-load/cicada/internal/pyrepr"
+	"github.com/cicada-load/cicada/protocol"
 )
 
 // PercentilesToReport are Locust's PERCENTILES_TO_REPORT, the percentiles of
@@ -33,6 +34,10 @@ type Snapshot struct {
 	// MalformedPhases counts phase timings that failed to decode since the
 	// stats were created (they are ignored).
 	MalformedPhases int64
+	// DroppedBy are the arrival-rate iterations dropped per request name
+	// they are attributed to (droppedby.go), sorted by name then method,
+	// nil when none; a name may have no entry.
+	DroppedBy []protocol.DroppedName
 }
 
 // EntryStats is one entry of a Snapshot (or the Aggregated total) with
@@ -72,9 +77,10 @@ type EntryStats struct {
 
 	// Dropped counts the arrival-rate iterations that could not start
 	// because every user of their worker was busy (issue 13), summed over
-	// the workers' reports since Clear or Reset. It is set on
-	// Snapshot.Total only (an iteration that never ran has no request
-	// name); Locust has no such figure.
+	// the workers' reports since Clear or Reset: on Snapshot.Total all of
+	// them, on an entry those attributed to its method and name
+	// (droppedby.go; Snapshot.DroppedBy also lists names without an
+	// entry). Locust has no such figure.
 	Dropped int64
 
 	buckets []bucket     // ascending
@@ -136,6 +142,7 @@ func (s *Stats) Snapshot() *Snapshot {
 	})
 	snap.Total = tot.snapshot(tot, nowSec, &s.mu.snapScratch)
 	snap.Total.Dropped = s.mu.dropped
+	s.snapshotDroppedLocked(snap)
 	snap.Errors = make([]ErrorStats, 0, len(s.mu.errOrder))
 	for _, e := range s.mu.errOrder {
 		snap.Errors = append(snap.Errors, ErrorStats{

@@ -50,9 +50,10 @@ type Stats struct {
 		scratch         []bucket
 		fresh           []*merr // Merge's new errors, reused
 		snapScratch     snapScratch
-		warned          folds // limits already logged since the last Clear
-		overKeys        int   // keys in the entries' rtHist.over maps (addBucketLocked)
-		dropped         int64 // arrival-rate iterations dropped (rate.go)
+		warned          folds        // limits already logged since the last Clear
+		overKeys        int          // keys in the entries' rtHist.over maps (addBucketLocked)
+		dropped         int64        // arrival-rate iterations dropped (rate.go)
+		droppedBy       droppedNames // the same by request name (droppedby.go)
 	}
 }
 
@@ -372,6 +373,7 @@ func (s *Stats) Merge(r *protocol.StatsReport) {
 func (s *Stats) mergeLocked(r *protocol.StatsReport) folds {
 	var f folds
 	s.mu.dropped = addSat(s.mu.dropped, max(r.Dropped, 0))
+	s.mergeDroppedLocked(r.DroppedBy)
 	var now float64 // a new entry's start time, read when first needed
 	hint := &s.mu.firstHint
 	for i := range r.Stats {
@@ -496,6 +498,7 @@ func (s *Stats) Clear() {
 	s.mu.warned = 0
 	s.mu.overKeys = 0
 	s.mu.dropped = 0
+	clear(s.mu.droppedBy.m)
 }
 
 // Reset is Locust's RequestStats.reset_all (--reset-stats, /stats/reset):
@@ -507,6 +510,7 @@ func (s *Stats) Reset() {
 	defer s.mu.Unlock()
 	s.mu.total.resetLocked(s, now)
 	s.mu.dropped = 0
+	clear(s.mu.droppedBy.m)
 	for _, e := range s.mu.entries {
 		e.resetLocked(s, now)
 	}

@@ -95,9 +95,14 @@ type DataplaneOptions struct {
 // Dataplane is `cicada target --dataplane`: the fixed page served by a
 // userspace stack to any number of connections (one 80-byte record each,
 // no file descriptor), so two cicada processes can test each other far
-// past a kernel server's file limit. Deliberate differences from the kernel
-// target (Server): one page on every GET path (no /status, /delay or stats
-// routes), 405 for other methods, plain HTTP/1.1 only.
+// past a kernel server's file limit. It serves /bytes/<n> as the kernel
+// target does (0..MaxObjectSize bytes of the same pattern, 400 with the
+// same message for a bad size), generated per segment without a buffer,
+// and HEAD of any path. Deliberate differences from the kernel target
+// (Server): the page on every other GET path (no /status, /delay or stats
+// routes), 405 for methods other than GET and HEAD (also on /bytes/), the
+// raw request target matched (no percent-decoding or absolute form), plain
+// HTTP/1.1 only.
 type Dataplane struct {
 	opts   DataplaneOptions
 	links  []dpLink

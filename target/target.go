@@ -17,6 +17,9 @@
 // With Options.H2C the same routes are served over h2c (HTTP/2 with prior
 // knowledge) on the same port.
 //
+// With Options.TLS they are served over HTTPS instead (HTTP/1.1, tls.go);
+// SelfSigned makes a throw-away certificate for a test that wants no files.
+//
 // The server is fasthttp's with ReduceMemoryUsage: an idle keep-alive
 // connection keeps its goroutine but no read or write buffer.
 //
@@ -36,6 +39,7 @@ package target
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -90,6 +94,9 @@ type Options struct {
 	// StallAfter and StallFor script one stall (stall.go): every request
 	// is held from StallAfter after New for StallFor. Zero StallFor: none.
 	StallAfter, StallFor time.Duration
+	// TLS, if set, serves HTTPS instead of plain HTTP (tls.go; see
+	// ServerTLS and SelfSigned). Not with H2C.
+	TLS *tls.Config
 	// Logger receives a warning when accepting fails (at most one per
 	// 10 s, with the count of failures) and a note when it works again.
 	// If nil, nothing is logged.
@@ -144,6 +151,9 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if opts.TLS != nil && opts.H2C {
+		return nil, fmt.Errorf("%w: h2c is HTTP/2 in cleartext, not over TLS", ErrTLS)
+	}
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("target: listen %s: %w", opts.Listen, err)
@@ -170,8 +180,13 @@ func New(opts Options) (*Server, error) {
 // Addr returns the address the server listens on.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
-// URL returns "http://" + Addr().
-func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
+// URL returns "http://" + Addr() ("https://" with Options.TLS).
+func (s *Server) URL() string {
+	if s.opts.TLS != nil {
+		return "https://" + s.ln.Addr().String()
+	}
+	return "http://" + s.ln.Addr().String()
+}
 
 // Counters returns the current counters.
 func (s *Server) Counters() Counters {
@@ -199,6 +214,9 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	errc := make(chan error, 1)
 	var ln net.Listener = &retryListener{Listener: s.ln, s: s}
+	if s.opts.TLS != nil {
+		ln = tls.NewListener(ln, s.opts.TLS)
+	}
 	if s.opts.H2C {
 		m := newH2CMux(s, ln)
 		go m.run()

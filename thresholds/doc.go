@@ -6,7 +6,10 @@
 // the failure ratio, any percentile of the response times (p99, p99.9), the
 // average response time, the request rate, or the arrival-rate iterations
 // dropped. It selects every request (Locust's Aggregated row), one request
-// name (every method of it, merged), or one method and name. Thresholds
+// name (every method of it, merged), or one method and name (for dropped:
+// the drops the workers attributed to that name, stats.Snapshot.DroppedBy;
+// a name with neither requests nor drops has no value, as a typo would).
+// Thresholds
 // come from the command line (Parse: "p99<500ms", "fail_ratio<=1%",
 // "avg{GET /api}<200 window=30s abort_on_fail delay=10s") or from a
 // scenario file's thresholds: list (package scenario builds the same
@@ -42,6 +45,12 @@
 // AbortOnFail are evaluated for a whole run, and a threshold without a
 // value never aborts. Abort waits for Delay after the test started
 // (k6's delayAbortEval).
+//
+// Live state. Live returns every threshold's result at the latest Observe
+// (whole-run thresholds on that snapshot, windowed ones on their latest
+// window, or the run so far before the first full window): the current
+// state for the console and the dashboard (ok, FAILING, or waiting without
+// a value), not the verdict, which Final gives.
 //
 // Differences from k6: the grammar is cicada's (k6 writes
 // "p(99)<500", which Parse accepts too, and selects requests with tags);

@@ -14,7 +14,10 @@ type Options struct {
 	// Dropped returns the arrival-rate iterations dropped so far in the
 	// whole run (all workers) as of a snapshot. Nil: New refuses Dropped
 	// thresholds with ErrUnsupported rather than report a count it cannot
-	// see.
+	// see. A Dropped threshold with a name reads the snapshot's per-name
+	// drops instead (stats.Snapshot.DroppedBy: the first request of the
+	// task each dropped iteration would have run), still only when Dropped
+	// is set (an arrival-rate test).
 	Dropped func(*stats.Snapshot) int64
 }
 
@@ -56,6 +59,7 @@ type Evaluator struct {
 	ts      []Threshold
 	st      []tstate
 	aborted int
+	live    []Result // the latest Observe's result of each threshold (live.go)
 }
 
 // tstate is one threshold's evaluation state.
@@ -72,6 +76,7 @@ type point struct {
 	reqs, fails, tmd  int64
 	totalRT, totalRPS float64
 	dropped           int64
+	droppedNamed      bool   // a named Dropped threshold: its name has drops
 	exact             []byte // merged encoded exact histogram; valid when exactOK
 	exactOK           bool
 	entries           int               // entries matched
@@ -89,11 +94,10 @@ func New(ts []Threshold, o Options) (*Evaluator, error) {
 		if t.Metric == Dropped && o.Dropped == nil {
 			return nil, fmt.Errorf("%s: %s: %w: this run counts no dropped iterations (only arrival-rate load does)", t.Source, t, ErrUnsupported)
 		}
-		if t.Metric == Dropped && t.Name != "" {
-			return nil, fmt.Errorf("%s: %s: %w: dropped iterations are counted for the whole run, not per request name", t.Source, t, ErrUnsupported)
-		}
 	}
-	return &Evaluator{opts: o, ts: append([]Threshold(nil), ts...), st: make([]tstate, len(ts)), aborted: -1}, nil
+	e := &Evaluator{opts: o, ts: append([]Threshold(nil), ts...), st: make([]tstate, len(ts)), aborted: -1}
+	e.live = initialLive(e.ts)
+	return e, nil
 }
 
 // Thresholds returns the thresholds evaluated.
@@ -102,7 +106,8 @@ func (e *Evaluator) Thresholds() []Threshold { return append([]Threshold(nil), e
 // Observe evaluates every threshold on snap, taken elapsed after the test
 // started. It returns the first threshold with abort_on_fail that fails
 // now, elapsed ≥ its delay, and ok true: the caller should stop the run.
-// A threshold without a value yet (no requests) never aborts.
+// A threshold without a value yet (no requests) never aborts. Every
+// threshold's result of this observation is kept for Live.
 func (e *Evaluator) Observe(snap *stats.Snapshot, elapsed time.Duration) (abort Result, ok bool) {
 	for i := range e.ts {
 		t := &e.ts[i]
@@ -112,13 +117,13 @@ func (e *Evaluator) Observe(snap *stats.Snapshot, elapsed time.Duration) (abort 
 			var full bool
 			r, full = e.slide(i, cur, elapsed)
 			if !full {
+				e.live[i] = e.partial(t, &cur)
 				continue
 			}
-		} else if t.AbortOnFail {
-			r = e.measure(t, &cur, nil, 0)
 		} else {
-			continue
+			r = e.measure(t, &cur, nil, 0)
 		}
+		e.live[i] = r
 		if t.AbortOnFail && !ok && e.aborted < 0 && elapsed >= t.Delay && r.HasValue && !r.Passed {
 			abort, ok = r, true
 			e.aborted = i
@@ -249,7 +254,11 @@ func (e *Evaluator) point(t *Threshold, snap *stats.Snapshot) point {
 		p.one = nil
 	}
 	if t.Metric == Dropped && e.opts.Dropped != nil {
-		p.dropped = e.opts.Dropped(snap)
+		if t.Name == "" {
+			p.dropped = e.opts.Dropped(snap)
+		} else {
+			p.dropped, p.droppedNamed = droppedFor(t, snap) // live.go
+		}
 	}
 	if t.Metric == Percentile && p.exactOK && p.entries > 0 {
 		if len(sel) == 1 {
@@ -280,6 +289,10 @@ func (e *Evaluator) measure(t *Threshold, cur, base *point, span time.Duration) 
 	}
 	if cur.entries == 0 && t.Metric != Dropped {
 		r.Note = "no request of this name"
+		return r
+	}
+	if cur.entries == 0 && t.Metric == Dropped && t.Name != "" && !cur.droppedNamed {
+		r.Note = "no request or dropped iteration of this name" // a typo fails, as for the other metrics
 		return r
 	}
 	switch t.Metric {

@@ -128,8 +128,8 @@ func TestDroppedNeedsASource(t *testing.T) {
 	if _, err := New(mustParse(t, "dropped<=0"), Options{}); !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("New without Dropped: %v, want ErrUnsupported", err)
 	}
-	if _, err := New(mustParse(t, "dropped{/a}<=0"), Options{Dropped: func(*stats.Snapshot) int64 { return 0 }}); !errors.Is(err, ErrUnsupported) {
-		t.Fatalf("per-name dropped: %v, want ErrUnsupported", err)
+	if _, err := New(mustParse(t, "dropped{/a}<=0"), Options{}); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("per-name dropped without Dropped (no rate): %v, want ErrUnsupported", err)
 	}
 	var dropped int64
 	e, err := New(mustParse(t, "dropped<10", "dropped<=5 window=2s abort_on_fail"), Options{Dropped: func(*stats.Snapshot) int64 { return dropped }})

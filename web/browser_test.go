@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cicada-load/cicada/internal/testpeer"
+	"github.com/cicada-load/cicada/thresholds"
 	"github.com/cicada-load/cicada/web"
 	"github.com/cicada-load/cicada/web/webtest"
 )
@@ -196,4 +197,52 @@ func bigRunner() *webtest.Runner {
 		r.Step(time.Second)
 	}
 	return r
+}
+
+// thresholdRunner is a fake master that evaluates three thresholds: one
+// passes, one fails, one has no value until the test is stopped, then all
+// pass.
+type thresholdRunner struct {
+	*webtest.Runner
+	ts []thresholds.Threshold
+}
+
+func (r thresholdRunner) LiveThresholds() []thresholds.Result {
+	if r.Stops() > 0 {
+		return []thresholds.Result{
+			{Threshold: r.ts[0], Measured: 10, HasValue: true, Passed: true},
+			{Threshold: r.ts[1], Measured: 0, HasValue: true, Passed: true},
+			{Threshold: r.ts[2], Measured: 5, HasValue: true, Passed: true},
+		}
+	}
+	return []thresholds.Result{
+		{Threshold: r.ts[0], Measured: 12.5, HasValue: true, Passed: true},
+		{Threshold: r.ts[1], Measured: 0.25, HasValue: true, Note: "window of 10s not yet full: the run so far"},
+		{Threshold: r.ts[2], Note: "no request of this name"},
+	}
+}
+
+// TestBrowserThresholds: the dashboard's Thresholds box and tab show the
+// live states, names as text, and follow a change; the Dropped box lists
+// the drops by name in its tooltip.
+func TestBrowserThresholds(t *testing.T) {
+	node := browserTools(t)
+	var ts []thresholds.Threshold
+	for _, e := range []string{"p99<500ms", "fail_ratio<1% window=10s abort_on_fail", "rps{GET /<b>x</b>}>1"} {
+		th, err := thresholds.Parse(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, th)
+	}
+	r := thresholdRunner{webtest.New(webtest.Options{Host: "http://127.0.0.1:26080", Drops: true}), ts}
+	runFake(t, r.Runner)
+	srv := web.New(web.Options{HistoryInterval: 300 * time.Millisecond, StatsCacheTTL: 200 * time.Millisecond, Version: "e2e"}, r)
+	base := serve(t, srv, "http")
+	dir := artifactsDir(t, "thresholds")
+	res := runE2E(t, node, base, dir, "thresholds")
+	t.Logf("e2e thresholds: %v (screenshots in %s)", res, dir)
+	if res["thresholdRows"] != float64(3) {
+		t.Errorf("e2e result %v", res)
+	}
 }

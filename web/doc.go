@@ -24,6 +24,7 @@
 //	GET  /worker-count                     {"worker_count": N} (HEAD ≥ 2.37)
 //	GET  /stats/history                    chart history (cicada extension, for the dashboard)
 //	GET  /metrics                          Prometheus text format 0.0.4 (cicada extension)
+//	GET  /thresholds/live                  the thresholds' current states (cicada extension, ThresholdSource's live twin)
 //	GET  /assets/..., /static/...          dashboard assets (no authentication)
 //
 // Common behaviour follows Flask as Locust runs it: JSON pretty-printed with
@@ -151,5 +152,16 @@
 // dropped_iterations to /stats/requests (top level, and per worker while
 // distributed), cicada_dropped_iterations_total and
 // cicada_worker_dropped_iterations_total to /metrics and a Dropped box to
-// the dashboard; closed-model output is unchanged.
+// the dashboard; closed-model output is unchanged. The drops by name
+// (stats.Snapshot.DroppedBy: the first request of the task each dropped
+// iteration would have run) add dropped_iterations_by_name to
+// /stats/requests ([{"dropped", "method", "name"}], at most 500), the
+// names to the Dropped box's tooltip and a Dropped Iterations table to the
+// HTML report.
+//
+// Thresholds: GET /thresholds serves the verdict so far
+// (ThresholdSource), GET /thresholds/live every threshold's current state
+// (LiveThresholdSource: ok, FAILING or waiting, with the value); the
+// dashboard shows the latter in a Thresholds box and tab, hidden without
+// thresholds.
 package web

@@ -71,6 +71,7 @@ type reportView struct {
 	Thresholds                       []reportThreshold
 	ThresholdsPassed                 bool
 	Phases                           []reportPhase // phases.go
+	Drops                            []reportDrop  // reportdrops.go
 }
 
 // WriteReport writes the self-contained HTML report (Locust 2.12.1
@@ -171,6 +172,7 @@ func buildReportView(d ReportData) (*reportView, error) {
 	v.TasksPerClass, v.TasksTotal = ratioHTML(d.Status, false), ratioHTML(d.Status, true)
 	v.Thresholds, v.ThresholdsPassed = reportThresholds(d.Thresholds)
 	v.Phases = reportPhases(snap)
+	v.Drops = reportDrops(snap)
 	return v, nil
 }
 
@@ -356,6 +358,19 @@ var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap
 <tbody>
 {{- range .Thresholds}}
 <tr><td>{{.Threshold}}</td><td class="num">{{.Measured}}</td><td>{{.Result}}</td><td>{{.Note}}</td></tr>
+{{- end}}
+</tbody>
+</table>
+{{end}}
+
+{{if .Drops}}
+<h2>Dropped Iterations</h2>
+<p>Arrival-rate iterations that were due while every user of their worker was busy, so they never ran. A dropped iteration is counted under the first request of the task it would have run.</p>
+<table class="grid" id="dropped-iterations">
+<thead><tr><th>Method</th><th>Name</th><th class="num">Dropped</th><th class="num">Share</th></tr></thead>
+<tbody>
+{{- range .Drops}}
+<tr{{if .Total}} class="total"{{end}}><td>{{.Method}}</td><td>{{.Name}}</td><td class="num">{{.Dropped}}</td><td class="num">{{.Share}}</td></tr>
 {{- end}}
 </tbody>
 </table>

@@ -441,6 +441,7 @@ func (s *Server) routes() http.Handler {
 	get("/worker-count", s.handleWorkerCount)
 	get("/metrics", s.handleMetrics)
 	get("/thresholds", s.handleThresholds)
+	get("/thresholds/live", s.handleLiveThresholds) // thresholdslive.go
 	mux.Handle("GET /assets/", s.assetHandler("/assets/"))
 	mux.Handle("GET /static/", s.assetHandler("/static/"))
 	mux.HandleFunc("/", s.handleNotFound)

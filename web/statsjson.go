@@ -154,6 +154,7 @@ func appendRequestsJSON(w *jsonWriter, st *Status, snap *stats.Snapshot) {
 	if total.Dropped > 0 {
 		// cicada's arrival-rate drops (issue 13); absent in closed-model runs.
 		w.kInt("dropped_iterations", total.Dropped)
+		appendDroppedByJSON(w, snap) // statsdrops.go
 	}
 
 	w.key("errors")

@@ -23,7 +23,9 @@ import (
 // next task) at each due time of an even schedule, due(n) = anchor +
 // n/rate, re-anchored when the rate changes. An iteration that is due
 // while no user is free is dropped: counted in the worker's Recorder
-// (protocol.StatsReport.Dropped, "cicada_dropped") and never run later.
+// (protocol.StatsReport.Dropped, "cicada_dropped"; by the name of the task
+// it would have run in "cicada_dropped_by", ratedrops.go) and never run
+// later.
 // The users are the cap on in-flight iterations (max_in_flight: the master
 // spawns that many users, as for a closed-model test).
 //
@@ -71,8 +73,9 @@ type pacer struct {
 	// SetRate (tests).
 	cancel context.CancelFunc
 
-	started atomic.Int64 // iterations started since the pacer exists
-	dropped atomic.Int64 // iterations dropped since the pacer exists
+	started atomic.Int64   // iterations started since the pacer exists
+	dropped atomic.Int64   // iterations dropped since the pacer exists
+	attr    dropAttributor // drops by name (ratedrops.go); owned by loop
 
 	mu     sync.Mutex
 	rate   float64 // iterations per second; 0: none
@@ -183,17 +186,16 @@ func (pc *pacer) loop(ctx context.Context) {
 			pc.anchor, pc.n = now, 0
 		}
 		var wait time.Duration
+		var dropped int64
 		if pc.rate <= 0 {
 			wait = time.Hour
 		} else {
-			var dropped int64
 			starts, dropped, wait = pc.roundLocked(now, starts[:0])
-			if dropped > 0 {
-				pc.dropped.Add(dropped)
-				pc.rec.AddDropped(dropped)
-			}
 		}
 		pc.mu.Unlock()
+		if dropped > 0 {
+			pc.countDropped(dropped) // ratedrops.go: by name, under pool.mu
+		}
 		for i, u := range starts {
 			pc.started.Add(1)
 			go u.step()

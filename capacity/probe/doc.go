@@ -13,17 +13,31 @@
 // are doing, and its latency counts from when it was due, so queueing inside
 // the generator is not hidden (no coordinated omission).
 //
-// Generator limits: every trial checks its own process and host, and sets
+// Generator limits: every trial checks its own process and host. It sets
 // Trial.GeneratorLimit (the search then marks it invalid) when
 //
 //   - package diag's limits (open files, system files, the port range less
 //     TIME_WAIT towards the target) are below what the trial needs, before it
 //     starts;
 //   - a connect fails with EMFILE, ENFILE or EADDRNOTAVAIL;
-//   - the process used more than Options.CPUBusy of its cores (getrusage);
+//   - the in-flight cap (Options.MaxInFlight) held an arrival back;
+//
+// and Trial.GeneratorStrain (which invalidates the trial only if it failed,
+// see package capacity) when
+//
+//   - the process used more than Options.CPUBusy of its cores (getrusage:
+//     "CPU saturated"), or its CPU time and its threads' wait for a core
+//     (the run delay of /proc/self/task/*/schedstat, Linux) together passed
+//     it ("CPU starved": the host's other load took the cores the generator
+//     asked for, which its own CPU time alone does not show);
 //   - more than Options.LateRatio of the arrivals were issued more than
-//     Options.LagTolerance after they were due (the pacer fell behind), or
-//     the in-flight cap (Options.MaxInFlight) held one back.
+//     Options.LagTolerance after they were due (the pacer fell behind).
+//
+// HTTPS (Options.TLS, tls.go) and traffic mixes (Options.Mix, mix.go) are
+// described in those files: a TLS handshake on every new connection (full
+// unless the configuration caches sessions), the negotiated parameters in
+// Trial.TLS; /bytes/N sizes drawn per arrival, counted in Trial.Mix, a
+// throughput trial of a mix paced by bytes.
 //
 // Achieved rates divide by the trial's length from its start to the last
 // answer (at least the planned Duration): a device that queues the load

@@ -19,6 +19,12 @@ func Arrivals(rate float64, d time.Duration) int {
 // when it is due (due is absolute), and counts those issued more than tol
 // late. It returns early, with the arrivals issued, when stop is closed.
 func pace(n int, rate float64, start time.Time, tol time.Duration, stop <-chan struct{}, issue func(i int, due time.Time)) (issued, late int) {
+	return paceBy(n, func(i int) time.Duration { return Due(i, rate) }, start, tol, stop, issue)
+}
+
+// paceBy is pace with arrival i due at dueOf(i) after start (not
+// decreasing in i).
+func paceBy(n int, dueOf func(i int) time.Duration, start time.Time, tol time.Duration, stop <-chan struct{}, issue func(i int, due time.Time)) (issued, late int) {
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -26,7 +32,7 @@ func pace(n int, rate float64, start time.Time, tol time.Duration, stop <-chan s
 		}
 	}()
 	for i := 0; i < n; i++ {
-		due := start.Add(Due(i, rate))
+		due := start.Add(dueOf(i))
 		if wait := time.Until(due); wait > 0 {
 			if timer == nil {
 				timer = time.NewTimer(wait)
@@ -38,7 +44,10 @@ func pace(n int, rate float64, start time.Time, tol time.Duration, stop <-chan s
 			case <-stop:
 				return issued, late
 			}
-		} else if time.Since(due) > tol {
+		}
+		// Late whether it was found due or woke late from its timer (a
+		// pacer descheduled while asleep).
+		if time.Since(due) > tol {
 			late++
 		}
 		issue(i, due)

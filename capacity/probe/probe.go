@@ -3,6 +3,7 @@ package probe
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -82,9 +84,25 @@ type Options struct {
 	// generator-limited; if zero, the defaults.
 	LagTolerance time.Duration
 	LateRatio    float64
+	// TLS, if set, makes every connection HTTPS (tls.go): a handshake
+	// after the connect, HTTP inside it (CPS and Concurrent always send
+	// their GET). Its ServerName must be set unless InsecureSkipVerify
+	// is; a ClientSessionCache in it resumes sessions.
+	TLS *tls.Config
+	// Mix, if set, makes TPS and Throughput fetch /bytes/N objects whose
+	// sizes it draws per arrival (mix.go) instead of Path.
+	Mix Mix
 	// Limits reads the generator's limits; if nil, diag.ReadLimits (tests
 	// inject their own).
 	Limits func() (diag.Limits, error)
+	// KeepSamples sets each Trial's Samples (a cluster worker ships them
+	// as a histogram).
+	KeepSamples bool
+	// Held, if set, is called by Concurrent once its connections are open,
+	// before Hold and the second round (a cluster's barrier: every worker
+	// holds its share before any second round). An error ends the trial:
+	// the connections are reset and Concurrent returns the error.
+	Held func(ctx context.Context) error
 }
 
 // Prober runs trials against one target.
@@ -93,6 +111,8 @@ type Prober struct {
 	dst  netip.AddrPort
 	req  []byte
 	reqC []byte // with Connection: close
+	// mixReqs are the GETs of Options.Mix's sizes, in its order.
+	mixReqs [][]byte
 }
 
 // New checks o and returns a Prober.
@@ -151,9 +171,21 @@ func New(o Options) (*Prober, error) {
 	if o.Limits == nil {
 		o.Limits = diag.ReadLimits
 	}
+	if o.TLS != nil {
+		o.HTTP = true
+		if o.TLS.ServerName == "" && !o.TLS.InsecureSkipVerify {
+			return nil, fmt.Errorf("%w: TLS needs a server name to verify (or InsecureSkipVerify)", ErrOptions)
+		}
+	}
+	if err := o.Mix.check(); err != nil {
+		return nil, err
+	}
 	p := &Prober{o: o, dst: ap}
 	p.req = []byte("GET " + o.Path + " HTTP/1.1\r\nHost: " + o.Host + "\r\nUser-Agent: cicada-bench\r\n\r\n")
 	p.reqC = []byte("GET " + o.Path + " HTTP/1.1\r\nHost: " + o.Host + "\r\nUser-Agent: cicada-bench\r\nConnection: close\r\n\r\n")
+	for _, e := range o.Mix {
+		p.mixReqs = append(p.mixReqs, []byte("GET /bytes/"+strconv.FormatInt(e.Size, 10)+" HTTP/1.1\r\nHost: "+o.Host+"\r\nUser-Agent: cicada-bench\r\n\r\n"))
+	}
 	return p, nil
 }
 
@@ -169,6 +201,8 @@ type recorder struct {
 	bytes     int64
 	errs      map[string]int64
 	generator string
+	tls       tlsTally
+	mix       []capacity.MixCount // per Options.Mix entry
 }
 
 func (r *recorder) ok(d time.Duration, n int64) {
@@ -196,6 +230,27 @@ func (r *recorder) fail(err error) {
 	r.mu.Unlock()
 }
 
+// okMix and failMix record a transaction of Options.Mix's entry k (-1: no
+// mix).
+func (r *recorder) okMix(k int, d time.Duration, n int64) {
+	r.ok(d, n)
+	if k >= 0 {
+		r.mu.Lock()
+		r.mix[k].Count++
+		r.mix[k].Bytes += n
+		r.mu.Unlock()
+	}
+}
+
+func (r *recorder) failMix(k int, err error) {
+	r.fail(err)
+	if k >= 0 {
+		r.mu.Lock()
+		r.mix[k].Failed++
+		r.mu.Unlock()
+	}
+}
+
 func (r *recorder) limit(why string) {
 	r.mu.Lock()
 	if r.generator == "" {
@@ -205,11 +260,20 @@ func (r *recorder) limit(why string) {
 }
 
 // trial fills a capacity.Trial from the recorder.
-func (r *recorder) trial(d time.Duration) capacity.Trial {
+func (p *Prober) trial(r *recorder, d time.Duration) capacity.Trial {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	slices.Sort(r.lat)
 	t := capacity.Trial{Duration: d, Attempted: r.attempted, Failed: r.failed, Bytes: r.bytes, Errors: r.errs, GeneratorLimit: r.generator}
+	if r.tls.set {
+		t.TLS = r.tls.result()
+	}
+	if r.mix != nil {
+		t.Mix = slices.Clone(r.mix)
+	}
+	if p.o.KeepSamples {
+		t.Samples = r.lat
+	}
 	t.P50, t.P95, t.P99 = pct(r.lat, 50), pct(r.lat, 95), pct(r.lat, 99)
 	if n := len(r.lat); n > 0 {
 		t.Max = r.lat[n-1]
@@ -247,6 +311,8 @@ func Classify(err error) (kind, generator string) {
 		return "no-close", ""
 	case errors.Is(err, errStatus):
 		return "http-status", ""
+	case errors.Is(err, errTLS):
+		return "tls", ""
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return "closed", ""
 	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
@@ -261,19 +327,25 @@ var errStatus = errors.New("probe: HTTP status not 2xx")
 
 // watch measures a trial's CPU use and checks the generator's limits.
 type watch struct {
-	p     *Prober
-	start time.Time
-	cpu   time.Duration
-	cpuOK bool
+	p       *Prober
+	start   time.Time
+	cpu     time.Duration
+	cpuOK   bool
+	delay   time.Duration
+	delayOK bool
 }
 
 func (p *Prober) startWatch() *watch {
 	w := &watch{p: p, start: time.Now()}
 	w.cpu, w.cpuOK = cpuTime()
+	w.delay, w.delayOK = runDelay()
 	return w
 }
 
-// cpuLimit returns a generator limit when the process was CPU-bound.
+// cpuLimit returns a generator strain when the process was CPU-bound:
+// its CPU time over the trial was more than CPUBusy of its cores
+// (saturated), or its CPU time and its threads' wait for a core together
+// were (starved: the host's other load took the cores it asked for).
 func (w *watch) cpuLimit() string {
 	now, ok := cpuTime()
 	wall := time.Since(w.start)
@@ -284,6 +356,13 @@ func (w *watch) cpuLimit() string {
 	busy := float64(now-w.cpu) / float64(wall) / float64(cores)
 	if busy > w.p.o.CPUBusy {
 		return fmt.Sprintf("CPU saturated: %.0f%% of %d cores (over %.0f%%)", busy*100, cores, w.p.o.CPUBusy*100)
+	}
+	if d, ok := runDelay(); ok && w.delayOK {
+		wait := float64(d-w.delay) / float64(wall) / float64(cores)
+		if busy+wait > w.p.o.CPUBusy {
+			return fmt.Sprintf("CPU starved: used %.0f%% of %d cores and waited %.0f%% for one (other load on the host; over %.0f%% together)",
+				busy*100, cores, wait*100, w.p.o.CPUBusy*100)
+		}
 	}
 	return ""
 }
@@ -320,19 +399,22 @@ func (p *Prober) dial(ctx context.Context) (*net.TCPConn, error) {
 	return c.(*net.TCPConn), nil
 }
 
-// httpConn is one keep-alive connection's reader.
+// httpConn is one keep-alive connection: its TCP socket (for linger and
+// half-close), what HTTP goes over (the socket, or TLS over it) and its
+// reader.
 type httpConn struct {
 	c  *net.TCPConn
+	rw net.Conn
 	br *bufio.Reader
 }
 
 // do sends req and reads one response, returning the body's length; a
 // non-2xx status is an error wrapping errStatus.
 func (p *Prober) do(h *httpConn, req []byte) (int64, error) {
-	if err := h.c.SetDeadline(time.Now().Add(p.o.Timeout)); err != nil {
+	if err := h.rw.SetDeadline(time.Now().Add(p.o.Timeout)); err != nil {
 		return 0, fmt.Errorf("probe: deadline: %w", err)
 	}
-	if _, err := h.c.Write(req); err != nil {
+	if _, err := h.rw.Write(req); err != nil {
 		return 0, fmt.Errorf("probe: request: %w", err)
 	}
 	resp, err := http.ReadResponse(h.br, nil)
@@ -350,6 +432,6 @@ func (p *Prober) do(h *httpConn, req []byte) (int64, error) {
 	return n, nil
 }
 
-func newHTTPConn(c *net.TCPConn) *httpConn {
-	return &httpConn{c: c, br: bufio.NewReaderSize(c, 16<<10)}
+func newHTTPConn(c *net.TCPConn, rw net.Conn) *httpConn {
+	return &httpConn{c: c, rw: rw, br: bufio.NewReaderSize(rw, 16<<10)}
 }

@@ -48,6 +48,12 @@ func LookupTest(name string) (Test, error) {
 // TrialFunc returns the trial of the test named name (not "latency");
 // objectSize is the throughput test's object size in bytes.
 func (p *Prober) TrialFunc(name string, objectSize int) (capacity.TrialFunc, error) {
+	switch {
+	case len(p.o.Mix) > 0 && name != "tps" && name != "throughput":
+		return nil, fmt.Errorf("%w: a traffic mix is for tps and throughput, not %s", ErrOptions, name)
+	case p.o.TLS != nil && name == "teardown":
+		return nil, fmt.Errorf("%w: teardown is not run over TLS (its FIN-then-wait close is a TCP measurement)", ErrOptions)
+	}
 	switch name {
 	case "concurrent":
 		return p.Concurrent, nil

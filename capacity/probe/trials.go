@@ -18,17 +18,20 @@ func badLoad(what string, v float64) error {
 	return fmt.Errorf("%w: %s %v must be a positive number", ErrOptions, what, v)
 }
 
-// finish applies the checks every rate trial shares: the pacer's lateness
-// and the CPU.
+// finish applies the checks every rate trial shares, the CPU and then the
+// pacer's lateness (the symptom of a CPU-bound generator, or of a stall):
+// both are strains (capacity.Trial.GeneratorStrain), which invalidate the
+// trial if it failed and not if it passed.
 func (p *Prober) finish(t *capacity.Trial, w *watch, issued, late int) {
 	if t.GeneratorLimit != "" {
 		return
 	}
-	if issued > 0 && float64(late) > p.o.LateRatio*float64(issued) {
-		t.GeneratorLimit = fmt.Sprintf("pacing: %d of %d arrivals issued more than %v late", late, issued, p.o.LagTolerance)
+	if t.GeneratorStrain = w.cpuLimit(); t.GeneratorStrain != "" {
 		return
 	}
-	t.GeneratorLimit = w.cpuLimit()
+	if issued > 0 && float64(late) > p.o.LateRatio*float64(issued) {
+		t.GeneratorStrain = fmt.Sprintf("pacing: %d of %d arrivals issued more than %v late", late, issued, p.o.LagTolerance)
+	}
 }
 
 func ctxErr(ctx context.Context) error {
@@ -79,24 +82,29 @@ func (p *Prober) CPS(ctx context.Context, rate float64) (capacity.Trial, error) 
 	})
 	wg.Wait()
 	d := max(Due(n, rate), time.Since(start))
-	t := rec.trial(d)
+	t := p.trial(&rec, d)
 	t.Achieved = float64(t.Attempted-t.Failed) / d.Seconds()
 	p.finish(&t, w, issued, late)
 	return t, ctxErr(ctx)
 }
 
 func (p *Prober) connectOnce(ctx context.Context, due time.Time, rec *recorder) {
-	c, err := p.dial(ctx)
-	if err != nil {
-		rec.fail(err)
-		return
-	}
 	if !p.o.HTTP {
+		c, err := p.dial(ctx)
+		if err != nil {
+			rec.fail(err)
+			return
+		}
 		rec.ok(time.Since(due), 0)
 		_ = c.Close()
 		return
 	}
-	h := newHTTPConn(c)
+	h, err := p.connect(ctx, rec)
+	if err != nil {
+		rec.fail(err)
+		return
+	}
+	c := h.c
 	nb, err := p.do(h, p.reqC)
 	lat := time.Since(due)
 	if err != nil {
@@ -121,16 +129,28 @@ func (p *Prober) TPS(ctx context.Context, rate float64) (capacity.Trial, error) 
 	if !(rate > 0) || math.IsInf(rate, 0) {
 		return capacity.Trial{}, badLoad("rate", rate)
 	}
+	n := Arrivals(rate, p.o.Duration)
+	return p.tps(ctx, n, func(i int) time.Duration { return Due(i, rate) })
+}
+
+// tps runs n transactions, arrival i due dueOf(i) after the start; the
+// trial's planned length is dueOf(n).
+func (p *Prober) tps(ctx context.Context, n int, dueOf func(i int) time.Duration) (capacity.Trial, error) {
 	if why := p.preflight(p.o.Conns); why != "" {
 		return capacity.Trial{GeneratorLimit: why}, nil
 	}
-	n := Arrivals(rate, p.o.Duration)
-	tickets := make(chan time.Time, n)
+	tickets := make(chan ticket, n)
 	var rec recorder
+	if len(p.o.Mix) > 0 {
+		rec.mix = make([]capacity.MixCount, len(p.o.Mix))
+		for k, e := range p.o.Mix {
+			rec.mix[k].Size = e.Size
+		}
+	}
 	var wg sync.WaitGroup
 	w := p.startWatch()
 	start := time.Now()
-	end := start.Add(Due(n, rate) + p.o.Timeout)
+	end := start.Add(dueOf(n) + p.o.Timeout)
 	for range p.o.Conns {
 		wg.Add(1)
 		go func() {
@@ -138,11 +158,17 @@ func (p *Prober) TPS(ctx context.Context, rate float64) (capacity.Trial, error) 
 			p.transact(ctx, tickets, end, &rec)
 		}()
 	}
-	issued, late := pace(n, rate, start, p.o.LagTolerance, ctx.Done(), func(_ int, due time.Time) { tickets <- due })
+	issued, late := paceBy(n, dueOf, start, p.o.LagTolerance, ctx.Done(), func(i int, due time.Time) {
+		k := -1
+		if len(p.o.Mix) > 0 {
+			k = p.o.Mix.EntryOf(i)
+		}
+		tickets <- ticket{due, k}
+	})
 	close(tickets)
 	wg.Wait()
-	d := max(Due(n, rate), time.Since(start))
-	t := rec.trial(d)
+	d := max(dueOf(n), time.Since(start))
+	t := p.trial(&rec, d)
 	t.Achieved = float64(t.Attempted-t.Failed) / d.Seconds()
 	p.finish(&t, w, issued, late)
 	return t, ctxErr(ctx)
@@ -150,50 +176,70 @@ func (p *Prober) TPS(ctx context.Context, rate float64) (capacity.Trial, error) 
 
 var errQueued = fmt.Errorf("probe: waited past the timeout for a free connection: %w", os.ErrDeadlineExceeded)
 
+// ticket is one TPS arrival: when it is due, and its Options.Mix entry
+// (-1: no mix, Path).
+type ticket struct {
+	due time.Time
+	k   int
+}
+
 // transact is one keep-alive connection's loop over tickets.
-func (p *Prober) transact(ctx context.Context, tickets <-chan time.Time, end time.Time, rec *recorder) {
+func (p *Prober) transact(ctx context.Context, tickets <-chan ticket, end time.Time, rec *recorder) {
 	var h *httpConn
 	defer func() {
 		if h != nil {
 			_ = h.c.Close()
 		}
 	}()
-	for due := range tickets {
-		if time.Since(due) > p.o.Timeout || time.Now().After(end) || ctx.Err() != nil {
-			rec.fail(errQueued)
+	for tk := range tickets {
+		if time.Since(tk.due) > p.o.Timeout || time.Now().After(end) || ctx.Err() != nil {
+			rec.failMix(tk.k, errQueued)
 			continue
 		}
 		if h == nil {
-			c, err := p.dial(ctx)
-			if err != nil {
-				rec.fail(err)
+			var err error
+			if h, err = p.connect(ctx, rec); err != nil {
+				rec.failMix(tk.k, err)
 				continue
 			}
-			h = newHTTPConn(c)
 		}
-		nb, err := p.do(h, p.req)
+		req := p.req
+		if tk.k >= 0 {
+			req = p.mixReqs[tk.k]
+		}
+		nb, err := p.do(h, req)
 		if err != nil {
-			rec.fail(err)
+			rec.failMix(tk.k, err)
 			_ = h.c.SetLinger(0)
 			_ = h.c.Close()
 			h = nil
 			continue
 		}
-		rec.ok(time.Since(due), nb)
+		rec.okMix(tk.k, time.Since(tk.due), nb)
 	}
 }
 
 // Throughput runs TPS at the rate that offers mbps megabits per second of
 // objects of size bytes (the path must serve that size, such as the built-in
-// target's /bytes/N). Achieved is the body bytes received in Mbit/s.
+// target's /bytes/N), or with Options.Mix of the mix's mean size (size is
+// then unused). Achieved is the body bytes received in Mbit/s.
 func (p *Prober) Throughput(ctx context.Context, mbps float64, size int) (capacity.Trial, error) {
 	if !(mbps > 0) || math.IsInf(mbps, 0) {
 		return capacity.Trial{}, badLoad("throughput", mbps)
 	}
-	if size <= 0 {
-		return capacity.Trial{}, fmt.Errorf("%w: object size %d must be positive", ErrOptions, size)
+	var (
+		t   capacity.Trial
+		err error
+	)
+	if len(p.o.Mix) > 0 {
+		n, dueOf := p.o.Mix.schedule(mbps*1e6/8, p.o.Duration)
+		t, err = p.tps(ctx, n, dueOf)
+	} else {
+		if size <= 0 {
+			return capacity.Trial{}, fmt.Errorf("%w: object size %d must be positive", ErrOptions, size)
+		}
+		t, err = p.TPS(ctx, mbps*1e6/8/float64(size))
 	}
-	t, err := p.TPS(ctx, mbps*1e6/8/float64(size))
 	if t.Duration > 0 {
 		t.Achieved = float64(t.Bytes) * 8 / t.Duration.Seconds() / 1e6
 	}
@@ -217,12 +263,12 @@ func (p *Prober) open(ctx context.Context, n int, rec *recorder) []*httpConn {
 			defer wg.Done()
 			defer func() { <-sem }()
 			t0 := time.Now()
-			c, err := p.dial(ctx)
+			h, err := p.connect(ctx, rec)
 			if err != nil {
 				rec.fail(err)
 				return
 			}
-			h := newHTTPConn(c)
+			c := h.c
 			var nb int64
 			if p.o.HTTP {
 				if nb, err = p.do(h, p.req); err != nil {
@@ -271,6 +317,11 @@ func (p *Prober) Concurrent(ctx context.Context, load float64) (capacity.Trial, 
 			held++
 		}
 	}
+	if p.o.Held != nil && ctx.Err() == nil {
+		if err := p.o.Held(ctx); err != nil {
+			return capacity.Trial{}, fmt.Errorf("probe: concurrent: %w", err)
+		}
+	}
 	if p.o.Hold > 0 {
 		tm := time.NewTimer(p.o.Hold)
 		select {
@@ -302,11 +353,11 @@ func (p *Prober) Concurrent(ctx context.Context, load float64) (capacity.Trial, 
 		}()
 	}
 	wg.Wait()
-	t := rec.trial(time.Since(start))
+	t := p.trial(&rec, time.Since(start))
 	t.Achieved = float64(held)
 	t.SecondRound, t.SecondRoundFailed = second, secondFailed
 	if t.GeneratorLimit == "" {
-		t.GeneratorLimit = w.cpuLimit()
+		t.GeneratorStrain = w.cpuLimit()
 	}
 	return t, ctxErr(ctx)
 }
@@ -321,6 +372,9 @@ var errNoClose = errors.New("probe: the server did not close")
 func (p *Prober) Teardown(ctx context.Context, rate float64) (capacity.Trial, error) {
 	if !(rate > 0) || math.IsInf(rate, 0) {
 		return capacity.Trial{}, badLoad("rate", rate)
+	}
+	if p.o.TLS != nil {
+		return capacity.Trial{}, fmt.Errorf("%w: teardown is not run over TLS", ErrOptions)
 	}
 	n := Arrivals(rate, p.o.Duration)
 	if why := p.preflight(n); why != "" {
@@ -358,7 +412,7 @@ func (p *Prober) Teardown(ctx context.Context, rate float64) (capacity.Trial, er
 		}
 	}
 	d := max(Due(n, rate), time.Since(start))
-	t := rec.trial(d)
+	t := p.trial(&rec, d)
 	t.Achieved = float64(t.Attempted-t.Failed) / d.Seconds()
 	if setup.generator != "" {
 		t.GeneratorLimit = setup.generator

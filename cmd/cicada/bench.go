@@ -17,10 +17,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cicada-load/cicada/capacity"
+	"github.com/cicada-load/cicada/capacity/cluster"
 	"github.com/cicada-load/cicada/capacity/probe"
 )
 
-const benchUsage = `Usage: cicada bench TEST -H http://IP:PORT [OPTIONS]
+const benchUsage = `Usage: cicada bench TEST -H http[s]://IP:PORT [OPTIONS]
 
 Finds the highest load a device under test (a firewall, load balancer or
 server between cicada and its target) sustains, by RFC 3511 / RFC 9411's
@@ -43,10 +44,28 @@ Tests:
   latency      the search of --of (cps or tps), then a trial at --fraction of its maximum
                (RFC 3511 5.10, RFC 9411 7.4); --load skips the search
 
-Kernel sockets, standalone. --dataplane afpacket runs cps, concurrent and
-teardown on the userspace data plane (one client address, its own client
-ports); the other tests and cluster runs are not built for it yet and are
-refused.
+HTTPS (-H https://IP:PORT; RFC 9411 7.6-7.9): every new connection makes a
+full TLS handshake unless --tls-resume; cps and concurrent send their GET
+inside it; the report states the TLS options and the trials what was
+negotiated. --mix SIZE:WEIGHT,... (tps, throughput; RFC 9411 7.1) fetches
+/bytes/N objects whose sizes are drawn by weight per arrival, the same
+sequence in every run.
+
+Kernel sockets, standalone. --dataplane afpacket|afxdp|dpdk runs every test
+on the userspace data plane instead (one client address, its own client
+ports, one core; dpdk in a binary from make build-dpdk, with --dpdk-eal and
+--dpdk-port as the worker's), each trial the same contract as the kernel's;
+--http, --window, --hold, https and --mix are refused there (one GET per
+connection always; connections open at 2,000/s).
+Cluster: --master --expect-workers N waits (--expect-workers-max-wait) for N
+cicada workers (cicada --worker --master-host H) and splits every trial
+between them (rates and connections evenly; tps/throughput's --conns is the
+total); a worker lost during a trial makes it INVALID (exit 3). A worker
+started with --dataplane afpacket runs every test on its data plane (other
+links, https and --mix are refused there).
+HTTPS (the TLS flags as given; the CA, certificate and key files are read
+on each worker), --mix and each worker's generator strain travel with the
+trials to kernel-socket workers.
 Exit status: 0 a maximum found (or the range's top passed), 1 none found,
 3 invalid (the generator was the limit), 2 bad options.
 
@@ -104,13 +123,20 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&o.load, "load", 0, "latency: the maximum to take instead of searching for it")
 	fs.StringVar(&o.csv, "csv", "", "Write the trials to PREFIX_bench.csv")
 	fs.StringVar(&o.html, "html", "", "Write the report, with a chart of the search, to this HTML file")
-	fs.StringVar(&o.dataplane, "dataplane", "", "Run cps, concurrent or teardown on the userspace data plane: afpacket (Linux, root)")
+	fs.StringVar(&o.dataplane, "dataplane", "", "Run the test on the userspace data plane: afpacket, afxdp (Linux, root) or dpdk (a dpdk build)")
 	var dpo benchDataplaneOpts
 	fs.StringVar(&dpo.iface, "interface", "", "Data plane: the interface towards the device")
 	fs.StringVar(&dpo.clientIPs, "client-ips", "", "Data plane: the client address (one)")
 	fs.StringVar(&dpo.clientPorts, "client-ports", "10000-60000", "Data plane: the client ports the trials take slices of")
 	fs.StringVar(&dpo.gateway, "gateway", "", "Data plane: the next hop (default: the server address, by ARP)")
 	fs.BoolVar(&dpo.dedicated, "dataplane-dedicated", false, "Data plane: the interface is dedicated to the test; its safety refusals become warnings")
+	fs.StringVar(&dpo.dpdkEAL, "dpdk-eal", "", "Data plane dpdk: DPDK's EAL arguments as one string (as the worker's --dpdk-eal)")
+	fs.StringVar(&dpo.dpdkPort, "dpdk-port", "", "Data plane dpdk: the port, by number, PCI address or device name")
+	fs.StringVar(&dpo.dpdkIdle, "dpdk-idle-sleep", "", "Data plane dpdk: how long an idle poll sleeps, e.g. 50us (default: poll without pause)")
+	var tlso benchTLSOptions
+	tlso.flags(fs) // bench_tls.go
+	var co benchClusterOpts
+	benchClusterFlags(fs, &co)
 	fs.Usage = func() {
 		fmt.Fprintln(stdout, benchUsage)
 		fs.SetOutput(stdout)
@@ -140,6 +166,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
+	if err := benchClusterCheck(fs, &co); err != nil {
+		return fail("%v", err)
+	}
 	search := test
 	if test.Name == "latency" {
 		if search, err = probe.LookupTest(o.of); err != nil || (o.of != "cps" && o.of != "tps") {
@@ -158,10 +187,19 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	addr, host, err := benchTarget(o.host)
+	hostURL, https := benchScheme(o.host)
+	addr, host, err := benchTarget(hostURL)
 	if err != nil {
 		return fail("%v", err)
 	}
+	tlsCfg, mix, variantParams, err := benchVariants(fs, tlso.controller(co.master), https, host, search.Name)
+	if err != nil {
+		return fail("%v", err)
+	}
+	variantParams = tlso.clusterParams(variantParams, co.master)
+	o.http = o.http || https
+	test.Title, test.RFC = benchVariantTitle(test, https, mix != nil)
+	search.Title, search.RFC = benchVariantTitle(search, https, mix != nil)
 	if o.objectSize <= 0 || o.objectSize > 16<<20 {
 		return fail("--object-size %d must be 1 to 16777216 bytes", o.objectSize)
 	}
@@ -181,7 +219,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	p, err := probe.New(probe.Options{Addr: addr, Host: host, Path: path, HTTP: o.http, Duration: o.trial, ConnectTimeout: o.connectTO,
-		Timeout: o.timeout, Conns: o.conns, Window: o.window, Hold: o.hold, CPUBusy: o.cpuBusy, LagTolerance: o.lag})
+		Timeout: o.timeout, Conns: o.conns, Window: o.window, Hold: o.hold, CPUBusy: o.cpuBusy, LagTolerance: o.lag, TLS: tlsCfg, Mix: mix})
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -192,6 +230,11 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if fs.Changed("dataplane") {
 		if !fs.Changed("connect-timeout") { // the stack's first SYN retransmission
 			_ = fs.Set("connect-timeout", "300ms")
+		}
+		for _, name := range []string{"window", "hold"} {
+			if fs.Changed(name) {
+				return fail("--%s: the data plane opens its connections at 2,000/s and runs the second round at once", name)
+			}
 		}
 		var closeLink func()
 		if trial, closeLink, err = benchDataplane(o.dataplane, search.Name, addr, path, &o, &dpo, stderr); err != nil {
@@ -214,19 +257,37 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if o.resolution == 0 {
 		return fail("--resolution must be more than 0")
 	}
-	rep := &capacity.Report{Test: test.Name, Title: search.Title, RFC: search.RFC, Unit: search.Unit, Params: benchParams(fs, &o, search, path)}
+	rep := &capacity.Report{Test: test.Name, Title: search.Title, RFC: search.RFC, Unit: search.Unit, Params: benchVariantParams(benchParams(fs, &o, search, path), variantParams, mix != nil)}
 	if test.Name == "latency" {
 		rep.Title, rep.RFC = test.Title+" at a fraction of the "+strings.ToLower(search.Title[:1])+search.Title[1:], test.RFC+"; the search: "+search.RFC
 	}
 
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
+	if co.master {
+		if err := s.Validate(); err != nil { // before the wait for the workers
+			return fail("%v", err)
+		}
+		ct, workers, closeC, werr, err := benchCluster(ctx, &co, search, p.Options(), o.objectSize, &tlso, stderr)
+		if closeC != nil {
+			defer closeC()
+		}
+		if err != nil {
+			return fail("%v", err)
+		}
+		if werr != nil {
+			fmt.Fprintf(stderr, "cicada bench: error: %v\n", werr)
+			return 1
+		}
+		trial = ct
+		rep.Params = benchClusterParams(rep.Params, workers)
+	}
 	var res capacity.Result
 	if test.Name == "latency" && o.load > 0 {
 		res = capacity.Result{Max: o.load, Found: true}
 	} else {
 		res, err = s.Run(ctx, trial)
-		if errors.Is(err, capacity.ErrBadSearch) {
+		if errors.Is(err, capacity.ErrBadSearch) || errors.Is(err, cluster.ErrWorkerOptions) {
 			return fail("%v", err)
 		}
 	}
@@ -274,7 +335,7 @@ func benchTarget(h string) (addr, host string, err error) {
 	}
 	u, err := url.Parse(h)
 	if err != nil || u.Scheme != "http" || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
-		return "", "", fmt.Errorf("-H %q must be http://IP:PORT (https and paths are not supported; --path sets the path)", h)
+		return "", "", fmt.Errorf("-H %q must be http://IP:PORT or https://IP:PORT (paths are not supported; --path sets the path)", h)
 	}
 	hostPort := u.Host
 	if u.Port() == "" {

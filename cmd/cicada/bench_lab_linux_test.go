@@ -299,3 +299,64 @@ func TestBenchLabTeardownRateLimit(t *testing.T) {
 		"--timeout", "150ms", "--lag-tolerance", "200ms", "--cpu-busy", "1")
 	labFigure(t, "kernel", result, limit, 0.8, 1.25)
 }
+
+// benchClusterInLab runs `cicada bench ARGS --master --expect-workers 2`
+// with two cicada workers, all three in the client namespace (the
+// controller on its loopback), as benchInLab does standalone.
+func benchClusterInLab(t *testing.T, d *lab.DUT, args ...string) (result []string, trials [][]string, table string) {
+	t.Helper()
+	const port = "5557"
+	for _, name := range []string{"labw1", "labw2"} {
+		startCicada(t, d.Client, name, "--worker", "--master-host", "127.0.0.1", "--master-port", port, "--node-id", name)
+	}
+	return benchInLab(t, d, append(args, "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", port,
+		"--expect-workers", "2", "--expect-workers-max-wait", "30s")...)
+}
+
+// The concurrent search of TestBenchLabConcurrentLimit across two workers
+// (each holds its share before either starts the second round): the same
+// limit within the same tolerance.
+func TestBenchLabClusterConcurrentLimit(t *testing.T) {
+	const limit = 300
+	skipShort(t)
+	d := kernelDUT(t, lab.DUTConfig{MaxNew: limit, Conns: 2 * limit})
+	result, _, table := benchClusterInLab(t, d, "concurrent", "--http", "--pause", "0", "--start", "50", "--max", "5000", "--resolution", "0.01",
+		"--connect-timeout", "500ms", "--cpu-busy", "1")
+	if !strings.Contains(table, "kernel sockets, 2 workers") {
+		t.Fatalf("the report does not name the cluster:\n%s", table)
+	}
+	labFigure(t, "kernel, 2 workers", result, limit, 0.98, 1.02)
+}
+
+// The connection rate search of TestBenchLabConnectionRateLimit across two
+// workers, each offering half of every trial's rate.
+func TestBenchLabClusterConnectionRateLimit(t *testing.T) {
+	const limit = 200
+	skipShort(t)
+	d := kernelDUT(t, lab.DUTConfig{})
+	nftLimit(t, d, limit, "ct", "state", "new", "tcp", "dport", "80")
+	result, _, _ := benchClusterInLab(t, d, "cps", "--http", "--pause", "500ms", "--start", "50", "--max", "5000", "--trial-time", "1s", "--resolution", "0.05",
+		"--connect-timeout", "500ms", "--lag-tolerance", "200ms", "--cpu-busy", "1")
+	labFigure(t, "kernel, 2 workers", result, limit, 0.8, 1.15)
+}
+
+// A data-plane worker (cicada --worker --dataplane afpacket) joins the
+// bench controller and runs the concurrent search's trials with dpprobe on
+// its interface and client address: the limit of TestBenchLabDataplaneCommand
+// within the same tolerance.
+func TestBenchLabClusterDataplaneWorker(t *testing.T) {
+	const conns = 300
+	skipShort(t)
+	d := dataplaneTarget(t, lab.DUTConfig{MaxNew: conns, Conns: 2 * conns})
+	const port = "5557"
+	w := startCicada(t, d.Client, "dpworker", "--worker", "--master-host", "127.0.0.1", "--master-port", port, "--node-id", "dpw",
+		"-f", seedScenario(t), "-H", "http://"+lab.ServerIP+":80", "--dataplane", "afpacket", "--interface", d.Cicada.Name, "--client-ips", lab.ClientIP,
+		"--client-ports", "10000-60000", "--gateway", lab.Gateway)
+	result, _, table := benchInLab(t, d, "concurrent", "--pause", "0", "--start", "50", "--max", "5000", "--resolution", "0.01",
+		"--connect-timeout", "500ms", "--cpu-busy", "100", "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", port,
+		"--expect-workers", "1", "--expect-workers-max-wait", "30s")
+	if !strings.Contains(table, "worker 1               dpw, data plane (afpacket)") || !strings.Contains(table, "data plane (afpacket), 1 worker") {
+		t.Fatalf("the report does not name the data-plane worker:\n%s\nworker:\n%s", table, tail(w.Log(), 3000))
+	}
+	labFigure(t, "data plane, 1 worker", result, conns, 0.98, 1.02)
+}

@@ -290,6 +290,12 @@ func (a *app) runWorker(sig *shutdown.Signals) int {
 		a.log.Error(err.Error())
 		return 1
 	}
+	stopBench, err := benchAgent(w, a.dp, log)
+	if err != nil {
+		a.log.Error(err.Error())
+		return 1
+	}
+	defer stopBench()
 	a.log.Info(fmt.Sprintf("Starting cicada %s worker %s, connecting to %s:%d", version, w.NodeID(), a.cfg.MasterHost, a.cfg.MasterPort))
 	// A signal quits gracefully (the master is told, as Python workers
 	// do); if that takes too long the worker is dropped.

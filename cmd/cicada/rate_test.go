@@ -107,6 +107,13 @@ func TestRateStallClosedVersusOpen(t *testing.T) {
 	if strings.Contains(readFile(t, closed+"_stats.csv"), "Dropped") {
 		t.Error("the Locust stats CSV changed its columns")
 	}
+	// One task: the worker attributes every drop to its request.
+	if row := testpeer.CSVRow(open+"_rate.csv", "GET"); row == nil || row["Name"] != "/" || csvFloat(t, row, "Dropped Iterations") != dropped {
+		t.Errorf("the GET / row of the rate CSV: %v; want all %v drops\n%s", row, dropped, readFile(t, open+"_rate.csv"))
+	}
+	if dropped > 0 && !strings.Contains(openLog, "Dropped iterations by name") {
+		t.Errorf("the summary has no per-name drops:\n%s", openLog)
+	}
 }
 
 // TestRateMixedClusterPythonWorker: a cicada master with an arrival rate,

@@ -28,7 +28,11 @@ A small HTTP server to point load tests at: a 128-byte page on every GET path,
 /status/<code>, /delay/<ms>, /bytes/<n> (an n-byte object), and its counters
 at /_cicada/stats.
 
-With --dataplane a userspace TCP stack serves the page instead, on the
+--tls-self-signed (a new certificate, its fingerprint printed) or
+--tls-cert/--tls-key serve the same routes over HTTPS (HTTP/1.1).
+
+With --dataplane a userspace TCP stack serves the page and /bytes/<n> instead
+(GET and HEAD), on the
 interface, to any number of connections (no file descriptor per connection):
 run one beside a cicada --dataplane worker to test far past a kernel server's
 file limit. Counters are printed every --report-every and at SIGINT/SIGTERM.
@@ -62,6 +66,8 @@ func runTarget(args []string, stdout, stderr io.Writer) int {
 	dpdkEAL := fs.String("dpdk-eal", "", "Data plane dpdk: DPDK's EAL arguments as one string (doc/dpdk.md)")
 	dpdkPort := fs.String("dpdk-port", "", "Data plane dpdk: the port, by number, PCI address or device name")
 	dpdkIdle := fs.String("dpdk-idle-sleep", "", "Data plane dpdk: how long a core with nothing to do sleeps, e.g. 50us (default: poll without pause)")
+	var tlsOpts targetTLS
+	tlsOpts.flags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stdout, targetUsage)
 		fs.SetOutput(stdout)
@@ -91,7 +97,16 @@ func runTarget(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "cicada target: error: --stall-after and --stall-for must not be negative\n")
 			return 2
 		}
-		return runKernelTarget(ctx, target.Options{Listen: *listen, IdleTimeout: *idle, H2C: *h2c, Logger: log, StallAfter: *stallAfter, StallFor: *stallFor}, *tcpEcho, stderr)
+		tc, err := tlsOpts.config(*listen, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "cicada target: error: %v\n", err)
+			return 2
+		}
+		return runKernelTarget(ctx, target.Options{Listen: *listen, IdleTimeout: *idle, H2C: *h2c, Logger: log, StallAfter: *stallAfter, StallFor: *stallFor, TLS: tc}, *tcpEcho, stderr)
+	}
+	if tlsOpts.set() {
+		fmt.Fprintln(stderr, "cicada target: error: --tls-cert, --tls-key and --tls-self-signed are the kernel target's (the data plane serves plain HTTP)")
+		return 2
 	}
 	if *h2c {
 		fmt.Fprintln(stderr, "cicada target: error: --h2c is not served by the data plane (it speaks HTTP/1.1 only)")
@@ -219,8 +234,8 @@ func runDataplaneTarget(ctx context.Context, o target.DataplaneOptions, stderr i
 
 // dataplaneLine formats the data plane target's counters on one line.
 func dataplaneLine(c stack.Counters, l link.Counters) string {
-	return fmt.Sprintf("open %d, opened %d, closed %d, failed %d, served %d (405: %d), syn in %d, rst in %d out %d, retransmits %d, drops not-for-us %d no-socket %d checksum %d; link rx %d tx %d frames, tx no buffer %d dropped %d",
-		c.SocketsCurrent, c.SocketsOpened, c.SocketsClosed, c.SocketsFailed, c.Served200, c.Served405, c.SynIn, c.RstIn, c.RstOut,
+	return fmt.Sprintf("open %d, opened %d, closed %d, failed %d, served %d (405: %d, 400: %d), syn in %d, rst in %d out %d, retransmits %d, drops not-for-us %d no-socket %d checksum %d; link rx %d tx %d frames, tx no buffer %d dropped %d",
+		c.SocketsCurrent, c.SocketsOpened, c.SocketsClosed, c.SocketsFailed, c.Served200, c.Served405, c.Served400, c.SynIn, c.RstIn, c.RstOut,
 		c.RetransSyn+c.RetransData+c.RetransFin+c.FastRetransmit, c.DropNotForUs, c.DropNoSocket, c.DropChecksum,
 		l.RxFrames, l.TxFrames, l.TxNoBuffer, l.TxDropped)
 }

@@ -233,9 +233,14 @@ func (s *Stack) clientInput(i uint32, seg wire.TCP, now int64) {
 			s.ctr.DropBadState++
 			return
 		}
-		if o, err := wire.ParseTCPOptions(seg.Options()); err == nil && o.HasWScale && s.cfg.WScale != 0 {
-			c.flags |= fWScale
-			c.wscale = o.WScale
+		if o, err := wire.ParseTCPOptions(seg.Options()); err == nil {
+			if o.HasWScale && s.cfg.WScale != 0 {
+				c.flags |= fWScale
+				c.wscale = o.WScale
+			}
+			if o.SACKPermitted {
+				c.flags |= fSACK
+			}
 		}
 		c.rcvNxt, c.sndUna, c.state, c.retries = seg.Seq()+1, c.iss+1, stEstablished, 0
 		c.flags &^= fLateAck
@@ -266,17 +271,21 @@ func (s *Stack) clientInput(i uint32, seg wire.TCP, now int64) {
 		c.sndUna, c.retries, progress = a, 0, true
 	}
 	payload, fin := seg.Payload(), fl&wire.TCPFin != 0
+	extra := uint32(0) // bytes of the held range the segment makes in order
 	if len(payload) > 0 || fin {
 		if seg.Seq() != c.rcvNxt {
-			s.ctr.DropOutOfOrder++
+			if fin || !s.holdOutOfOrder(c, seg.Seq(), uint32(len(payload))) {
+				s.ctr.DropOutOfOrder++
+			}
 			s.ctr.DupAckOut++
-			s.emit(&s.tAck, i, c.sndNxt, c.rcvNxt, nil, 0)
+			s.emit(s.ackT(c), i, c.sndNxt, c.rcvNxt, nil, 0)
 			if progress {
 				s.clientProgress(i, now)
 			}
 			return
 		}
 		c.rcvNxt += uint32(len(payload))
+		extra = c.joinHeld()
 		if fin {
 			c.rcvNxt++
 		}
@@ -288,6 +297,13 @@ func (s *Stack) clientInput(i uint32, seg wire.TCP, now int64) {
 			return
 		}
 		n, done, err := c.http.feed(payload)
+		if err == nil && extra > 0 {
+			if done {
+				err = errHTTP // the held bytes lay past the response's end
+			} else {
+				done = c.http.skip(extra)
+			}
+		}
 		if err != nil || (done && n != len(payload)) {
 			s.ctr.HTTPErrors++
 			s.reqFailed(i, now, failMalformed)

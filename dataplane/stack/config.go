@@ -21,7 +21,7 @@ const (
 	// Client opens connections from the client range to the server.
 	Client Mode = iota + 1
 	// Server accepts connections from the client range and serves a fixed
-	// page.
+	// page and /bytes/<n> objects.
 	Server
 )
 
@@ -86,8 +86,9 @@ type Config struct {
 	WScale uint8
 	// Window is the fixed receive window in bytes. If zero, DefaultWindow.
 	Window uint32
-	// SendWindow bounds unacknowledged bytes per connection (server). If
-	// zero, DefaultSendWindow.
+	// SendWindow bounds unacknowledged bytes per connection (server),
+	// above the peer's window and the congestion window. If zero,
+	// DefaultSendWindow.
 	SendWindow uint32
 	// RetransmitTimeout is the first retransmission timeout. If zero,
 	// DefaultRetransmitTimeout.

@@ -17,11 +17,14 @@ const (
 	fAwait    = 1 << iota // client: a response is expected
 	fWScale               // window scaling in use on this connection
 	fResp                 // server: a response is in flight
-	fBadReq               // server: the response in flight is the 405 page
+	fRecovery             // server: in fast recovery (congestion.go)
 	fFinRcvd              // server: the peer's FIN arrived
 	fAckLater             // an ACK is due at the end of the receive burst
 	fPeerFin              // client: the segment being processed carries the peer's FIN
 	fLateAck              // client: a late FIN of the port's last incarnation was ACKed
+	// fSACK (client): the peer's SYN-ACK permitted SACK; the bit is the
+	// server's fRecovery (the flags are full).
+	fSACK = fRecovery
 )
 
 // none marks an empty timer link.
@@ -40,11 +43,11 @@ type conn struct {
 	sndUna     uint32
 	sndNxt     uint32
 	rcvNxt     uint32
-	respSeq    uint32 // server: sequence number of the response's first byte
-	sndWnd     uint32 // server: the peer's window in bytes
-	http       respParser
-	mss        uint16 // server: segment size for this peer
-	done       uint16 // client: responses completed on this connection
+	respSeq    uint32     // server: sequence number of the response's first byte
+	sndWnd     uint32     // server: the peer's window in bytes
+	http       respParser // client; a server record's congestion state (srvCC) in its bytes
+	mss        uint16     // server: segment size for this peer
+	done       uint16     // client: responses completed on this connection
 	state      uint8
 	retries    uint8
 	list       uint8 // timer list the record is on (tNone when none)
@@ -52,9 +55,11 @@ type conn struct {
 	wscale     uint8 // the peer's window scale shift
 	dupAcks    uint8
 	pending    uint8 // server: complete requests waiting for a response
-	badMask    uint8 // server: bit k set when pending request k is not a GET
-	reqState   uint8 // server: request scan: method match and CRLFCRLF match
-	user
+	reqState   uint8 // server: request scan state (objects.go)
+	// client: the one range of body bytes held beyond a hole at rcvNxt
+	// (receive.go); empty when oooSeq == oooEnd.
+	oooSeq, oooEnd uint32
+	user           // client; a server record's request queue (srvReqs) in its bytes
 }
 
 // user is a record's Locust user (client with a Program); it outlives the

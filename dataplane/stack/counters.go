@@ -15,6 +15,9 @@ type Counters struct {
 	RetransSyn, RetransData, RetransFin, FastRetransmit uint64
 	// DupAckOut counts duplicate ACKs sent for a gap or an old segment.
 	DupAckOut uint64
+	// OutOfOrderHeld counts client segments beyond a hole counted into
+	// the one held range instead of dropped (receive.go).
+	OutOfOrderHeld uint64
 
 	// Drops by reason.
 	DropMalformed  uint64 // a frame no parser accepts
@@ -25,7 +28,7 @@ type Counters struct {
 	DropFragment   uint64 // IPv4 fragments are not reassembled
 	DropNoSocket   uint64 // no record for the 4-tuple, or the record is closed
 	DropBadState   uint64 // a segment the record's state does not expect
-	DropOutOfOrder uint64 // not at rcv_nxt: dropped, duplicate ACK sent
+	DropOutOfOrder uint64 // not at rcv_nxt and not held: dropped, duplicate ACK sent
 	DropNoTxBuffer uint64 // the link had no free frame buffer
 	DropTxRefused  uint64 // the link refused a frame
 	DropICMPType   uint64 // ICMP other than echo request
@@ -40,8 +43,12 @@ type Counters struct {
 	// that could not be parsed or never came, and their response times.
 	HTTPRequests, HTTP2xx, HTTPOther, HTTPErrors uint64
 	RespTimeSum, RespTimeMax                     int64 // nanoseconds
-	// Server: pages served (200) and other requests answered (405).
-	Served200, Served405 uint64
+	// Server: pages and /bytes/ objects served (200, HEAD included),
+	// other methods answered (405), bad /bytes/ sizes answered (400).
+	Served200, Served405, Served400 uint64
+	// CwndReductions counts a server connection's congestion window cuts:
+	// fast retransmits and first retransmission timeouts (congestion.go).
+	CwndReductions uint64
 
 	ARPIn, ARPOut, ICMPIn, ICMPOut uint64
 

@@ -10,7 +10,11 @@
 // and 304; Content-Length lines that disagree are malformed; status, body
 // size, response time)
 // and a server mode that serves a fixed page with Content-Length and
-// keep-alive to any connection of the tuple space. ARP is answered for the
+// keep-alive to any connection of the tuple space, and /bytes/<n> objects
+// as the kernel target (objects.go: GET and HEAD, pipelined, bodies
+// generated per segment, no buffer per connection), sending with
+// congestion control (congestion.go: RFC 5681 slow start and avoidance,
+// NewReno fast recovery, one segment after a timeout; no SACK). ARP is answered for the
 // stack's own addresses and used to resolve the next hop; ICMP echo
 // requests are answered.
 //

@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"encoding/binary"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,12 @@ type evilServer struct {
 	// returns the frames to send.
 	answer func(e *evilServer) [][]byte
 	synWin uint16
+	// sackOK makes the SYN-ACK permit SACK; synSACK records whether the
+	// client's SYN offered it, sacks the client's segments with a SACK
+	// block and sack the last block.
+	sackOK, synSACK bool
+	sacks           int
+	sack            [2]uint32
 }
 
 func (e *evilServer) seg(flags uint8, payload []byte) []byte {
@@ -60,13 +67,22 @@ func (e *evilServer) serve() {
 		if err != nil {
 			continue
 		}
+		if o := s.Options(); len(o) == 12 && o[2] == wire.TCPOptSACK && o[3] == 10 {
+			e.sacks++
+			if !s.ChecksumValid(ipk.Src(), ipk.Dst()) || !ipk.ChecksumValid() {
+				e.t.Errorf("an ACK with a SACK block has a bad checksum")
+			}
+			e.sack = [2]uint32{binary.BigEndian.Uint32(o[4:]), binary.BigEndian.Uint32(o[8:])}
+		}
 		switch fl := s.Flags(); {
 		case fl&wire.TCPRst != 0:
 		case fl&wire.TCPSyn != 0:
+			o, _ := wire.ParseTCPOptions(s.Options())
+			e.synSACK = o.SACKPermitted
 			e.rcvNxt, e.sndNxt = s.Seq()+1, 0x50000000+uint32(e.requests)<<16
 			ip, port := e.c.peer(0)
 			out = append(out, tcpFrame(e.c.mac, serverIP, ip, wire.TCPFields{SrcPort: e.c.cfg.ServerPort, DstPort: port,
-				Seq: e.sndNxt, Ack: e.rcvNxt, Flags: wire.TCPSyn | wire.TCPAck, Window: e.synWin, HasMSS: true, MSS: 1460}, nil))
+				Seq: e.sndNxt, Ack: e.rcvNxt, Flags: wire.TCPSyn | wire.TCPAck, Window: e.synWin, HasMSS: true, MSS: 1460, SACKPermitted: e.sackOK}, nil))
 			e.sndNxt++
 		case len(s.Payload()) > 0 && s.Seq() == e.rcvNxt:
 			e.rcvNxt += uint32(len(s.Payload()))

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"encoding/binary"
+	"slices"
 	"strings"
 	"testing"
 
@@ -222,20 +223,44 @@ func TestGatewayResolved(t *testing.T) {
 }
 
 func TestScanRequests(t *testing.T) {
+	obj := func(n uint32) uint32 { return kindObject | n }
 	tests := []struct {
-		name    string
-		pieces  []string
-		pending uint8
-		mask    uint8
-		ok      bool
+		name   string
+		pieces []string
+		want   []uint32 // the descriptors queued
+		ok     bool
 	}{
-		{"one get", []string{"GET / HTTP/1.1\r\nHost: h\r\n\r\n"}, 1, 0, true},
-		{"split blank line", []string{"GET / HTTP/1.1\r\n\r", "\n"}, 1, 0, true},
-		{"post then get", []string{"POST / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n"}, 2, 0b01, true},
-		{"get then head", []string{"GET / HTTP/1.1\r\n\r\n", "HEAD / HTTP/1.1\r\n\r\n"}, 2, 0b10, true},
-		{"incomplete", []string{"GET / HTTP/1.1\r\n"}, 0, 0, true},
-		{"gets lowercase", []string{"get / HTTP/1.1\r\n\r\n"}, 1, 0b1, true},
-		{"too many", []string{strings.Repeat("GET / HTTP/1.1\r\n\r\n", maxPending+1)}, maxPending, 0, false},
+		{"one get", []string{"GET / HTTP/1.1\r\nHost: h\r\n\r\n"}, []uint32{kindPage}, true},
+		{"split blank line", []string{"GET / HTTP/1.1\r\n\r", "\n"}, []uint32{kindPage}, true},
+		{"post then get", []string{"POST / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n"}, []uint32{kindBadMth, kindPage}, true},
+		{"get then head", []string{"GET / HTTP/1.1\r\n\r\n", "HEAD / HTTP/1.1\r\n\r\n"}, []uint32{kindPage, kindPage | descHead}, true},
+		{"incomplete", []string{"GET / HTTP/1.1\r\n"}, nil, true},
+		{"gets lowercase", []string{"get / HTTP/1.1\r\n\r\n"}, []uint32{kindBadMth}, true},
+		{"GETX", []string{"GETX / HTTP/1.1\r\n\r\n"}, []uint32{kindBadMth}, true},
+		{"HEADER", []string{"HEADER /bytes/1 HTTP/1.1\r\n\r\n"}, []uint32{kindBadMth}, true},
+		{"post to an object", []string{"POST /bytes/10 HTTP/1.1\r\n\r\n"}, []uint32{kindBadMth}, true},
+		{"blank line alone", []string{"\r\n\r\n"}, []uint32{kindBadMth}, true},
+		{"object", []string{"GET /bytes/65536 HTTP/1.1\r\n\r\n"}, []uint32{obj(65536)}, true},
+		{"object byte by byte", strings.Split("GET /bytes/1234 HTTP/1.1\r\nHost: x\r\n\r\n", ""), []uint32{obj(1234)}, true},
+		{"object of 0", []string{"GET /bytes/0 HTTP/1.1\r\n\r\n"}, []uint32{obj(0)}, true},
+		{"largest object", []string{"GET /bytes/16777216 HTTP/1.1\r\n\r\n"}, []uint32{obj(MaxObjectSize)}, true},
+		{"leading zeros", []string{"GET /bytes/000000007 HTTP/1.1\r\n\r\n"}, []uint32{obj(7)}, true},
+		{"head of an object", []string{"HEAD /bytes/99 HTTP/1.1\r\n\r\n"}, []uint32{obj(99) | descHead}, true},
+		{"query", []string{"GET /bytes/5?x=1 HTTP/1.1\r\n\r\n"}, []uint32{obj(5)}, true},
+		{"no version", []string{"GET /bytes/5\r\n\r\n"}, []uint32{obj(5)}, true},
+		{"too large", []string{"GET /bytes/16777217 HTTP/1.1\r\n\r\n"}, []uint32{kindBadReq}, true},
+		{"ten digits", []string{"GET /bytes/0000000001 HTTP/1.1\r\n\r\n"}, []uint32{kindBadReq}, true},
+		{"huge", []string{"GET /bytes/99999999999999999999999 HTTP/1.1\r\n\r\n"}, []uint32{kindBadReq}, true},
+		{"no digits", []string{"GET /bytes/ HTTP/1.1\r\n\r\n"}, []uint32{kindBadReq}, true},
+		{"letters", []string{"GET /bytes/1a HTTP/1.1\r\n\r\n"}, []uint32{kindBadReq}, true},
+		{"negative", []string{"GET /bytes/-1 HTTP/1.1\r\n\r\n"}, []uint32{kindBadReq}, true},
+		{"subpath", []string{"GET /bytes/12/x HTTP/1.1\r\n\r\n"}, []uint32{kindBadReq}, true},
+		{"head of a bad size", []string{"HEAD /bytes/x HTTP/1.1\r\n\r\n"}, []uint32{kindBadReq | descHead}, true},
+		{"no slash", []string{"GET /bytes HTTP/1.1\r\n\r\n"}, []uint32{kindPage}, true},
+		{"other path", []string{"GET /byte/5 HTTP/1.1\r\n\r\n"}, []uint32{kindPage}, true},
+		{"pipelined objects", []string{"GET /bytes/1 HTTP/1.1\r\n\r\nGET /bytes/22 HTTP/1.1\r\n\r\nHEAD / HTTP/1.1\r\n\r\nGET /bytes/333 HTTP/1.1\r\n\r\n"},
+			[]uint32{obj(1), obj(22), kindPage | descHead, obj(333)}, true},
+		{"too many", []string{strings.Repeat("GET / HTTP/1.1\r\n\r\n", maxPending+1)}, make([]uint32, maxPending), false},
 	}
 	s := &Stack{}
 	for _, tt := range tests {
@@ -245,8 +270,9 @@ func TestScanRequests(t *testing.T) {
 			for _, p := range tt.pieces {
 				ok = ok && s.scanRequests(&c, []byte(p))
 			}
-			if ok != tt.ok || c.pending != tt.pending || c.badMask != tt.mask {
-				t.Errorf("scanRequests(%q) = %v, pending %d, mask %#b; want %v, %d, %#b", tt.pieces, ok, c.pending, c.badMask, tt.ok, tt.pending, tt.mask)
+			got := c.reqs().pend[:c.pending]
+			if ok != tt.ok || !slices.Equal(got, tt.want) && len(got)+len(tt.want) > 0 {
+				t.Errorf("scanRequests(%q) = %v, descriptors %#x; want %v, %#x", tt.pieces, ok, got, tt.ok, tt.want)
 			}
 		})
 	}

@@ -2,17 +2,9 @@ package stack
 
 import "github.com/cicada-load/cicada/dataplane/wire"
 
-// Server request scan state (conn.reqState): the low 3 bits count matched
-// bytes of "GET " (4 = a GET, 7 = another method), the next 3 bits count
-// matched bytes of the blank line "\r\n\r\n".
-const (
-	rqGET   = 4
-	rqOther = 7
-	rqMask  = 7
-	// maxPending bounds pipelined requests waiting for a response; more
-	// reset the connection.
-	maxPending = 8
-)
+// maxPending bounds the requests of a connection with no response done
+// (the one in flight included); more reset the connection.
+const maxPending = 8
 
 func (s *Stack) serverInput(i uint32, seg wire.TCP, now int64) {
 	c := &s.conns[i]
@@ -44,6 +36,10 @@ func (s *Stack) serverInput(i uint32, seg wire.TCP, now int64) {
 	}
 	payload, fin := seg.Payload(), fl&wire.TCPFin != 0
 	a := seg.Ack()
+	wnd := uint32(seg.Window())
+	if c.flags&fWScale != 0 {
+		wnd <<= c.wscale
+	}
 	progress := false
 	switch {
 	case c.state == stSynRcvd:
@@ -52,17 +48,22 @@ func (s *Stack) serverInput(i uint32, seg wire.TCP, now int64) {
 			return
 		}
 		c.sndUna, c.retries, c.state, progress = a, 0, stEstablished, true
-	case seqLT(c.sndUna, a) && seqLE(a, c.sndNxt):
+	case seqLT(c.sndUna, a) && seqLE(a, c.cc().sndMax):
+		acked := a - c.sndUna
 		c.sndUna, c.retries, c.dupAcks, progress = a, 0, 0, true
-	case a == c.sndUna && len(payload) == 0 && !fin && c.sndUna != c.sndNxt:
-		c.dupAcks++
-		if c.dupAcks == 3 {
-			s.fastRetransmit(i)
+		if seqLT(c.sndNxt, a) {
+			// The peer held what go-back-N is resending.
+			c.sndNxt = a
 		}
-	}
-	wnd := uint32(seg.Window())
-	if c.flags&fWScale != 0 {
-		wnd <<= c.wscale
+		s.ccAcked(i, acked)
+	case a == c.sndUna && len(payload) == 0 && !fin && c.sndUna != c.cc().sndMax && wnd == c.sndWnd:
+		// A duplicate ACK (RFC 5681: no data, same window, data
+		// outstanding).
+		s.ccDupAck(i, now)
+	case a == c.sndUna && wnd > c.sndWnd && c.flags&fResp != 0:
+		// A window update: send into it now rather than at the next
+		// retransmission timeout.
+		progress = true
 	}
 	c.sndWnd = wnd
 	ackNeeded := false
@@ -119,6 +120,7 @@ func (s *Stack) accept(i uint32, seg wire.TCP, now int64) {
 		s.close(i)
 	}
 	s.reset(c)
+	c.user = user{} // a server record's user holds its requests (srvReqs)
 	c.iss = s.nextISS()
 	c.irs = seg.Seq()
 	c.sndUna, c.sndNxt, c.rcvNxt, c.state = c.iss, c.iss+1, c.irs+1, stSynRcvd
@@ -133,6 +135,7 @@ func (s *Stack) accept(i uint32, seg wire.TCP, now int64) {
 		c.wscale = opts.WScale
 	}
 	c.sndWnd = uint32(seg.Window())
+	s.ccInit(c)
 	s.ctr.SocketsOpened++
 	s.ctr.SocketsCurrent++
 	s.synAck(i)
@@ -148,60 +151,26 @@ func (s *Stack) synAck(i uint32) {
 	s.emit(t, i, c.iss, c.rcvNxt, nil, 0)
 }
 
-// scanRequests counts the complete requests in p (ended by a blank line)
-// and whether each is a GET (badMask bit k: the k-th pending request is
-// not); false when more than maxPending are pending.
-func (s *Stack) scanRequests(c *conn, p []byte) bool {
-	const blank = "\r\n\r\n"
-	for _, b := range p {
-		m, t := c.reqState&rqMask, c.reqState>>3
-		if m < rqGET {
-			if b == "GET "[m] {
-				m++
-			} else {
-				m = rqOther
-			}
-		}
-		switch b {
-		case blank[t]:
-			t++
-		case '\r':
-			t = 1
-		default:
-			t = 0
-		}
-		if t == 4 {
-			if c.pending >= maxPending {
-				return false
-			}
-			if m != rqGET {
-				c.badMask |= 1 << c.pending
-			}
-			c.pending++
-			m, t = 0, 0
-		}
-		c.reqState = t<<3 | m
-	}
-	return true
-}
-
 // serverProgress starts the next response, pushes data within the window,
 // sends the FIN once the peer's is in and nothing is left, and re-arms the
 // timers.
 func (s *Stack) serverProgress(i uint32, now int64, ackNeeded bool) {
 	c := &s.conns[i]
-	if c.flags&fResp != 0 && c.sndUna == c.respSeq+uint32(len(s.page(c))) {
-		c.flags &^= fResp | fBadReq
+	q := c.reqs()
+	if c.flags&fResp != 0 && c.sndUna == c.respSeq+s.respLen(q.pend[0]) {
+		c.flags &^= fResp
+		c.pending--
+		copy(q.pend[:c.pending], q.pend[1:c.pending+1])
+		q.pend[c.pending] = 0
 	}
 	if c.flags&fResp == 0 && c.pending > 0 {
-		bad := c.badMask&1 != 0
-		c.pending--
-		c.badMask >>= 1
 		c.flags |= fResp
-		if bad {
-			c.flags |= fBadReq
+		switch q.pend[0] & kindMask {
+		case kindBadMth:
 			s.ctr.Served405++
-		} else {
+		case kindBadReq:
+			s.ctr.Served400++
+		default:
 			s.ctr.Served200++
 		}
 		c.respSeq = c.sndNxt
@@ -213,6 +182,7 @@ func (s *Stack) serverProgress(i uint32, now int64, ackNeeded bool) {
 	if c.flags&fFinRcvd != 0 && c.flags&fResp == 0 && c.pending == 0 && c.state == stEstablished {
 		s.emit(&s.tFin, i, c.sndNxt, c.rcvNxt, nil, 0)
 		c.sndNxt++
+		c.cc().sndMax = c.sndNxt
 		c.state = stLastAck
 		sent = true
 	}
@@ -233,55 +203,54 @@ func (s *Stack) serverProgress(i uint32, now int64, ackNeeded bool) {
 	}
 }
 
-func (s *Stack) page(c *conn) []byte {
-	if c.flags&fBadReq != 0 {
-		return s.pages[1]
-	}
-	return s.pages[0]
-}
-
-// push sends the response from sndNxt while the fixed window allows; it
-// reports whether it sent anything. A closed peer window is treated as one
-// segment (no persist timer).
+// push sends the response in flight from sndNxt within sendWindow; it
+// reports whether it sent anything. A segment shorter than the MSS goes
+// only at the response's end or with nothing in flight (no silly window).
 func (s *Stack) push(i uint32) bool {
 	c := &s.conns[i]
-	page := s.page(c)
-	end := c.respSeq + uint32(len(page))
-	wnd := max(min(c.sndWnd, s.cfg.SendWindow), uint32(c.mss))
+	cc := c.cc()
+	d := c.reqs().pend[0]
+	end := c.respSeq + s.respLen(d)
+	wnd := s.sendWindow(c)
 	sent := false
 	for seqLT(c.sndNxt, end) {
 		inflight := c.sndNxt - c.sndUna
 		if inflight >= wnd {
 			break
 		}
-		n := min(end-c.sndNxt, uint32(c.mss), wnd-inflight)
-		off := c.sndNxt - c.respSeq
-		seg := page[off : off+n]
+		left := end - c.sndNxt
+		n := min(left, uint32(c.mss), wnd-inflight)
+		if n < uint32(c.mss) && n < left && inflight > 0 {
+			break
+		}
+		seg := s.respBytes(d, c.sndNxt-c.respSeq, n)
 		if !s.emit(&s.tData, i, c.sndNxt, c.rcvNxt, seg, wire.Sum(seg, 0)) {
 			break
 		}
 		c.sndNxt += n
+		if seqLT(cc.sndMax, c.sndNxt) {
+			cc.sndMax = c.sndNxt
+		}
 		sent = true
 	}
 	return sent
 }
 
-// fastRetransmit resends the one segment at sndUna after 3 duplicate ACKs.
-func (s *Stack) fastRetransmit(i uint32) {
+// resendHead resends the segment at sndUna of the response in flight (fast
+// retransmit, a partial ACK); false when there is none or no buffer.
+func (s *Stack) resendHead(i uint32) bool {
 	c := &s.conns[i]
 	if c.flags&fResp == 0 {
-		return
+		return false
 	}
-	page := s.page(c)
-	end := c.respSeq + uint32(len(page))
+	d := c.reqs().pend[0]
+	end := c.respSeq + s.respLen(d)
 	if !seqLT(c.sndUna, end) {
-		return
+		return false
 	}
-	off := c.sndUna - c.respSeq
-	n := min(end-c.sndUna, uint32(c.mss))
-	seg := page[off : off+n]
-	s.emit(&s.tData, i, c.sndUna, c.rcvNxt, seg, wire.Sum(seg, 0))
-	s.ctr.FastRetransmit++
+	n := min(end-c.sndUna, uint32(c.mss), max(c.sndWnd, 1))
+	seg := s.respBytes(d, c.sndUna-c.respSeq, n)
+	return s.emit(&s.tData, i, c.sndUna, c.rcvNxt, seg, wire.Sum(seg, 0))
 }
 
 func (s *Stack) serverTimeout(i uint32, l uint8, now int64) {
@@ -303,7 +272,8 @@ func (s *Stack) serverTimeout(i uint32, l uint8, now int64) {
 		s.emit(&s.tFin, i, c.sndNxt-1, c.rcvNxt, nil, 0)
 		s.ctr.RetransFin++
 	case c.flags&fResp != 0:
-		// Go back N: resend the window from sndUna.
+		// Go back N from sndUna with one segment (congestion.go).
+		s.ccTimeout(c)
 		c.sndNxt = c.sndUna
 		s.push(i)
 		s.ctr.RetransData++

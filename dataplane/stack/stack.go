@@ -32,8 +32,15 @@ type Stack struct {
 
 	tSyn, tSynAck, tSynAckWS, tAck, tFin, tRst, tData template
 	tRstNoAck                                         template  // RST alone (SYN-SENT answer)
+	tAckSACK                                          template  // client: ACK with the held range as a SACK block
 	unscaledWin                                       uint16    // window field without scaling
 	pages                                             [2][]byte // server: 200 page, 405 page
+
+	// Server objects (objects.go): the body pattern, a segment's scratch,
+	// the last object's headers (for size objHeadFor-1), the page's
+	// header length.
+	pattern, scratch, objHead []byte
+	objHeadFor, pageHead      uint32
 
 	rx   [][]byte
 	tx   [][]byte
@@ -52,6 +59,8 @@ type Stack struct {
 	roundInFlight  int
 	// wheelFn, set by tests, replaces the users' handler of wheel timers.
 	wheelFn func(i uint32, now int64)
+	// onTaskEnd is SetOnTaskEnd's callback (wake.go).
+	onTaskEnd func(rec uint32, now int64, ok bool)
 }
 
 // New returns a Stack for cfg, with its table of ClientIPs x ports records
@@ -80,6 +89,7 @@ func New(cfg Config) (*Stack, error) {
 			page = chunkedResponse(cfg.BodySize)
 		}
 		s.pages = [2][]byte{page, badMethodResponse}
+		s.initObjects()
 	}
 	if cfg.Mode == Client {
 		if cfg.Program != nil {
@@ -161,7 +171,7 @@ func (s *Stack) ackLater(i uint32) {
 		return
 	}
 	if len(s.acks) == cap(s.acks) {
-		s.emit(&s.tAck, i, c.sndNxt, c.rcvNxt, nil, 0)
+		s.emit(s.ackT(c), i, c.sndNxt, c.rcvNxt, nil, 0)
 		return
 	}
 	c.flags |= fAckLater
@@ -173,7 +183,7 @@ func (s *Stack) ackLater(i uint32) {
 func (s *Stack) flushAcks() {
 	for _, i := range s.acks {
 		if c := &s.conns[i]; c.flags&fAckLater != 0 && c.state != stClosed {
-			s.emit(&s.tAck, i, c.sndNxt, c.rcvNxt, nil, 0)
+			s.emit(s.ackT(c), i, c.sndNxt, c.rcvNxt, nil, 0)
 		}
 	}
 	s.acks = s.acks[:0]

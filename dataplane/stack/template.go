@@ -7,8 +7,12 @@ import (
 )
 
 // hdrMax is the longest header a template holds: Ethernet, IPv4 without
-// options, TCP with MSS and window scale.
-const hdrMax = wire.EthernetLen + wire.IPv4MinLen + 28
+// options, TCP with MSS, window scale and SACK-permitted, or with one SACK
+// block.
+const hdrMax = wire.EthernetLen + wire.IPv4MinLen + 32
+
+// sackLen is the SACK option of one block with its two NOPs.
+const sackLen = 12
 
 const (
 	offIP  = wire.EthernetLen
@@ -31,6 +35,9 @@ type template struct {
 	// otherwise.
 	scaled bool
 	win    uint16 // the window field as built
+	// sack: the header ends with one SACK block, filled by emit from the
+	// record's held range (receive.go).
+	sack   bool
 	ipSum  uint64 // partial IPv4 header sum
 	tcpSum uint64 // partial TCP sum with the fixed pseudo-header part
 }
@@ -38,6 +45,11 @@ type template struct {
 // newTemplate builds a template; the client's address sits at src (client
 // mode) or dst (server mode) and is zero here, like its port.
 func (s *Stack) newTemplate(flags uint8, syn bool, wscale bool) template {
+	return s.newTemplateSACK(flags, syn, wscale, false)
+}
+
+// newTemplateSACK is newTemplate, with one SACK block if sack.
+func (s *Stack) newTemplateSACK(flags uint8, syn, wscale, sack bool) template {
 	var t template
 	f := wire.TCPFields{Flags: flags, Window: uint16(min(s.cfg.Window>>s.cfg.WScale, 0xffff))}
 	if syn {
@@ -46,6 +58,9 @@ func (s *Stack) newTemplate(flags uint8, syn bool, wscale bool) template {
 		if wscale {
 			f.HasWScale, f.WScale = true, s.cfg.WScale
 		}
+		// The client offers SACK (RFC 2018) for its held range; the
+		// server reads no SACK blocks, so it does not.
+		f.SACKPermitted = s.cfg.Mode == Client
 	}
 	var srcIP, dstIP uint32
 	if s.cfg.Mode == Client {
@@ -55,10 +70,17 @@ func (s *Stack) newTemplate(flags uint8, syn bool, wscale bool) template {
 	}
 	_ = wire.PutEthernet(t.b[:], s.nextHop, s.mac, wire.EtherTypeIPv4)
 	hl, _ := wire.PutTCP(t.b[offTCP:], &f)
+	if sack {
+		o := t.b[offTCP+hl : offTCP+hl+sackLen]
+		clear(o)
+		o[0], o[1], o[2], o[3] = 1, 1, wire.TCPOptSACK, sackLen-2
+		hl += sackLen
+		t.b[offTCP+12] = byte(hl/4) << 4
+	}
 	_ = wire.PutIPv4(t.b[offIP:], wire.IPv4Fields{FlagsFrag: wire.IPv4DontFrag, TTL: 64,
 		Protocol: wire.ProtoTCP, Src: srcIP, Dst: dstIP})
 	t.b[offIP+10], t.b[offIP+11] = 0, 0
-	t.n, t.flags, t.win = offTCP+hl, flags, f.Window
+	t.n, t.flags, t.win, t.sack = offTCP+hl, flags, f.Window, sack
 	t.scaled = !syn && s.cfg.WScale != 0
 	t.ipSum = wire.Sum(t.b[offIP:offTCP], 0)
 	t.tcpSum = wire.Sum(t.b[offTCP:t.n], 0) + wire.PseudoSum(srcIP, dstIP, wire.ProtoTCP, 0)
@@ -96,6 +118,12 @@ func (s *Stack) emit(t *template, i uint32, seq, ack uint32, payload []byte, psu
 		binary.BigEndian.PutUint16(b[offTCP+14:], s.unscaledWin)
 		v += uint64(s.unscaledWin) + uint64(^t.win)
 	}
+	if t.sack {
+		c := &s.conns[i]
+		binary.BigEndian.PutUint32(b[t.n-8:], c.oooSeq)
+		binary.BigEndian.PutUint32(b[t.n-4:], c.oooEnd)
+		v += uint64(c.oooSeq>>16) + uint64(c.oooSeq&0xffff) + uint64(c.oooEnd>>16) + uint64(c.oooEnd&0xffff)
+	}
 	v += ipw + uint64(port) + uint64(seq>>16) + uint64(seq&0xffff) +
 		uint64(ack>>16) + uint64(ack&0xffff) + uint64(n-offTCP) + psum
 	binary.BigEndian.PutUint16(b[offTCP+16:], ^wire.Fold(v))
@@ -111,6 +139,7 @@ func (s *Stack) buildTemplates() {
 	s.tSynAck = s.newTemplate(wire.TCPSyn|wire.TCPAck, true, false)
 	s.tSynAckWS = s.newTemplate(wire.TCPSyn|wire.TCPAck, true, true)
 	s.tAck = s.newTemplate(wire.TCPAck, false, false)
+	s.tAckSACK = s.newTemplateSACK(wire.TCPAck, false, false, true)
 	s.tFin = s.newTemplate(wire.TCPFin|wire.TCPAck, false, false)
 	s.tRst = s.newTemplate(wire.TCPRst|wire.TCPAck, false, false)
 	s.tRstNoAck = s.newTemplate(wire.TCPRst, false, false)

@@ -19,6 +19,9 @@ const (
 	tcpOptNop    = 1
 	tcpOptMSS    = 2
 	tcpOptWScale = 3
+	tcpOptSACKOK = 4
+	// TCPOptSACK is the SACK option's kind (RFC 2018).
+	TCPOptSACK = 5
 	// MaxWindowScale is the largest shift RFC 7323 allows.
 	MaxWindowScale = 14
 )
@@ -85,12 +88,15 @@ type TCPOptions struct {
 	MSS       uint16
 	WScale    uint8
 	HasWScale bool
+	// SACKPermitted: the SACK-permitted option (RFC 2018) was present.
+	SACKPermitted bool
 }
 
-// ParseTCPOptions walks the option bytes of a segment. It reads MSS and
-// window scale (a shift above 14 is clamped to 14, as RFC 7323 says), skips
-// every other option by its length (SACK-permitted, timestamps, unknown
-// ones) and refuses an option whose length is below 2 or runs past the end.
+// ParseTCPOptions walks the option bytes of a segment. It reads MSS, window
+// scale (a shift above 14 is clamped to 14, as RFC 7323 says) and
+// SACK-permitted, skips every other option by its length (SACK blocks,
+// timestamps, unknown ones) and refuses an option whose length is below 2
+// or runs past the end.
 func ParseTCPOptions(b []byte) (TCPOptions, error) {
 	var o TCPOptions
 	for i := 0; i < len(b); {
@@ -113,6 +119,8 @@ func ParseTCPOptions(b []byte) (TCPOptions, error) {
 			o.MSS = binary.BigEndian.Uint16(b[i+2:])
 		case b[i] == tcpOptWScale && l == 3:
 			o.WScale, o.HasWScale = min(b[i+2], MaxWindowScale), true
+		case b[i] == tcpOptSACKOK && l == 2:
+			o.SACKPermitted = true
 		}
 		i += l
 	}
@@ -121,7 +129,8 @@ func ParseTCPOptions(b []byte) (TCPOptions, error) {
 
 // TCPFields are the fields PutTCP writes. MSS and WScale are written as
 // options when HasMSS / HasWScale are set (MSS 4 bytes, then NOP and window
-// scale 3 bytes), giving a header of 20, 24 or 28 bytes.
+// scale 3 bytes, then NOP, NOP and SACK-permitted), giving a header of 20
+// to 32 bytes.
 type TCPFields struct {
 	SrcPort, DstPort uint16
 	Seq, Ack         uint32
@@ -131,6 +140,8 @@ type TCPFields struct {
 	MSS              uint16
 	HasWScale        bool
 	WScale           uint8
+	// SACKPermitted writes NOP, NOP, SACK-permitted (4 bytes) last.
+	SACKPermitted bool
 }
 
 // TCPHeaderLen returns the header length PutTCP writes for f.
@@ -140,6 +151,9 @@ func TCPHeaderLen(f *TCPFields) int {
 		n += 4
 	}
 	if f.HasWScale {
+		n += 4
+	}
+	if f.SACKPermitted {
 		n += 4
 	}
 	return n
@@ -169,6 +183,10 @@ func PutTCP(b []byte, f *TCPFields) (int, error) {
 	}
 	if f.HasWScale {
 		o[0], o[1], o[2], o[3] = tcpOptNop, tcpOptWScale, 3, f.WScale
+		o = o[4:]
+	}
+	if f.SACKPermitted {
+		o[0], o[1], o[2], o[3] = tcpOptNop, tcpOptNop, tcpOptSACKOK, 2
 	}
 	return n, nil
 }
@@ -186,5 +204,5 @@ func (t TCP) Fields() TCPFields {
 	o, _ := ParseTCPOptions(t.Options())
 	return TCPFields{SrcPort: t.SrcPort(), DstPort: t.DstPort(), Seq: t.Seq(), Ack: t.Ack(),
 		Flags: t.Flags(), Window: t.Window(), HasMSS: o.MSS != 0, MSS: o.MSS,
-		HasWScale: o.HasWScale, WScale: o.WScale}
+		HasWScale: o.HasWScale, WScale: o.WScale, SACKPermitted: o.SACKPermitted}
 }

@@ -116,7 +116,8 @@ func TestTCPOptions(t *testing.T) {
 		want TCPOptions
 	}{
 		{"linux syn", []byte{2, 4, 0x05, 0xb4, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0, 1, 3, 3, 7},
-			TCPOptions{MSS: 1460, WScale: 7, HasWScale: true}},
+			TCPOptions{MSS: 1460, WScale: 7, HasWScale: true, SACKPermitted: true}},
+		{"sack-permitted of a wrong length", []byte{4, 3, 0}, TCPOptions{}},
 		{"wscale clamped", []byte{1, 3, 3, 20}, TCPOptions{WScale: 14, HasWScale: true}},
 		{"eol stops", []byte{0, 2, 4, 1, 0}, TCPOptions{}},
 		{"sack blocks skipped", []byte{5, 10, 0, 0, 0, 0, 0, 0, 0, 0, 2, 4, 0, 100}, TCPOptions{MSS: 100}},

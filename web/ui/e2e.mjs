@@ -15,6 +15,8 @@
 //       numbers, Edit disabled.
 // phases: the Phases tab lists cicada's per-phase timings.
 // picker: --class-picker's checkboxes in the start form, sent as user_classes.
+// thresholds: the header box and the Thresholds tab show the live states
+//       (escaped names), and follow them when they change (after Stop).
 // The last line printed is "E2E_RESULT <json>".
 import { chromium } from "playwright-core";
 import fs from "node:fs";
@@ -92,6 +94,8 @@ async function flow(page) {
     { timeout: T },
   );
   const n1 = await totalReqs();
+  // cicada's boxes stay hidden without their data (no drops, no thresholds).
+  for (const id of ["#dropped-box", "#thresholds-box"]) check(!(await page.isVisible(id)), id + " shown without data");
   await page.waitForFunction(
     (n) => Number(document.querySelector("#stats-total tr.total td:nth-child(3)").textContent) > n,
     n1,
@@ -432,6 +436,42 @@ async function phases(page) {
   result.phaseRows = rows.length;
 }
 
+async function thresholds(page) {
+  await page.goto(base + "/", { waitUntil: "load", timeout: T });
+  await page.waitForSelector("#start-dialog[open]", { timeout: T });
+  await page.click("#start-submit");
+  await page.waitForSelector("#start-dialog", { state: "hidden", timeout: T });
+  await page.waitForSelector("#thresholds-box:not([hidden])", { timeout: T });
+  await page.waitForFunction(() => document.querySelector("#thresholds-summary").textContent === "1 of 3 failing", null, { timeout: T });
+  check((await page.textContent("#thresholds-count")) === "1", "failing badge: " + (await page.textContent("#thresholds-count")));
+  // The fake runner drops iterations too: the Dropped box shows them, by name in its tooltip.
+  await page.waitForSelector("#dropped-box:not([hidden])", { timeout: T });
+  const dropTitle = await page.getAttribute("#dropped-box", "title");
+  check(/^Dropped iterations by name:\n\d+ {2}GET \/\n\d+ {2}TASK think$/.test(dropTitle || ""), "Dropped box title: " + JSON.stringify(dropTitle));
+  await page.click("#thresholds-summary"); // the box opens the tab
+  await page.waitForSelector("#tab-thresholds.active", { timeout: T });
+  await page.waitForFunction(() => document.querySelectorAll("#thresholds-table tbody tr").length === 3, null, { timeout: T });
+  const rows = () =>
+    page.$$eval("#thresholds-table tbody tr", (trs) => trs.map((tr) => ({ cls: tr.className, cells: [...tr.cells].map((c) => c.textContent) })));
+  const before = await rows();
+  const want = [
+    { cls: "thr-ok", cells: ["p99<500ms", "12.50 ms", "ok", ""] },
+    { cls: "thr-failing", cells: ["fail_ratio<0.01 window=10s abort_on_fail", "25.00%", "FAILING", "window of 10s not yet full: the run so far"] },
+    { cls: "thr-waiting", cells: ["rps{GET /<b>x</b>}>1", "n/a", "waiting", "no request of this name"] },
+  ];
+  check(JSON.stringify(before) === JSON.stringify(want), "threshold rows: " + JSON.stringify(before));
+  // The name is text, not markup.
+  check((await page.$$("#thresholds-table b")).length === 0, "a threshold's name was parsed as HTML");
+  await shot(page, "thresholds-failing.png");
+  // The fake master's thresholds all pass once the test is stopped.
+  await page.click("#btn-stop");
+  await page.waitForFunction(() => document.querySelector("#thresholds-summary").textContent === "3 ok", null, { timeout: T });
+  await page.waitForFunction(() => [...document.querySelectorAll("#thresholds-table tbody tr")].every((tr) => tr.className === "thr-ok"), null, { timeout: T });
+  check((await page.textContent("#thresholds-count")) === "", "failing badge after the states changed");
+  await shot(page, "thresholds-ok.png");
+  result.thresholdRows = before.length;
+}
+
 async function picker(page) {
   await page.goto(base + "/", { waitUntil: "load", timeout: T });
   await page.waitForSelector("#start-dialog[open]", { timeout: T });
@@ -473,6 +513,7 @@ try {
   else if (mode === "shape") await shape(page);
   else if (mode === "picker") await picker(page);
   else if (mode === "phases") await phases(page);
+  else if (mode === "thresholds") await thresholds(page);
   else await flow(page);
   if (problems.length) throw new Error(problems.join("\n"));
   result.ok = true;

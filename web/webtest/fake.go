@@ -48,6 +48,10 @@ type Options struct {
 	// the response time, body the rest; a connect of 1 ms on every tenth),
 	// as cicada workers send them.
 	Phases bool
+	// Drops records arrival-rate drops by name on every step with users
+	// (3 on the first name, 1 on "TASK think"), as cicada workers send
+	// them in a rate test.
+	Drops bool
 }
 
 // Runner is a fake web.Runner. It is safe for concurrent use.
@@ -297,6 +301,10 @@ func (r *Runner) Step(d time.Duration) {
 			p.Connect, p.HasConnect = time.Millisecond, true
 		}
 		r.rec.RecordWithPhases("GET", q.name, q.rt, q.size, q.failure, p)
+	}
+	if r.opts.Drops && active && users > 0 {
+		r.rec.AddDroppedFor("GET", r.opts.Names[0], 3)
+		r.rec.AddDroppedFor("TASK", "think", 1)
 	}
 	if exception {
 		r.stats.AddException("deliberate task exception",

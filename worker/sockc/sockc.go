@@ -122,6 +122,7 @@ type Counters struct {
 	open          atomic.Int64
 	connectErrors [httpc.NumKinds]atomic.Int64
 	errors        [httpc.NumKinds]atomic.Int64
+	tls           tlsCounts // completed handshakes (tlscount.go)
 
 	mu     sync.Mutex
 	closes map[string]int64
@@ -151,8 +152,10 @@ func (c *Counters) Snapshot() Snapshot {
 }
 
 // AddTo adds the counters to a worker heartbeat's: connects, open and
-// established connections, closes by label, failures by kind.
+// established connections, closes by label, failures by kind, completed
+// TLS handshakes.
 func (c *Counters) AddTo(pc *protocol.ConnCounters) {
+	c.addTLSTo(pc)
 	s := c.Snapshot()
 	pc.Connects += s.Connects
 	pc.Open += s.Open
@@ -238,10 +241,12 @@ func dial(ctx context.Context, addr, host string, tlsOn bool, alpn []string, o *
 		cfg.NextProtos = alpn
 	}
 	tc := tls.Client(conn, cfg)
+	start := time.Now()
 	if err := tc.HandshakeContext(ctx); err != nil {
 		conn.Close()
 		return nil, netError(err, "tls", addr)
 	}
+	o.Counters.handshaked(tc.ConnectionState(), time.Since(start)) // tlscount.go
 	return tc, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/protocol"
 	"github.com/cicada-load/cicada/worker/httpc"
 )
 
@@ -73,12 +74,22 @@ func TestTLSEcho(t *testing.T) {
 				if httpc.Classify(err) != tt.kind || cs.Snapshot().ConnectErrors[tt.kind] != 1 {
 					t.Fatalf("err %v (%v), counters %+v", err, httpc.Classify(err), cs.Snapshot())
 				}
+				var pc protocol.ConnCounters
+				cs.AddTo(&pc)
+				if pc.TLSHandshakes != 0 || pc.TLSHandshakeMicros != 0 {
+					t.Errorf("a failed handshake counted as completed: %+v", pc)
+				}
 				return
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer c.Close()
+			var pc protocol.ConnCounters
+			cs.AddTo(&pc)
+			if pc.TLSHandshakes != 1 || pc.TLSResumed != 0 || pc.TLSHandshakeMicros <= 0 || pc.Connects != 1 {
+				t.Errorf("heartbeat counters after one handshake: %+v", pc)
+			}
 			if err := c.Send(context.Background(), []byte("secure\n")); err != nil {
 				t.Fatal(err)
 			}

@@ -48,7 +48,14 @@ function renderHeader(d) {
   $("fail-ratio").textContent = Math.round((d.fail_ratio || 0) * 100) + "%";
   // cicada's arrival-rate drops (issue 13): shown once there are any.
   $("dropped-box").hidden = !d.dropped_iterations;
-  if (d.dropped_iterations) $("dropped").textContent = d.dropped_iterations;
+  if (d.dropped_iterations) {
+    $("dropped").textContent = d.dropped_iterations;
+    // By name (the first request of the task each would have run), most first.
+    const by = (d.dropped_iterations_by_name || []).slice().sort((a, b) => b.dropped - a.dropped);
+    $("dropped-box").title = by.length
+      ? "Dropped iterations by name:\n" + by.slice(0, 10).map((x) => `${x.dropped}  ${x.method} ${x.name}`).join("\n") + (by.length > 10 ? `\n… ${by.length - 10} more names` : "")
+      : "";
+  }
   const active = d.state === "spawning" || d.state === "running";
   $("btn-new").hidden = active;
   $("btn-edit").hidden = !active;
@@ -219,6 +226,7 @@ function showTab(name) {
   if (name === "charts") ensureCharts();
   if (name === "failures" && state.stats) renderFailures(state.stats);
   if (name === "phases" && state.stats) renderPhases(state.stats);
+  if (name === "thresholds" && state.thresholds) renderThresholds(state.thresholds);
   if (name === "workers" && state.stats) renderWorkers(state.stats);
   if (name === "ratio") pollRatio();
   if (name === "logs") pollLogs();
@@ -232,6 +240,11 @@ function setupTabs() {
       showTab(a.dataset.tab);
     };
   }
+  $("thresholds-summary").onclick = (ev) => {
+    ev.preventDefault();
+    history.replaceState(null, "", "#thresholds");
+    showTab("thresholds");
+  };
   showTab((location.hash || "#stats").slice(1));
 }
 
@@ -496,6 +509,39 @@ function ensureCharts() {
   );
 }
 
+// ---- thresholds ------------------------------------------------------------
+
+// pollThresholds reads the thresholds' live states (cicada's
+// /thresholds/live): the header box says how many fail, the Thresholds tab
+// lists them; both stay hidden when no threshold is declared.
+async function pollThresholds() {
+  const d = await getJSON("./thresholds/live");
+  state.thresholds = d;
+  const list = d.thresholds || [];
+  const any = list.length > 0;
+  $("thresholds-box").hidden = !any;
+  $("thresholds-tab").hidden = !any;
+  if (!any) return;
+  const waiting = list.filter((t) => t.state === "waiting").length;
+  const sum = $("thresholds-summary");
+  sum.textContent = d.failing ? `${d.failing} of ${list.length} failing` : waiting === list.length ? "waiting" : `${list.length - waiting} ok`;
+  sum.className = "value " + (d.failing ? "thr-failing" : "thr-ok");
+  $("thresholds-count").textContent = d.failing ? d.failing : "";
+  if (state.tab === "thresholds") renderThresholds(d);
+}
+
+const THRESHOLD_CLASS = { ok: "thr-ok", FAILING: "thr-failing", waiting: "thr-waiting" };
+
+function renderThresholds(d) {
+  document.querySelector("#thresholds-table tbody").innerHTML = (d.thresholds || [])
+    .map(
+      (t) =>
+        `<tr class="${THRESHOLD_CLASS[t.state] || ""}"><td class="name">${esc(t.threshold)}</td><td class="num">${esc(t.measured_text)}</td>` +
+        `<td class="state">${esc(t.state)}</td><td>${esc(t.note)}</td></tr>`,
+    )
+    .join("");
+}
+
 // ---- exceptions, ratios, logs ----------------------------------------------
 
 async function pollExceptions() {
@@ -536,6 +582,7 @@ async function refresh() {
   renderHeader(d);
   renderStats(d);
   await pollHistory();
+  await pollThresholds();
   if (state.tab === "charts") ensureCharts();
   $("last-update").textContent = "updated " + new Date().toLocaleTimeString();
 }
@@ -571,5 +618,5 @@ function main() {
 }
 
 // window.cicada is the hook the end-to-end test uses to measure rendering.
-window.cicada = { state, refresh, renderStats, renderVisibleRows, showTab, effectiveTheme };
+window.cicada = { state, refresh, renderStats, renderVisibleRows, showTab, effectiveTheme, pollThresholds };
 main();
