@@ -50,7 +50,10 @@ func (p *Prober) CPS(ctx context.Context, rate float64) (capacity.Trial, error) 
 	if !(rate > 0) || math.IsInf(rate, 0) {
 		return capacity.Trial{}, badLoad("rate", rate)
 	}
-	n := Arrivals(rate, p.o.Duration)
+	n, err := arrivals("rate", rate, p.o.Duration)
+	if err != nil {
+		return capacity.Trial{}, err
+	}
 	if !p.o.HTTP {
 		// Each closes first and leaves a port in TIME_WAIT.
 		if why := p.preflight(n); why != "" {
@@ -129,7 +132,10 @@ func (p *Prober) TPS(ctx context.Context, rate float64) (capacity.Trial, error) 
 	if !(rate > 0) || math.IsInf(rate, 0) {
 		return capacity.Trial{}, badLoad("rate", rate)
 	}
-	n := Arrivals(rate, p.o.Duration)
+	n, err := arrivals("rate", rate, p.o.Duration)
+	if err != nil {
+		return capacity.Trial{}, err
+	}
 	return p.tps(ctx, n, func(i int) time.Duration { return Due(i, rate) })
 }
 
@@ -376,7 +382,10 @@ func (p *Prober) Teardown(ctx context.Context, rate float64) (capacity.Trial, er
 	if p.o.TLS != nil {
 		return capacity.Trial{}, fmt.Errorf("%w: teardown is not run over TLS", ErrOptions)
 	}
-	n := Arrivals(rate, p.o.Duration)
+	n, err := arrivals("rate", rate, p.o.Duration)
+	if err != nil {
+		return capacity.Trial{}, err
+	}
 	if why := p.preflight(n); why != "" {
 		return capacity.Trial{GeneratorLimit: why}, nil
 	}
