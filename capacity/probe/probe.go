@@ -417,10 +417,12 @@ type httpConn struct {
 
 // do sends req and reads one response, returning the body's length; a
 // non-2xx status is an error wrapping errStatus.
-func (p *Prober) do(h *httpConn, req []byte) (int64, error) {
-	if err := h.rw.SetDeadline(time.Now().Add(p.o.Timeout)); err != nil {
-		return 0, fmt.Errorf("probe: deadline: %w", err)
+func (p *Prober) do(ctx context.Context, h *httpConn, req []byte) (int64, error) {
+	stop, err := p.arm(ctx, h.rw)
+	if err != nil {
+		return 0, err
 	}
+	defer stop()
 	if _, err := h.rw.Write(req); err != nil {
 		return 0, fmt.Errorf("probe: request: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +105,77 @@ func BenchmarkPaceBehind(b *testing.B) {
 	paceBy(b.N, func(int) time.Duration { return 0 }, time.Now(), time.Hour, stop, func(int, time.Time) { n++ })
 	if n != b.N {
 		b.Fatalf("issued %d of %d", n, b.N)
+	}
+}
+
+// BenchmarkDoKeepAlive is one keep-alive transaction against the built-in
+// target under a cancellable context (arm's hook registered and removed
+// per transaction).
+func BenchmarkDoKeepAlive(b *testing.B) {
+	addr := startTarget(b)
+	p, err := New(Options{Addr: addr, Limits: noLimits})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var rec recorder
+	h, err := p.connect(ctx, &rec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.c.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.do(ctx, h, p.req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// A transaction in flight on a silent server ends when its context does,
+// not after Timeout.
+func TestDoEndsWithContext(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	p, err := New(Options{Addr: ln.Addr().String(), Timeout: time.Hour, Limits: noLimits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var rec recorder
+	h, err := p.connect(ctx, &rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.c.Close()
+	defer func() { c := <-accepted; _ = c.Close() }()
+	done := make(chan error, 1)
+	go func() { _, err := p.do(ctx, h, p.req); done <- err }()
+	// The request reaches the server before the context ends.
+	c := <-accepted
+	accepted <- c
+	buf := make([]byte, 1)
+	if _, err := c.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("do succeeded on a silent server")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("do went on 20 s after its context ended")
 	}
 }
