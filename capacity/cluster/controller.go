@@ -93,6 +93,7 @@ type Controller struct {
 	nodes   map[string]*node
 	picked  []*node
 	seq     int64
+	nodeSeq int64
 	readies int
 	trial   *pending
 	changed chan struct{}
@@ -219,10 +220,11 @@ func (c *Controller) handle(id string, msg protocol.Message) {
 	if msg.Type == protocol.TypeClientReady {
 		cr, _ := msg.Data.(*protocol.ClientReady)
 		if n == nil || n.gone != "" {
-			if n == nil && len(c.nodes) >= 10000 {
-				return // a flood of identities: bounded memory
+			if n == nil && len(c.nodes) >= maxNodes && !c.evictGone() {
+				return // a flood of live identities: bounded memory
 			}
-			n = &node{id: id, index: int64(len(c.nodes))}
+			c.nodeSeq++
+			n = &node{id: id, index: c.nodeSeq - 1}
 			c.nodes[id] = n
 		}
 		n.seen = now
@@ -288,6 +290,9 @@ func (c *Controller) handle(id string, msg protocol.Message) {
 		if n.refused != "" {
 			c.log.Error("worker " + id + " refused: " + n.refused)
 			_ = c.send(id, protocol.TypeQuit, nil)
+			if n.name != "" && n.gone == "" { // picked: its trials cannot be trusted
+				c.lose(n, "it refused the bench exchange: "+n.refused)
+			}
 		} else if !n.ready && n.name == "" {
 			n.ready, n.runtime = true, r.Runtime
 			c.readies++
@@ -416,27 +421,34 @@ func (c *Controller) Workers() []string {
 // own bounds (opening connections Window at a time, each within the
 // connect timeout and timeout; the trial time; the hold) and 30 s of slack.
 func Deadline(test string, load float64, o ProbeOptions, workers int) time.Duration {
-	base := o.Duration + 2*o.Timeout + o.ConnectTimeout + 30*time.Second
+	// In float64 nanoseconds, clamped: durations near the int64 limit
+	// (a hostile or absurd option) must not wrap to a deadline in the past.
+	ns := func(d time.Duration) float64 { return float64(d) }
+	base := ns(o.Duration) + 2*ns(o.Timeout) + ns(o.ConnectTimeout) + ns(30*time.Second)
 	window := float64(max(o.Window, 1))
 	perWorker := math.Ceil(load / float64(max(workers, 1)))
-	rounds := func(n float64) time.Duration {
+	rounds := func(n float64) float64 {
 		r := math.Ceil(n / window)
 		if r > 1e6 {
 			r = 1e6
 		}
-		per := o.ConnectTimeout + 2*o.Timeout
+		per := ns(o.ConnectTimeout) + 2*ns(o.Timeout)
 		if o.TLS != nil { // the handshake, bounded by ConnectTimeout too
-			per += o.ConnectTimeout
+			per += ns(o.ConnectTimeout)
 		}
-		return time.Duration(r) * per
+		return r * per
 	}
+	d := base
 	switch test {
 	case "concurrent":
-		return base + o.Hold + 2*rounds(perWorker)
+		d += ns(o.Hold) + 2*rounds(perWorker)
 	case "teardown":
-		return base + rounds(perWorker*o.Duration.Seconds())
+		d += rounds(perWorker * o.Duration.Seconds())
 	}
-	return base
+	if !(d < math.MaxInt64) { // NaN too
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(d)
 }
 
 // Trial runs one trial of test at load across the picked workers: each

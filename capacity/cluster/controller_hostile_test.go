@@ -1,0 +1,197 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cicada-load/cicada/capacity"
+	"github.com/cicada-load/cicada/internal/testpeer"
+	"github.com/cicada-load/cicada/protocol"
+)
+
+// Counts each bounded on its own may overflow once summed over the
+// workers: Merge refuses them rather than report a negative attempted or
+// an infinite achieved load.
+func TestMergeRefusesOverflow(t *testing.T) {
+	big := capacity.Trial{Attempted: math.MaxInt64, Achieved: 1}
+	for _, tt := range []struct {
+		name string
+		a, b capacity.Trial
+	}{
+		{"attempted", big, big},
+		{"failed", capacity.Trial{Attempted: math.MaxInt64, Failed: math.MaxInt64}, capacity.Trial{Attempted: 1, Failed: 1}},
+		{"bytes", capacity.Trial{Bytes: math.MaxInt64}, capacity.Trial{Bytes: 1}},
+		{"second round", capacity.Trial{SecondRound: math.MaxInt64}, capacity.Trial{SecondRound: 2}},
+		{"achieved", capacity.Trial{Achieved: math.MaxFloat64}, capacity.Trial{Achieved: math.MaxFloat64}},
+		{"errors", capacity.Trial{Errors: map[string]int64{"x": math.MaxInt64}}, capacity.Trial{Errors: map[string]int64{"x": 1}}},
+		{"tls", capacity.Trial{TLS: &capacity.TLSInfo{Full: math.MaxInt64}}, capacity.Trial{TLS: &capacity.TLSInfo{Full: 1}}},
+		{"mix", capacity.Trial{Mix: []capacity.MixCount{{Size: 1, Bytes: math.MaxInt64}}}, capacity.Trial{Mix: []capacity.MixCount{{Size: 1, Bytes: 1}}}},
+		{"negative", capacity.Trial{}, capacity.Trial{Attempted: -1}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := Merge([]Part{{Worker: "worker 1", Result: Result{Trial: tt.a}}, {Worker: "worker 2", Result: Result{Trial: tt.b}}})
+			if !errors.Is(err, ErrMessage) || !strings.Contains(err.Error(), "worker 2") {
+				t.Fatalf("Merge = %+v, %v; want an ErrMessage naming worker 2", m, err)
+			}
+		})
+	}
+	// The largest sums that fit still merge.
+	m, err := Merge([]Part{{Worker: "w1", Result: Result{Trial: capacity.Trial{Attempted: math.MaxInt64 - 1, Errors: map[string]int64{"x": 1}}}},
+		{Worker: "w2", Result: Result{Trial: capacity.Trial{Attempted: 1, Errors: map[string]int64{"y": math.MaxInt64}}}}})
+	if err != nil || m.Attempted != math.MaxInt64 {
+		t.Fatalf("Merge = %+v, %v", m, err)
+	}
+}
+
+// Durations near the int64 limit never wrap to a deadline in the past
+// (which would lose every worker at once).
+func TestDeadlineSaturates(t *testing.T) {
+	huge := time.Duration(math.MaxInt64 / 2)
+	for _, tt := range []struct {
+		name string
+		test string
+		load float64
+		o    ProbeOptions
+	}{
+		{"duration", "cps", 1, ProbeOptions{Duration: huge, Timeout: huge}},
+		{"hold", "concurrent", 1e9, ProbeOptions{Hold: huge, ConnectTimeout: huge, Timeout: huge}},
+		{"teardown", "teardown", 1e300, ProbeOptions{Duration: huge, ConnectTimeout: huge}},
+		{"tls rounds", "concurrent", 1e18, ProbeOptions{ConnectTimeout: huge, TLS: &TLSOptions{}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if d := Deadline(tt.test, tt.load, tt.o, 1); d < huge {
+				t.Fatalf("Deadline = %v; want at least %v", d, huge)
+			}
+		})
+	}
+}
+
+// readyFake dials n fake workers that answer hello, and waits for c to
+// pick them.
+func readyFakes(t *testing.T, c *Controller, ids ...string) []*fakeWorker {
+	var fs []*fakeWorker
+	for _, id := range ids {
+		f := dialFake(t, c, id, -1)
+		f.recv(t, TypeHello)
+		f.send(t, TypeReady, &protocol.Custom{Data: EncodeReady(Ready{Version: Version, Runtime: RuntimeKernel})})
+		fs = append(fs, f)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := c.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+// A hostile worker's messages during a trial: results for another trial
+// id and messages of the wrong types are ignored, a duplicate result does
+// not add up, a refusal mid-search loses the worker; the trial's numbers
+// are those of the one valid result.
+func TestControllerHostileTrialMessages(t *testing.T) {
+	c := listen(t, 1, 20*time.Second, nil)
+	f := readyFakes(t, c, "h")[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	good := Result{Trial: capacity.Trial{Attempted: 10, Achieved: 10, Duration: time.Second}}
+	go func() {
+		s, err := DecodeTrial(f.recv(t, TypeTrial).Data.(*protocol.Custom).Data)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		wrong := good
+		wrong.ID, wrong.Trial.Attempted = s.ID+1, 1e9
+		f.send(t, TypeResult, &protocol.Custom{Data: EncodeResult(wrong)})          // another trial's
+		f.send(t, TypeHeld, &protocol.Custom{Data: map[string]any{"id": "x"}})      // malformed held
+		f.send(t, TypeHello, &protocol.Custom{Data: map[string]any{"v": int64(2)}}) // a controller's type
+		f.send(t, protocol.TypeSpawning, nil)                                       // a Locust type
+		f.send(t, protocol.TypeStats, map[string]any{"junk": true})
+		good.ID = s.ID
+		f.send(t, TypeResult, &protocol.Custom{Data: EncodeResult(good)})
+		f.send(t, TypeResult, &protocol.Custom{Data: EncodeResult(good)}) // a duplicate
+	}()
+	tr, err := c.Trial(ctx, "cps", 10, false, probeOpts("127.0.0.1:9"))
+	if err != nil || tr.Attempted != 10 || tr.Achieved != 10 || tr.GeneratorLimit != "" {
+		t.Fatalf("trial %+v, %v; want the one valid result", tr, err)
+	}
+	// A refusal from a picked worker mid-search: lost, every later trial
+	// invalid (never run on a worker that says it cannot).
+	f.send(t, TypeReady, &protocol.Custom{Data: EncodeReady(Ready{Version: 1, Runtime: RuntimeKernel})})
+	f.recv(t, protocol.TypeQuit)
+	tr, err = c.Trial(ctx, "cps", 10, false, probeOpts("127.0.0.1:9"))
+	if err != nil || !strings.Contains(tr.GeneratorLimit, "(h) lost: it refused the bench exchange: bench exchange version 1") {
+		t.Fatalf("trial after a refusal %+v, %v", tr, err)
+	}
+}
+
+// Garbage on the controller's port (not ZMTP, ZMTP with bad msgpack, a
+// connection that never speaks) neither crashes it nor stops a real worker
+// from joining and running a trial.
+func TestControllerPortGarbage(t *testing.T) {
+	c := listen(t, 1, 20*time.Second, nil)
+	addr := c.Addr().String()
+	for _, junk := range [][]byte{[]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), {0xff, 0, 0, 0, 0, 0, 0, 0, 0x01, 0x7f}, make([]byte, 64<<10)} {
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = nc.Write(junk)
+		_ = nc.Close()
+	}
+	silent, err := net.Dial("tcp", addr) // never speaks
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	bad := dialFake(t, c, "bad", -1)
+	bad.recv(t, TypeHello)
+	for _, b := range [][]byte{{0xc1}, {0x93, 0xa5}, []byte("\x93\xa4ping\xc0\xa1x"), []byte("\x93\xb2cicada_bench_ready\x81\xa1v\xcb\x7f\xf8\x00\x00\x00\x00\x00\x00\xa1x")} {
+		if err := bad.d.Send(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startWorker(t, c, "real", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ws := c.Workers(); len(ws) != 1 || !strings.Contains(ws[0], "(real)") {
+		t.Fatalf("picked %q; want the real worker", ws)
+	}
+}
+
+// A flood of identities that register and leave cannot lock the real
+// workers out once the identity bound is reached.
+func TestControllerIdentityFlood(t *testing.T) {
+	old := maxNodes
+	maxNodes = 4
+	t.Cleanup(func() { maxNodes = old })
+	c := listen(t, 1, 20*time.Second, nil)
+	for i := range 8 {
+		f := dialFake(t, c, "flood"+string(rune('a'+i)), -1)
+		f.recv(t, protocol.TypeAck)
+		_ = f.d.Close()
+		if err := testpeer.Poll(10*time.Second, 5*time.Millisecond, func() bool {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			n := c.nodes[f.id]
+			return n == nil || n.gone != ""
+		}); err != nil {
+			t.Fatal("the flood's connection not seen gone")
+		}
+	}
+	readyFakes(t, c, "real")
+	c.mu.Lock()
+	kept := len(c.nodes)
+	c.mu.Unlock()
+	if kept > maxNodes {
+		t.Fatalf("%d identities kept; at most %d", kept, maxNodes)
+	}
+}
