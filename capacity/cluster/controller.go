@@ -97,6 +97,8 @@ type Controller struct {
 	readies int
 	trial   *pending
 	changed chan struct{}
+	// malformed: the rate limit of the malformed-message warning.
+	malformed malformedLog
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -203,7 +205,7 @@ func (c *Controller) recvLoop(ctx context.Context) {
 		c.mu.Lock()
 		if err != nil {
 			if n := c.nodes[id]; n == nil || n.refused == "" {
-				c.log.Warn("malformed message from a worker: dropped", "worker", id, "error", err)
+				c.warnMalformed(id, err)
 			}
 			c.mu.Unlock()
 			continue

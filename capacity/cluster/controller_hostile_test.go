@@ -1,11 +1,14 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -193,5 +196,43 @@ func TestControllerIdentityFlood(t *testing.T) {
 	c.mu.Unlock()
 	if kept > maxNodes {
 		t.Fatalf("%d identities kept; at most %d", kept, maxNodes)
+	}
+}
+
+// countWriter counts the log lines written to it.
+type countWriter struct{ n atomic.Int64 }
+
+func (w *countWriter) Write(b []byte) (int, error) {
+	w.n.Add(int64(bytes.Count(b, []byte("malformed message"))))
+	return len(b), nil
+}
+
+// A flood of malformed messages does not flood the controller's log: at
+// most one warning a second, saying how many were dropped.
+func TestControllerMalformedFloodLog(t *testing.T) {
+	var w countWriter
+	c, err := Listen(Options{Bind: "tcp://127.0.0.1:0", Workers: 1, WaitTimeout: 20 * time.Second, Logger: slog.New(slog.NewTextHandler(&w, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	f := dialFake(t, c, "flood", -1)
+	f.recv(t, TypeHello)
+	start := time.Now()
+	const n = 2000
+	for range n {
+		if err := f.d.Send([]byte{0xc1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.send(t, TypeReady, &protocol.Custom{Data: EncodeReady(Ready{Version: Version, Runtime: RuntimeKernel})})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := c.Wait(ctx); err != nil { // the ready after the flood: every message was read
+		t.Fatal(err)
+	}
+	limit := 2 + int64(time.Since(start)/malformedEvery) + 1
+	if got := w.n.Load(); got < 1 || got > limit {
+		t.Fatalf("%d warnings for %d malformed messages; want 1 to %d", got, n, limit)
 	}
 }

@@ -76,7 +76,9 @@
 // is served; the workers' stats messages are read only as signs of life;
 // heartbeats are echoed at most every 5 s per worker (enough to arm a
 // worker's 60 s master timeout); frames above MaxMessage are refused by the
-// transport; at most 10,000 worker identities are kept (one gone and never
+// transport; malformed messages are dropped with at most one warning a
+// second (a flood of them does not flood the log); at most 10,000 worker
+// identities are kept (one gone and never
 // picked is forgotten to make room for a new one).
 //
 // Deliberate differences from a standalone search: the percentiles are
