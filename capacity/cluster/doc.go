@@ -78,8 +78,8 @@
 // worker's 60 s master timeout); frames above MaxMessage are refused by the
 // transport; malformed messages are dropped with at most one warning a
 // second (a flood of them does not flood the log); at most 10,000 worker
-// identities are kept (one gone and never
-// picked is forgotten to make room for a new one).
+// identities are kept (one gone and never picked is forgotten to make room
+// for a new one).
 //
 // Deliberate differences from a standalone search: the percentiles are
 // those of the exact histogram (±0.39 %) rather than nearest-rank over the
