@@ -185,6 +185,7 @@ func (c *Controller) eventLoop(ctx context.Context) {
 
 // lose marks n lost; c.mu held.
 func (c *Controller) lose(n *node, why string) {
+	why = printable(why) // it may quote a worker's message
 	n.gone = why
 	if n.name != "" {
 		c.log.Warn(n.name + " lost: " + why)
@@ -239,7 +240,7 @@ func (c *Controller) handle(id string, msg protocol.Message) {
 				v = fmt.Sprintf(" (version %q)", cr.Version)
 			}
 			n.refused = "a Python Locust worker" + v + " cannot run cicada bench trials; start cicada workers (cicada --worker --master-host ...)"
-			c.log.Error("worker " + id + " refused: " + n.refused)
+			c.log.Error("worker " + printable(id) + " refused: " + n.refused)
 			// quit goes with its first heartbeat: Locust 2.12.1 ignores a
 			// quit that arrives before its main loop runs.
 		case n.name != "":
@@ -290,7 +291,7 @@ func (c *Controller) handle(id string, msg protocol.Message) {
 			n.refused = r.Refuse
 		}
 		if n.refused != "" {
-			c.log.Error("worker " + id + " refused: " + n.refused)
+			c.log.Error("worker " + printable(id) + " refused: " + n.refused)
 			_ = c.send(id, protocol.TypeQuit, nil)
 			if n.name != "" && n.gone == "" { // picked: its trials cannot be trusted
 				c.lose(n, "it refused the bench exchange: "+n.refused)
@@ -300,9 +301,9 @@ func (c *Controller) handle(id string, msg protocol.Message) {
 			c.readies++
 			n.readyAt = c.readies
 			if c.picked != nil {
-				c.log.Info(fmt.Sprintf("worker %s ready (%s), but the search runs on the %d workers it started with: not used", id, r.Runtime, len(c.picked)))
+				c.log.Info(fmt.Sprintf("worker %s ready (%s), but the search runs on the %d workers it started with: not used", printable(id), r.Runtime, len(c.picked)))
 			} else {
-				c.log.Info(fmt.Sprintf("worker %s ready (%s)", id, r.Runtime))
+				c.log.Info(fmt.Sprintf("worker %s ready (%s)", printable(id), r.Runtime))
 			}
 		}
 		c.notify()
@@ -357,7 +358,7 @@ func (c *Controller) Wait(ctx context.Context) error {
 			slices.SortFunc(ready, func(a, b *node) int { return a.readyAt - b.readyAt })
 			c.picked = ready[:c.o.Workers]
 			for i, n := range c.picked {
-				n.name = fmt.Sprintf("worker %d (%s)", i+1, n.id)
+				n.name = fmt.Sprintf("worker %d (%s)", i+1, printable(n.id))
 			}
 			c.mu.Unlock()
 			c.log.Info(fmt.Sprintf("All %d workers ready: starting the search", c.o.Workers))
@@ -387,9 +388,9 @@ func (c *Controller) waitError(ready int) error {
 	for _, n := range c.nodes {
 		switch {
 		case n.refused != "":
-			refused = append(refused, n.id+": "+n.refused)
+			refused = append(refused, printable(n.id)+": "+n.refused)
 		case !n.ready && n.gone == "":
-			silent = append(silent, n.id)
+			silent = append(silent, printable(n.id))
 		}
 	}
 	slices.Sort(refused)

@@ -8,9 +8,11 @@ import (
 	"math"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cicada-load/cicada/capacity"
 	"github.com/cicada-load/cicada/internal/testpeer"
@@ -235,4 +237,96 @@ func TestControllerMalformedFloodLog(t *testing.T) {
 	if got := w.n.Load(); got < 1 || got > limit {
 		t.Fatalf("%d warnings for %d malformed messages; want 1 to %d", got, n, limit)
 	}
+}
+
+// A worker's texts reach the controller's terminal, log and report: its
+// identity, runtime, generator limit, strain, errors and error kinds lose
+// their control characters (no injected log lines, no terminal escapes).
+func TestControllerPrintableWorkerTexts(t *testing.T) {
+	var logb strings.Builder
+	var mu sync.Mutex
+	c, err := Listen(Options{Bind: "tcp://127.0.0.1:0", Workers: 1, WaitTimeout: 20 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(writerFunc(func(b []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return logb.Write(b) }), nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const evil = "\x1b[2J\r\nINFO forged line\x07\u009b"
+	f := dialFake(t, c, "w"+evil, -1)
+	f.recv(t, TypeHello)
+	f.send(t, TypeReady, &protocol.Custom{Data: EncodeReady(Ready{Version: Version, Runtime: "kernel" + evil})})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := c.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		s, err := DecodeTrial(f.recv(t, TypeTrial).Data.(*protocol.Custom).Data)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		f.send(t, TypeResult, &protocol.Custom{Data: EncodeResult(Result{ID: s.ID, Trial: capacity.Trial{Attempted: 2, Failed: 2,
+			GeneratorLimit: "limit" + evil, GeneratorStrain: "strain" + evil, Errors: map[string]int64{"kind" + evil: 2}}})})
+	}()
+	tr, err := c.Trial(ctx, "cps", 1, false, probeOpts("127.0.0.1:9"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := append(c.Workers(), tr.GeneratorLimit, tr.GeneratorStrain)
+	for k := range tr.Errors {
+		texts = append(texts, k)
+	}
+	mu.Lock()
+	texts = append(texts, strings.ReplaceAll(logb.String(), "\n", ""))
+	mu.Unlock()
+	for _, s := range texts {
+		if strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }) {
+			t.Fatalf("control characters in %q", s)
+		}
+	}
+	if !strings.Contains(tr.GeneratorLimit, "limit") || tr.Errors["kind"+printable(evil)] != 2 {
+		t.Fatalf("trial %+v", tr)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (w writerFunc) Write(b []byte) (int, error) { return w(b) }
+
+// FuzzDecodePrintable: a decoded ready or result holds no control
+// character in any text a report or log shows, and stays within its bounds.
+func FuzzDecodePrintable(f *testing.F) {
+	for _, s := range []string{"a\x1b[2Jb", "x\r\ny", "\u009b31m", "\u200e", "plain"} {
+		f.Add(s, s)
+	}
+	bad := func(s string) bool { return strings.ContainsFunc(s, notPrintable) }
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if !utf8.ValidString(a) || !utf8.ValidString(b) { // the wire's strings are UTF-8 (msgpack str)
+			return
+		}
+		rd, err := DecodeReady(EncodeReady(Ready{Version: Version, Runtime: a, Refuse: b}))
+		if err == nil && (bad(rd.Runtime) || bad(rd.Refuse) || len(rd.Runtime) > MaxText) {
+			t.Fatalf("ready %+v", rd)
+		}
+		r, err := DecodeResult(wire(t, TypeResult, EncodeResult(Result{Error: a, Trial: capacity.Trial{GeneratorLimit: b, GeneratorStrain: a,
+			Errors: map[string]int64{a: 1, b: 2}, TLS: &capacity.TLSInfo{Version: a, Cipher: b}}})))
+		if err != nil {
+			return
+		}
+		texts := []string{r.Error, r.Trial.GeneratorLimit, r.Trial.GeneratorStrain, r.Trial.TLS.Version, r.Trial.TLS.Cipher}
+		sum := int64(0)
+		for k, v := range r.Trial.Errors {
+			texts = append(texts, k)
+			sum += v
+		}
+		if sum != 1+2 && a != b || sum != 2 && a == b {
+			t.Fatalf("errors %v", r.Trial.Errors)
+		}
+		for _, s := range texts {
+			if bad(s) {
+				t.Fatalf("control characters in %q", s)
+			}
+		}
+	})
 }

@@ -23,6 +23,6 @@ func (c *Controller) warnMalformed(id string, err error) {
 	if !m.last.IsZero() && now.Sub(m.last) < malformedEvery {
 		return
 	}
-	c.log.Warn("malformed message from a worker: dropped", "worker", id, "error", err, "dropped", m.dropped)
+	c.log.Warn("malformed message from a worker: dropped", "worker", printable(id), "error", printable(err.Error()), "dropped", m.dropped)
 	m.last, m.dropped = now, 0
 }
