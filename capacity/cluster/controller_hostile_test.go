@@ -330,3 +330,68 @@ func FuzzDecodePrintable(f *testing.F) {
 		}
 	})
 }
+
+// A worker killed at each phase of a trial (its connection closed, as
+// SIGKILL does): the trial is INVALID naming it, promptly, and the worker
+// still running is told to abort whenever it had been sent the trial.
+func TestControllerWorkerKilledAtEachPhase(t *testing.T) {
+	for _, tt := range []struct {
+		phase      string
+		test       string
+		abortAlive bool
+	}{
+		{"after the pick", "cps", false},
+		{"on the trial", "cps", true},
+		{"at the barrier", "concurrent", true},
+		{"after go", "concurrent", true},
+	} {
+		t.Run(tt.phase, func(t *testing.T) {
+			c := listen(t, 2, 20*time.Second, nil)
+			fs := readyFakes(t, c, "alive", "victim")
+			alive, victim := fs[0], fs[1]
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if tt.phase == "after the pick" {
+				_ = victim.d.Close()
+				if err := testpeer.Poll(10*time.Second, 5*time.Millisecond, func() bool {
+					c.mu.Lock()
+					defer c.mu.Unlock()
+					return c.nodes["victim"].gone != ""
+				}); err != nil {
+					t.Fatal("victim not seen gone")
+				}
+			}
+			go func() {
+				if tt.phase == "after the pick" {
+					return
+				}
+				as, err := DecodeTrial(alive.recv(t, TypeTrial).Data.(*protocol.Custom).Data)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				victim.recv(t, TypeTrial)
+				switch tt.phase {
+				case "on the trial":
+					_ = victim.d.Close()
+				case "at the barrier":
+					alive.send(t, TypeHeld, &protocol.Custom{Data: EncodeID(as.ID, false)})
+					_ = victim.d.Close()
+				case "after go":
+					alive.send(t, TypeHeld, &protocol.Custom{Data: EncodeID(as.ID, false)})
+					victim.send(t, TypeHeld, &protocol.Custom{Data: EncodeID(as.ID, false)})
+					victim.recv(t, TypeGo)
+					_ = victim.d.Close()
+				}
+			}()
+			start := time.Now()
+			tr, err := c.Trial(ctx, tt.test, 10, tt.test == "concurrent", probeOpts("127.0.0.1:9"))
+			if err != nil || !strings.Contains(tr.GeneratorLimit, "(victim) lost") || time.Since(start) > 15*time.Second {
+				t.Fatalf("trial %+v, %v after %v", tr, err, time.Since(start))
+			}
+			if tt.abortAlive {
+				alive.recv(t, TypeAbort)
+			}
+		})
+	}
+}

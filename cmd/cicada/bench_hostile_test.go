@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/capacity/cluster"
 	"github.com/cicada-load/cicada/internal/testpeer"
 )
 
@@ -144,4 +145,45 @@ func FuzzBenchTargetHostile(f *testing.F) {
 			t.Fatalf("benchTarget(%q) accepted: %q", h, addr)
 		}
 	})
+}
+
+// The TLS options a (hostile) controller sends a worker: files that are not
+// regular files of a bounded size (/dev/zero, a directory, a FIFO), names
+// that are not TLS names: each refused at once with the flag named, never
+// read without end.
+func TestBenchClusterTLSHostileOptions(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	junk := make([]string, 64)
+	for i := range junk {
+		junk[i] = "NOT_A_SUITE"
+	}
+	for _, tt := range []struct {
+		name string
+		o    cluster.TLSOptions
+		want string
+	}{
+		{"ca /dev/zero", cluster.TLSOptions{CAFile: "/dev/zero"}, "--tls-ca-file /dev/zero: not a regular file"},
+		{"ca directory", cluster.TLSOptions{CAFile: dir}, "--tls-ca-file " + dir + ": not a regular file"},
+		{"ca fifo", cluster.TLSOptions{CAFile: fifo}, "not a regular file"},
+		{"cert /dev/zero", cluster.TLSOptions{CertFile: "/dev/zero", KeyFile: "/dev/zero"}, "not a regular file"},
+		{"key missing", cluster.TLSOptions{CertFile: fifo}, "--tls-key-file"},
+		{"version", cluster.TLSOptions{MinVersion: "1.4"}, "--tls-min-version"},
+		{"suites", cluster.TLSOptions{CipherSuites: junk}, "--tls-cipher-suites"},
+		{"curves", cluster.TLSOptions{Curves: []string{"P-255"}}, "--tls-curves"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			_, err := benchClusterTLSConfig(tt.o, "127.0.0.1:443")
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v; want %q", err, tt.want)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Fatalf("took %v", d)
+			}
+		})
+	}
 }
