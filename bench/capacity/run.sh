@@ -10,9 +10,14 @@ export PATH="$PATH:/usr/local/go/bin"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 timeout "${TIMEOUT:-600}" go test -count=1 -run 'TestBenchLab' -v ./cmd/cicada/ >"$log" 2>&1 || true
-printf '%-11s %-18s %-8s %-24s %s\n' test generator known found "search time"
+# The same searches over DPDK (a net_af_packet device) in a dpdk-tagged
+# build, where libdpdk-dev is installed.
+if pkg-config --exists libdpdk 2>/dev/null; then
+	CGO_ENABLED=1 timeout "${TIMEOUT:-600}" go test -tags dpdk -count=1 -run 'TestDPDKBench' -v ./cmd/cicada/ >>"$log" 2>&1 || true
+fi
+printf '%-11s %-22s %-8s %-24s %s\n' test generator known found "search time"
 grep -P '\tFIGURE\t|FIGURE\t' "$log" | sed 's/.*FIGURE\t//' | sort |
-	awk -F'\t' '{ printf "%-11s %-18s %-8s %-24s %s\n", $1, $2, $3, $4, $5 }'  || true
+	awk -F'\t' '{ printf "%-11s %-22s %-8s %-24s %s\n", $1, $2, $3, $4, $5 }'  || true
 # Skipped (not root; or the generator was the limit on a busy host) and failed
 # tests, with their reasons.
 grep -E -- '^--- (SKIP|FAIL)|_test\.go:[0-9]+: (found|result|the generator|bench did not|FAIL)' "$log" || true

@@ -19,16 +19,42 @@ const clientIP, serverIP = 198<<24 | 18<<16 | 1, 198<<24 | 18<<16 | 1<<8 | 1
 // on its own goroutine until the test ends.
 func pipeProber(t *testing.T, o Options) *Prober {
 	t.Helper()
+	return pipeProberServer(t, o, stack.Config{}, 0)
+}
+
+// pipeProberServer is pipeProber with the server stack's body size and
+// keep-alive from sc, its loop polling every period (0: as fast as it can).
+func pipeProberServer(t *testing.T, o Options, sc stack.Config, period time.Duration) *Prober {
+	t.Helper()
 	a, b, err := pipe.New(pipe.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := stack.New(stack.Config{Mode: stack.Server, Link: b, ClientIP: clientIP, ServerIP: serverIP, PortMin: 10000, PortMax: 60000, IdleTimeout: time.Hour})
+	sc.Mode, sc.Link, sc.ClientIP, sc.ServerIP, sc.PortMin, sc.PortMax = stack.Server, b, clientIP, serverIP, 10000, 60000
+	if sc.IdleTimeout == 0 {
+		sc.IdleTimeout = time.Hour
+	}
+	srv, err := stack.New(sc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	testpeer.Go(t, "server stack", 30*time.Second, func(ctx context.Context) {
-		_ = (&engine.Loop{Stack: srv}).Run(ctx)
+		if period == 0 {
+			_ = (&engine.Loop{Stack: srv}).Run(ctx)
+			return
+		}
+		t0 := time.Now()
+		tk := time.NewTicker(period)
+		defer tk.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tk.C:
+				for srv.Poll(int64(time.Since(t0))) > 0 {
+				}
+			}
+		}
 	})
 	o.Link, o.ClientIP, o.ServerIP, o.CPUBusy = a, clientIP, serverIP, 100
 	if o.RetransmitTimeout == 0 { // no spurious SYN retransmission on a busy machine

@@ -51,18 +51,21 @@ negotiated. --mix SIZE:WEIGHT,... (tps, throughput; RFC 9411 7.1) fetches
 /bytes/N objects whose sizes are drawn by weight per arrival, the same
 sequence in every run.
 
-Kernel sockets, standalone. --dataplane afpacket runs cps, concurrent and
-teardown on the userspace data plane (one client address, its own client
-ports); the other tests are not built for it yet and are refused (in a
-cluster, the workers take --dataplane).
+Kernel sockets, standalone. --dataplane afpacket|afxdp|dpdk runs every test
+on the userspace data plane instead (one client address, its own client
+ports, one core; dpdk in a binary from make build-dpdk, with --dpdk-eal and
+--dpdk-port as the worker's), each trial the same contract as the kernel's;
+--http, --window, --hold, https and --mix are refused there (one GET per
+connection always; connections open at 2,000/s).
 Cluster: --master --expect-workers N waits (--expect-workers-max-wait) for N
 cicada workers (cicada --worker --master-host H) and splits every trial
 between them (rates and connections evenly; tps/throughput's --conns is the
 total); a worker lost during a trial makes it INVALID (exit 3). A worker
-started with --dataplane afpacket runs cps, concurrent and teardown on its
-data plane and refuses the other tests. HTTPS (the TLS flags as given; the
-CA, certificate and key files are read on each worker), --mix and each
-worker's generator strain travel with the trials.
+started with --dataplane afpacket runs every test on its data plane (other
+links, https and --mix are refused there).
+HTTPS (the TLS flags as given; the CA, certificate and key files are read
+on each worker), --mix and each worker's generator strain travel with the
+trials to kernel-socket workers.
 Exit status: 0 a maximum found (or the range's top passed), 1 none found
 (or the search stopped: SIGINT, a trial that could not run; the table
 shows the trials that ran and the highest pass as a lower bound), 3 invalid
@@ -122,13 +125,16 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&o.load, "load", 0, "latency: the maximum to take instead of searching for it")
 	fs.StringVar(&o.csv, "csv", "", "Write the trials to PREFIX_bench.csv")
 	fs.StringVar(&o.html, "html", "", "Write the report, with a chart of the search, to this HTML file")
-	fs.StringVar(&o.dataplane, "dataplane", "", "Run cps, concurrent or teardown on the userspace data plane: afpacket (Linux, root)")
+	fs.StringVar(&o.dataplane, "dataplane", "", "Run the test on the userspace data plane: afpacket, afxdp (Linux, root) or dpdk (a dpdk build)")
 	var dpo benchDataplaneOpts
 	fs.StringVar(&dpo.iface, "interface", "", "Data plane: the interface towards the device")
 	fs.StringVar(&dpo.clientIPs, "client-ips", "", "Data plane: the client address (one)")
 	fs.StringVar(&dpo.clientPorts, "client-ports", "10000-60000", "Data plane: the client ports the trials take slices of")
 	fs.StringVar(&dpo.gateway, "gateway", "", "Data plane: the next hop (default: the server address, by ARP)")
 	fs.BoolVar(&dpo.dedicated, "dataplane-dedicated", false, "Data plane: the interface is dedicated to the test; its safety refusals become warnings")
+	fs.StringVar(&dpo.dpdkEAL, "dpdk-eal", "", "Data plane dpdk: DPDK's EAL arguments as one string (as the worker's --dpdk-eal)")
+	fs.StringVar(&dpo.dpdkPort, "dpdk-port", "", "Data plane dpdk: the port, by number, PCI address or device name")
+	fs.StringVar(&dpo.dpdkIdle, "dpdk-idle-sleep", "", "Data plane dpdk: how long an idle poll sleeps, e.g. 50us (default: poll without pause)")
 	var tlso benchTLSOptions
 	tlso.flags(fs) // bench_tls.go
 	var co benchClusterOpts
@@ -229,6 +235,11 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if fs.Changed("dataplane") {
 		if !fs.Changed("connect-timeout") { // the stack's first SYN retransmission
 			_ = fs.Set("connect-timeout", "300ms")
+		}
+		for _, name := range []string{"window", "hold"} {
+			if fs.Changed(name) {
+				return fail("--%s: the data plane opens its connections at 2,000/s and runs the second round at once", name)
+			}
 		}
 		var closeLink func()
 		if trial, closeLink, err = benchDataplane(o.dataplane, search.Name, addr, path, &o, &dpo, stderr); err != nil {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/dataplane/link/dpdk"
 	"github.com/cicada-load/cicada/internal/testpeer"
 	"github.com/cicada-load/cicada/target"
 )
@@ -51,8 +52,18 @@ func TestBenchRefusesBadOptions(t *testing.T) {
 		{"mix empty", []string{"bench", "throughput", "-H", "http://127.0.0.1:80", "--mix", ""}, "mix: empty"},
 		{"path in host", []string{"bench", "cps", "-H", "http://127.0.0.1:80/x"}, "--path sets the path"},
 		{"dataplane no interface", []string{"bench", "cps", "-H", "http://127.0.0.1:80", "--dataplane", "afpacket"}, "needs --interface and --client-ips"},
-		{"dataplane afxdp", []string{"bench", "cps", "-H", "http://127.0.0.1:80", "--dataplane", "afxdp"}, "afpacket only"},
-		{"dataplane tps", []string{"bench", "tps", "-H", "http://127.0.0.1:80", "--dataplane", "afpacket"}, `test "tps" does not run on the data plane yet (cps, concurrent and teardown do)`},
+		{"dataplane kind", []string{"bench", "cps", "-H", "http://127.0.0.1:80", "--dataplane", "netmap"}, `--dataplane "netmap": one of afpacket, afxdp, dpdk`},
+		{"dataplane afxdp no interface", []string{"bench", "tps", "-H", "http://127.0.0.1:80", "--dataplane", "afxdp", "--client-ips", "198.18.0.1"}, "--dataplane afxdp needs --interface"},
+		{"dataplane latency", []string{"bench", "latency", "-H", "http://127.0.0.1:80", "--dataplane", "afpacket"}, "needs --interface"},
+		{"dataplane dpdk options on afxdp", []string{"bench", "cps", "-H", "http://127.0.0.1:80", "--dataplane", "afxdp", "--interface", "lo", "--client-ips", "198.18.0.1", "--dpdk-port", "0"}, "are for --dataplane dpdk"},
+		{"dataplane dpdk no port", []string{"bench", "cps", "-H", "http://127.0.0.1:80", "--dataplane", "dpdk", "--client-ips", "198.18.0.1"}, "--dataplane dpdk needs --dpdk-port"},
+		{"dataplane window", []string{"bench", "concurrent", "-H", "http://127.0.0.1:80", "--dataplane", "afpacket", "--window", "8"}, "--window: the data plane"},
+		{"dataplane https", []string{"bench", "tps", "-H", "https://127.0.0.1:443", "--dataplane", "afpacket"}, "the data plane speaks plain HTTP"},
+		{"dataplane mix", []string{"bench", "tps", "-H", "http://127.0.0.1:80", "--dataplane", "afpacket", "--mix", "100:1,1000:1"}, "--mix runs on kernel sockets, not with --dataplane"},
+		{"dataplane hold", []string{"bench", "concurrent", "-H", "http://127.0.0.1:80", "--dataplane", "afpacket", "--hold", "1s"}, "--hold: the data plane"},
+		{"dataplane bad ports", []string{"bench", "tps", "-H", "http://127.0.0.1:80", "--dataplane", "afpacket", "--interface", "lo", "--client-ips", "198.18.0.1", "--client-ports", "9-3"}, "--client-ports"},
+		{"dataplane gateway in range", []string{"bench", "tps", "-H", "http://127.0.0.1:80", "--dataplane", "afpacket", "--interface", "lo", "--client-ips", "198.18.0.1", "--gateway", "198.18.0.1"}, "inside the client range"},
+		{"dpdk-eal without dataplane", []string{"bench", "cps", "-H", "http://127.0.0.1:80", "--dpdk-eal", "-l 1"}, "--dpdk-eal needs --dataplane"},
 		{"dataplane http", []string{"bench", "cps", "-H", "http://127.0.0.1:80", "--dataplane", "afpacket", "--http"}, "always sends one HTTP GET"},
 		{"dataplane client range", []string{"bench", "cps", "-H", "http://127.0.0.1:80", "--dataplane", "afpacket", "--interface", "lo", "--client-ips", "198.18.0.1-3"}, "one client address"},
 		{"dataplane loopback", []string{"bench", "cps", "-H", "http://127.0.0.1:80", "--dataplane", "afpacket", "--interface", "lo", "--client-ips", "198.18.0.1"}, "ifcheck"},
@@ -182,5 +193,18 @@ func TestBenchGeneratorLimitExit(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Fatalf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// --dataplane dpdk in a binary without DPDK is refused before anything
+// runs, saying how to build one.
+func TestBenchRefusesDPDKWithoutIt(t *testing.T) {
+	if dpdk.Available {
+		t.Skip("this binary has DPDK (the dpdk tag)")
+	}
+	var out, errb bytes.Buffer
+	code := run([]string{"bench", "tps", "-H", "http://127.0.0.1:80", "--dataplane", "dpdk", "--client-ips", "198.18.0.1", "--dpdk-port", "0"}, &out, &errb)
+	if code != 2 || !strings.Contains(errb.String(), "argument --dataplane: ") || !strings.Contains(errb.String(), "make build-dpdk") {
+		t.Fatalf("exit %d; want 2 and the build's refusal:\n%s", code, errb.String())
 	}
 }

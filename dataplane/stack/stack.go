@@ -59,6 +59,8 @@ type Stack struct {
 	roundInFlight  int
 	// wheelFn, set by tests, replaces the users' handler of wheel timers.
 	wheelFn func(i uint32, now int64)
+	// onTaskEnd is SetOnTaskEnd's callback (wake.go).
+	onTaskEnd func(rec uint32, now int64, ok bool)
 }
 
 // New returns a Stack for cfg, with its table of ClientIPs x ports records

@@ -398,6 +398,7 @@ func (s *Stack) userResponse(i uint32, now int64, ok bool) {
 	default:
 		c.uflags |= uWaiting
 		c.wakeAt = now + s.waitFor(i, now)
+		s.taskEnded(i, now, ok)
 	}
 	if c.uflags&(uRound|uWaiting) == uRound|uWaiting {
 		if c.flags&fPeerFin != 0 || closing {
@@ -450,6 +451,7 @@ func (s *Stack) userFailed(i uint32, now int64) {
 	if c.uflags&uWaiting == 0 {
 		c.uflags |= uWaiting
 		c.wakeAt = now + s.waitFor(i, now)
+		s.taskEnded(i, now, false)
 	}
 }
 

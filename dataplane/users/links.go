@@ -18,8 +18,9 @@ import (
 // client port (one plain socket for one core), or one AF_XDP socket on
 // queue 0 (one core only: nothing steers ports to queues), or one DPDK
 // port (one core only, likewise; the EAL is initialised with its
-// arguments on first use).
-func openLinks(kind, iface string, dcfg dpdk.Config, split [][2]uint16) ([]link.Link, []engine.Waiter, error) {
+// arguments on first use). retire, if not zero, is AF_PACKET's RX block
+// retire timeout.
+func openLinks(kind, iface string, dcfg dpdk.Config, split [][2]uint16, retire time.Duration) ([]link.Link, []engine.Waiter, error) {
 	if kind == LinkDPDK {
 		l, err := dpdk.Open(dcfg)
 		if err != nil {
@@ -33,7 +34,7 @@ func openLinks(kind, iface string, dcfg dpdk.Config, split [][2]uint16) ([]link.
 	}
 	switch kind {
 	case LinkAFPacket:
-		cfg := afpacket.Config{Index: ifi.Index}
+		cfg := afpacket.Config{Index: ifi.Index, RetireTimeout: retire}
 		var ls []*afpacket.Link
 		if len(split) == 1 {
 			l, err := afpacket.Open(cfg)

@@ -88,7 +88,7 @@ func New(opts Options, sc worker.Scenario) (*Runtime, error) {
 	open := opts.Links
 	if open == nil {
 		open = func(n int) ([]link.Link, []engine.Waiter, error) {
-			return openLinks(opts.Link, opts.Interface, opts.DPDK, split)
+			return openLinks(opts.Link, opts.Interface, opts.DPDK, split, 0)
 		}
 		r.opts.LockThreads = true
 	}
