@@ -331,6 +331,10 @@ func (c *Controller) onTrialMessage(n *node, msg protocol.Message) {
 		c.lose(n, "its result did not decode: "+err.Error())
 		return
 	}
+	if err := consistent(p.test, r.Trial); err != nil && r.ID == p.id {
+		c.lose(n, "its result is inconsistent: "+err.Error())
+		return
+	}
 	if r.ID == p.id {
 		p.results[n.id] = r
 		c.notify()

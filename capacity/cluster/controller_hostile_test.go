@@ -395,3 +395,48 @@ func TestControllerWorkerKilledAtEachPhase(t *testing.T) {
 		})
 	}
 }
+
+// A result whose achieved load its own counts do not allow (more
+// successes than attempts, bytes it did not receive) makes its worker
+// lost and the trial INVALID, never a pass the device did not sustain.
+func TestControllerInconsistentResult(t *testing.T) {
+	sec := time.Second
+	for _, tt := range []struct {
+		name  string
+		test  string
+		trial capacity.Trial
+		lost  bool
+	}{
+		{"cps from nothing", "cps", capacity.Trial{Achieved: 1e6, Duration: sec}, true},
+		{"cps over no time", "cps", capacity.Trial{Attempted: 10, Achieved: 10}, true},
+		{"tps twice the attempts", "tps", capacity.Trial{Attempted: 10, Achieved: 20, Duration: sec}, true},
+		{"throughput without bytes", "throughput", capacity.Trial{Attempted: 10, Achieved: 100, Duration: sec}, true},
+		{"concurrent above attempts", "concurrent", capacity.Trial{Attempted: 5, Achieved: 6}, true},
+		{"cps exact", "cps", capacity.Trial{Attempted: 10, Achieved: 10, Duration: sec}, false},
+		{"throughput exact", "throughput", capacity.Trial{Bytes: 125000, Achieved: 1, Duration: sec}, false},
+		{"concurrent exact", "concurrent", capacity.Trial{Attempted: 5, Achieved: 5}, false},
+		{"failed trial", "cps", capacity.Trial{Attempted: 10, Failed: 10}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := listen(t, 1, 20*time.Second, nil)
+			f := readyFakes(t, c, "w")[0]
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			go func() {
+				s, err := DecodeTrial(f.recv(t, TypeTrial).Data.(*protocol.Custom).Data)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				f.send(t, TypeResult, &protocol.Custom{Data: EncodeResult(Result{ID: s.ID, Trial: tt.trial})})
+			}()
+			tr, err := c.Trial(ctx, tt.test, 5, tt.test == "concurrent", probeOpts("127.0.0.1:9"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lost := strings.Contains(tr.GeneratorLimit, "(w) lost during the trial: its result is inconsistent"); lost != tt.lost {
+				t.Fatalf("trial %+v; lost %v, want %v", tr, lost, tt.lost)
+			}
+		})
+	}
+}
