@@ -92,7 +92,7 @@ func TestAgentHostileSpecs(t *testing.T) {
 // A worker whose controller is gone (cmd/cicada cancels the agent's
 // context when the worker's master heartbeat timeout fires) stops its trial
 // at once once it is loading the target: not for the rest of a long trial.
-// The trials are an hour long at a rate the pacer falls behind on; the
+// The trials are a minute long at a rate the pacer falls behind on; the
 // context ends once the target has seen the load.
 func TestAgentStopsWithItsContext(t *testing.T) {
 	for _, tt := range []struct {
@@ -111,7 +111,7 @@ func TestAgentStopsWithItsContext(t *testing.T) {
 			defer cancel()
 			a := NewAgent(ctx, &s, AgentOptions{Limits: noLimits})
 			o := probeOpts(addr)
-			o.Duration, o.Hold, o.Timeout = time.Hour, time.Hour, time.Hour
+			o.Duration, o.Hold, o.Timeout = time.Minute, time.Hour, time.Hour
 			a.Handle(trialMsg(TrialSpec{ID: 1, Test: tt.test, Load: tt.load, Probe: o}))
 			if err := testpeer.Poll(20*time.Second, 5*time.Millisecond, func() bool { return accepted.Load() >= tt.seen }); err != nil {
 				t.Fatalf("the target saw %d connections", accepted.Load())
@@ -170,4 +170,37 @@ func countingTarget(t *testing.T, closeAll bool) (string, *atomic.Int64) {
 		mu.Unlock()
 	})
 	return ln.Addr().String(), &n
+}
+
+// A worker whose controller is gone (Connected false) stops its trial after
+// the connection grace, long before the hour's trial or the worker's 60 s
+// master timeout; a connection back within the grace keeps the trial.
+func TestAgentWatchdogStopsOrphanTrial(t *testing.T) {
+	addr, accepted := countingTarget(t, true)
+	var connected atomic.Bool
+	connected.Store(true)
+	var s sink
+	a := NewAgent(context.Background(), &s, AgentOptions{Limits: noLimits, Connected: connected.Load, ConnectionGrace: 500 * time.Millisecond})
+	o := probeOpts(addr)
+	o.Duration = time.Hour
+	a.Handle(trialMsg(TrialSpec{ID: 1, Test: "cps", Load: 100, Probe: o}))
+	if err := testpeer.Poll(20*time.Second, 5*time.Millisecond, func() bool { return accepted.Load() >= 10 }); err != nil {
+		t.Fatal("no load on the target")
+	}
+	connected.Store(false)
+	start := time.Now()
+	done := make(chan struct{})
+	go func() { a.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the orphan trial went on 20 s")
+	}
+	if d := time.Since(start); d < 400*time.Millisecond {
+		t.Fatalf("stopped after %v, within the grace", d)
+	}
+	m, _ := s.find(TypeResult)
+	if res, err := DecodeResult(m.Data.(*protocol.Custom).Data); err != nil || !strings.HasPrefix(res.Error, "cluster: trial stopped: no connection to the controller") {
+		t.Fatalf("result %+v, %v", res, err)
+	}
 }

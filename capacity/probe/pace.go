@@ -7,9 +7,9 @@ import (
 
 // MaxArrivals bounds a rate trial's arrivals (rate × Duration): a load
 // above it is refused (ErrOptions), never run as another number of
-// arrivals. A billion arrivals is far beyond what one generator issues in
-// a trial.
-const MaxArrivals = 1 << 30
+// arrivals. 16.7 million (a mix's schedule bound too) is 140,000 per second
+// for two minutes, and bounds TPS's queue of arrivals (32 bytes each).
+const MaxArrivals = 1 << 24
 
 // Due returns when arrival i (from 0) of a trial at rate per second is due,
 // relative to the trial's start.

@@ -52,6 +52,7 @@ func TestHugeLoadsRefused(t *testing.T) {
 		{"cps 1e300", func() error { _, err := p.CPS(ctx, 1e300); return err }},
 		{"cps max float", func() error { _, err := p.CPS(ctx, math.MaxFloat64); return err }},
 		{"tps 1e12", func() error { _, err := p.TPS(ctx, 1e12); return err }},
+		{"tps 1e7, a 640 MB queue", func() error { _, err := p.TPS(ctx, 1e7); return err }},
 		{"teardown 1e19", func() error { _, err := p.Teardown(ctx, 1e19); return err }},
 		{"throughput 1e300", func() error { _, err := p.Throughput(ctx, 1e300, 1); return err }},
 	} {
