@@ -61,6 +61,10 @@
 // generator limit) and every later trial too, so the search stops there
 // (exit 3 in cmd/cicada) and never reports a maximum the cluster did not
 // measure. Waiting for the workers is bounded by Options.WaitTimeout.
+// On the worker's side, a trial whose controller is gone (the worker no
+// longer registered with it, AgentOptions.Connected) is stopped after
+// AgentOptions.ConnectionGrace (10 s), not at the worker's 60 s master
+// heartbeat timeout.
 //
 // Refusals: a Python Locust worker (its client_ready carries a version
 // string) cannot run trials: it is logged as refused and sent quit, and
