@@ -25,8 +25,8 @@ image: build
 	$(IMAGE_TOOL) build --pull=never --build-arg VERSION=$(VERSION) -t $(IMAGE):$(VERSION) -t $(IMAGE):latest -f Containerfile .
 
 ## check-deploy: deploy/check (its own module): every manifest of deploy/k8s, deploy/podman and the
-## rendered Helm chart decoded strictly into the Kubernetes API types, helm lint; builds the pinned
-## helm from the Go module proxy into GOPATH/bin when it is missing (first build: minutes; cached after)
+## rendered Helm chart decoded strictly into the Kubernetes API types, helm lint, its fuzz target
+## (scripts/fuzz-all.sh); builds the pinned helm from the Go module proxy into GOPATH/bin when it is missing (first build: minutes; cached after)
 HELM_VERSION := v3.17.3
 check-deploy:
 	@h=$$(command -v helm || echo "$$($(GO) env GOPATH)/bin/helm"); \
@@ -35,8 +35,8 @@ check-deploy:
 		$(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION) || exit 1; h="$$($(GO) env GOPATH)/bin/helm"; fi; \
 	cd deploy/check && $(GO) mod tidy -diff && $(GO) vet ./... && \
 		if command -v golangci-lint >/dev/null; then golangci-lint run ./...; fi && \
-		HELM="$$h" $(GO) test -count=1 -timeout 5m ./... && \
-		$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) .
+		HELM="$$h" $(GO) test -count=1 -timeout 5m ./...
+	FUZZ_MODULE=deploy/check ./scripts/fuzz-all.sh $(FUZZTIME)
 
 ## release: static binaries in dist/ (CGO_ENABLED=0, -trimpath, version stamped) for linux/amd64,
 ## linux/arm64 and the CLI on darwin/amd64 and darwin/arm64, and dist/SHA256SUMS; then checks them

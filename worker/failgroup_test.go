@@ -3,11 +3,14 @@ package worker_test
 import (
 	"context"
 	"encoding/csv"
+	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -43,9 +46,17 @@ class DynamicUser(HttpUser):
 // URLs do not make a row each (issue #19 item 9). (Debian's Locust reports
 // an empty version, which its own master refuses from a Python worker, so
 // the two run apart.)
+//
+// Each side runs until it has sent failingRequests requests (distinct
+// URLs), then is stopped: the cicada master with Quit, Locust with SIGTERM
+// once its failures CSV counts them. A run time cannot be the end: Locust
+// 2.12.1's -t is gevent.spawn_later(run_time) with the event loop's clock
+// as last updated during its imports, so on a busy machine "-t 3s" ran for
+// 0.1 s and wrote no failure at all; the run times below only bound a
+// stuck run.
 func TestFailuresGroupByNameAsLocust(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs a 3 s Locust test")
+		t.Skip("runs Locust for a few seconds")
 	}
 	t.Parallel()
 	srv, err := target.New(target.Options{Listen: "127.0.0.1:0"})
@@ -58,7 +69,7 @@ func TestFailuresGroupByNameAsLocust(t *testing.T) {
 	dir := t.TempDir()
 	lout := filepath.Join(dir, "LOCUST")
 	lp := testpeer.StartLocust(t, testpeer.LocustConfig{Dir: dir, Locustfile: dynamicLocustfile, Args: []string{
-		"--headless", "-u", "2", "-r", "100", "-t", "3s", "-H", host, "--csv", lout,
+		"--headless", "-u", "2", "-r", "100", "-t", "50s", "-H", host, "--csv", lout,
 	}})
 
 	var n atomic.Int64
@@ -71,7 +82,7 @@ func TestFailuresGroupByNameAsLocust(t *testing.T) {
 	}}}
 	cout := filepath.Join(dir, "CICADA")
 	m, err := master.New(master.Options{
-		BindHost: "127.0.0.1", BindPort: -1, Headless: true, Users: 2, SpawnRate: 100, RunTime: 3 * time.Second,
+		BindHost: "127.0.0.1", BindPort: -1, Headless: true, Users: 2, SpawnRate: 100, RunTime: 50 * time.Second,
 		Host: host, UserClasses: []master.UserClass{{Name: "DynamicUser"}}, CSVPrefix: cout,
 		StatsFormat: stats.Format{Standalone: true}, // as cicada standalone: texts as Locust standalone's
 	})
@@ -85,14 +96,27 @@ func TestFailuresGroupByNameAsLocust(t *testing.T) {
 	testpeer.Go(t, "the cicada worker", 20*time.Second, func(ctx context.Context) { _ = w.Run(ctx) })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	// Quit (its final reports awaited) once the worker sent enough; after
+	// the deadline too, for the check below to say so.
+	testpeer.Go(t, "quitting the cicada master", 0, func(ctx context.Context) {
+		_ = testpeer.Poll(45*time.Second, 0, func() bool { return n.Load() >= failingRequests || ctx.Err() != nil })
+		m.Quit()
+	})
 	if _, err := m.Run(ctx); err != nil {
 		t.Fatalf("cicada master: %v", err)
 	}
-	if exited, _ := lp.Wait(60 * time.Second); !exited {
-		t.Fatalf("Locust did not exit; log:\n%s", lp.Log())
+	// Locust's CSV writer rewrites its files every second (truncate
+	// flushes them): stop Locust once they count enough failures.
+	if err := testpeer.Poll(45*time.Second, 50*time.Millisecond, func() bool {
+		return locustFailures(lout+"_failures.csv") >= failingRequests || !lp.Alive()
+	}); err != nil {
+		t.Errorf("Locust's failures CSV never counted %d failures: %v", failingRequests, err)
 	}
-	if n.Load() < 10 {
-		t.Fatalf("the cicada worker sent %d requests; want at least 10", n.Load())
+	if err := lp.Stop(syscall.SIGTERM, 30*time.Second); err != nil && !isExit(err) {
+		t.Fatalf("stopping Locust: %v; log:\n%s", err, lp.Log())
+	}
+	if n.Load() < failingRequests {
+		t.Fatalf("the cicada worker sent %d requests; want at least %d", n.Load(), failingRequests)
 	}
 	const want = "HTTPError('404 Client Error: Not Found for url: /item/[id]')"
 	for _, side := range []string{lout, cout} {
@@ -101,6 +125,38 @@ func TestFailuresGroupByNameAsLocust(t *testing.T) {
 			t.Errorf("%s_failures.csv has %d rows, the first %q; want one row GET, /item/[id], %s", filepath.Base(side), len(rows)-1, rows[:min(len(rows), 3)], want)
 		}
 	}
+}
+
+// failingRequests is how many requests (each its own URL) each side sends
+// before it is stopped.
+const failingRequests = 10
+
+// locustFailures returns the total of the Occurrences column of a Locust
+// failures CSV, or 0 while it cannot be read (being rewritten).
+func locustFailures(path string) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return 0
+	}
+	total := 0
+	for _, r := range rows[min(1, len(rows)):] {
+		if n, err := strconv.Atoi(r[len(r)-1]); err == nil {
+			total += n
+		}
+	}
+	return total
+}
+
+// isExit reports whether err is a process's exit status (Locust exits 1
+// after a test with failures).
+func isExit(err error) bool {
+	var ee *exec.ExitError
+	return errors.As(err, &ee)
 }
 
 func readCSV(t *testing.T, path string) [][]string {

@@ -47,7 +47,12 @@ func TestLocustMasterHeadless(t *testing.T) {
 		t.Errorf("Aggregated failures = %d; want 0", fails)
 	}
 	if got := ng.Requests(t); got != reqs || reqs < 1000 {
-		t.Errorf("master counted %d requests, nginx logged %d; want equal (and > 1000)", reqs, got)
+		// What tells the causes apart: nginx's statuses (499: a request
+		// the worker abandoned), the workers' quit timing against Locust's
+		// 0.5 s wait for final reports, users that outlived the report.
+		_, byStatus, _ := ng.Nginx.Requests()
+		t.Errorf("master counted %d requests, nginx logged %d; want equal (and > 1000)\nnginx by status: %v\nworker 1 log:\n%s\nworker 2 log:\n%s\nmaster log:\n%s",
+			reqs, got, byStatus, w1.log, w2.log, m.log())
 	}
 	if p := m.problems(); len(p) > 0 {
 		t.Errorf("master log has warnings or errors:\n%s", strings.Join(p, "\n"))

@@ -102,6 +102,10 @@ type cicadaWorker struct {
 	w      *worker.Worker
 	cancel context.CancelFunc
 	res    chan error
+	// log holds the worker's log at INFO and above (its quit timing,
+	// users that did not stop before the final report), for a failure
+	// message; empty with CICADA_TEST_LOG, which logs to stderr.
+	log *testpeer.SyncBuffer
 }
 
 const helloScenario = `
@@ -118,7 +122,8 @@ func startCicadaWorker(t *testing.T, masterPort int) *cicadaWorker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.DiscardHandler)
+	buf := new(testpeer.SyncBuffer)
+	log := slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if os.Getenv("CICADA_TEST_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -131,7 +136,7 @@ func startCicadaWorker(t *testing.T, masterPort int) *cicadaWorker {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	cw := &cicadaWorker{w: w, cancel: cancel, res: make(chan error, 1)}
+	cw := &cicadaWorker{w: w, cancel: cancel, res: make(chan error, 1), log: buf}
 	go func() { cw.res <- w.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
