@@ -132,6 +132,8 @@ func (r *Report) WriteCSV(w io.Writer) error {
 // Outcome is "found", "ceiling", "invalid" or "none".
 func (r *Result) Outcome() string {
 	switch {
+	case r.Stopped != "":
+		return "stopped"
 	case r.Invalid != "":
 		return "invalid"
 	case r.Ceiling:

@@ -225,6 +225,10 @@ type Result struct {
 	FailedAt float64
 	// Elapsed is the search's wall time.
 	Elapsed time.Duration
+	// Stopped, when set, is why the search ended before its verdict (its
+	// context ended, a trial could not run): Max is then the highest load
+	// that passed so far, a lower bound (stopped.go).
+	Stopped string
 }
 
 // Best returns the passed trial at Max (false when none passed).
@@ -240,6 +244,8 @@ func (r *Result) Best() (Trial, bool) {
 // Summary is one sentence on the outcome.
 func (r *Result) Summary(unit string) string {
 	switch {
+	case r.Stopped != "":
+		return r.stoppedSummary(unit)
 	case r.Invalid != "":
 		if r.Max > 0 {
 			return fmt.Sprintf("INVALID: the generator was the limit (%s); the device sustained %.6g %s, its maximum is at least that, not found", r.Invalid, r.Max, unit)
@@ -307,6 +313,9 @@ func (s Search) Run(ctx context.Context, trial TrialFunc) (Result, error) {
 	start := time.Now()
 	r, err := s.run(ctx, trial)
 	r.Elapsed = time.Since(start)
+	if err != nil {
+		r.stopped(err)
+	}
 	return r, err
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cicada-load/cicada/capacity"
 	"github.com/cicada-load/cicada/capacity/probe"
@@ -52,6 +53,12 @@ type AgentOptions struct {
 	Limits func() (diag.Limits, error)
 	// Logger gets the agent's log lines; if nil, discarded.
 	Logger *slog.Logger
+	// Connected, if set, tells whether the worker is connected to (and
+	// registered with) its controller; a trial during which it stays
+	// false for ConnectionGrace (if zero, DefaultConnectionGrace) is
+	// stopped (watchdog.go).
+	Connected       func() bool
+	ConnectionGrace time.Duration
 }
 
 // Agent is a worker's side of the bench exchange: it answers hello and
@@ -174,14 +181,19 @@ func (a *Agent) onTrial(data any) {
 		a.reply(TypeResult, EncodeResult(Result{ID: spec.ID, Error: fmt.Sprintf("busy with trial %d", busy)}))
 		return
 	}
-	ctx, cancel := context.WithCancel(a.ctx)
+	ctx, cancelCause := context.WithCancelCause(a.ctx)
+	cancel := func() { cancelCause(nil) }
 	r := &agentRun{id: spec.ID, cancel: cancel, goCh: make(chan bool, 1)}
 	a.cur = r
-	a.wg.Add(1)
+	a.wg.Add(2)
 	a.mu.Unlock()
+	go func() { defer a.wg.Done(); a.watchdog(ctx, cancelCause) }()
 	go func() {
 		defer a.wg.Done()
 		res := a.run(ctx, spec, r)
+		if cause := context.Cause(ctx); errors.Is(cause, errControllerGone) && res.Error != "" {
+			res.Error = cause.Error() + ": " + res.Error
+		}
 		cancel()
 		a.mu.Lock()
 		a.cur = nil

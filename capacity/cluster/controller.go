@@ -93,9 +93,12 @@ type Controller struct {
 	nodes   map[string]*node
 	picked  []*node
 	seq     int64
+	nodeSeq int64
 	readies int
 	trial   *pending
 	changed chan struct{}
+	// malformed: the rate limit of the malformed-message warning.
+	malformed malformedLog
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -182,6 +185,7 @@ func (c *Controller) eventLoop(ctx context.Context) {
 
 // lose marks n lost; c.mu held.
 func (c *Controller) lose(n *node, why string) {
+	why = printable(why) // it may quote a worker's message
 	n.gone = why
 	if n.name != "" {
 		c.log.Warn(n.name + " lost: " + why)
@@ -202,7 +206,7 @@ func (c *Controller) recvLoop(ctx context.Context) {
 		c.mu.Lock()
 		if err != nil {
 			if n := c.nodes[id]; n == nil || n.refused == "" {
-				c.log.Warn("malformed message from a worker: dropped", "worker", id, "error", err)
+				c.warnMalformed(id, err)
 			}
 			c.mu.Unlock()
 			continue
@@ -219,10 +223,11 @@ func (c *Controller) handle(id string, msg protocol.Message) {
 	if msg.Type == protocol.TypeClientReady {
 		cr, _ := msg.Data.(*protocol.ClientReady)
 		if n == nil || n.gone != "" {
-			if n == nil && len(c.nodes) >= 10000 {
-				return // a flood of identities: bounded memory
+			if n == nil && len(c.nodes) >= maxNodes && !c.evictGone() {
+				return // a flood of live identities: bounded memory
 			}
-			n = &node{id: id, index: int64(len(c.nodes))}
+			c.nodeSeq++
+			n = &node{id: id, index: c.nodeSeq - 1}
 			c.nodes[id] = n
 		}
 		n.seen = now
@@ -235,7 +240,7 @@ func (c *Controller) handle(id string, msg protocol.Message) {
 				v = fmt.Sprintf(" (version %q)", cr.Version)
 			}
 			n.refused = "a Python Locust worker" + v + " cannot run cicada bench trials; start cicada workers (cicada --worker --master-host ...)"
-			c.log.Error("worker " + id + " refused: " + n.refused)
+			c.log.Error("worker " + printable(id) + " refused: " + n.refused)
 			// quit goes with its first heartbeat: Locust 2.12.1 ignores a
 			// quit that arrives before its main loop runs.
 		case n.name != "":
@@ -286,16 +291,19 @@ func (c *Controller) handle(id string, msg protocol.Message) {
 			n.refused = r.Refuse
 		}
 		if n.refused != "" {
-			c.log.Error("worker " + id + " refused: " + n.refused)
+			c.log.Error("worker " + printable(id) + " refused: " + n.refused)
 			_ = c.send(id, protocol.TypeQuit, nil)
+			if n.name != "" && n.gone == "" { // picked: its trials cannot be trusted
+				c.lose(n, "it refused the bench exchange: "+n.refused)
+			}
 		} else if !n.ready && n.name == "" {
 			n.ready, n.runtime = true, r.Runtime
 			c.readies++
 			n.readyAt = c.readies
 			if c.picked != nil {
-				c.log.Info(fmt.Sprintf("worker %s ready (%s), but the search runs on the %d workers it started with: not used", id, r.Runtime, len(c.picked)))
+				c.log.Info(fmt.Sprintf("worker %s ready (%s), but the search runs on the %d workers it started with: not used", printable(id), r.Runtime, len(c.picked)))
 			} else {
-				c.log.Info(fmt.Sprintf("worker %s ready (%s)", id, r.Runtime))
+				c.log.Info(fmt.Sprintf("worker %s ready (%s)", printable(id), r.Runtime))
 			}
 		}
 		c.notify()
@@ -321,6 +329,10 @@ func (c *Controller) onTrialMessage(n *node, msg protocol.Message) {
 	r, err := DecodeResult(cu.Data)
 	if err != nil {
 		c.lose(n, "its result did not decode: "+err.Error())
+		return
+	}
+	if err := consistent(p.test, r.Trial); err != nil && r.ID == p.id {
+		c.lose(n, "its result is inconsistent: "+err.Error())
 		return
 	}
 	if r.ID == p.id {
@@ -350,7 +362,7 @@ func (c *Controller) Wait(ctx context.Context) error {
 			slices.SortFunc(ready, func(a, b *node) int { return a.readyAt - b.readyAt })
 			c.picked = ready[:c.o.Workers]
 			for i, n := range c.picked {
-				n.name = fmt.Sprintf("worker %d (%s)", i+1, n.id)
+				n.name = fmt.Sprintf("worker %d (%s)", i+1, printable(n.id))
 			}
 			c.mu.Unlock()
 			c.log.Info(fmt.Sprintf("All %d workers ready: starting the search", c.o.Workers))
@@ -380,9 +392,9 @@ func (c *Controller) waitError(ready int) error {
 	for _, n := range c.nodes {
 		switch {
 		case n.refused != "":
-			refused = append(refused, n.id+": "+n.refused)
+			refused = append(refused, printable(n.id)+": "+n.refused)
 		case !n.ready && n.gone == "":
-			silent = append(silent, n.id)
+			silent = append(silent, printable(n.id))
 		}
 	}
 	slices.Sort(refused)
@@ -416,27 +428,34 @@ func (c *Controller) Workers() []string {
 // own bounds (opening connections Window at a time, each within the
 // connect timeout and timeout; the trial time; the hold) and 30 s of slack.
 func Deadline(test string, load float64, o ProbeOptions, workers int) time.Duration {
-	base := o.Duration + 2*o.Timeout + o.ConnectTimeout + 30*time.Second
+	// In float64 nanoseconds, clamped: durations near the int64 limit
+	// (a hostile or absurd option) must not wrap to a deadline in the past.
+	ns := func(d time.Duration) float64 { return float64(d) }
+	base := ns(o.Duration) + 2*ns(o.Timeout) + ns(o.ConnectTimeout) + ns(30*time.Second)
 	window := float64(max(o.Window, 1))
 	perWorker := math.Ceil(load / float64(max(workers, 1)))
-	rounds := func(n float64) time.Duration {
+	rounds := func(n float64) float64 {
 		r := math.Ceil(n / window)
 		if r > 1e6 {
 			r = 1e6
 		}
-		per := o.ConnectTimeout + 2*o.Timeout
+		per := ns(o.ConnectTimeout) + 2*ns(o.Timeout)
 		if o.TLS != nil { // the handshake, bounded by ConnectTimeout too
-			per += o.ConnectTimeout
+			per += ns(o.ConnectTimeout)
 		}
-		return time.Duration(r) * per
+		return r * per
 	}
+	d := base
 	switch test {
 	case "concurrent":
-		return base + o.Hold + 2*rounds(perWorker)
+		d += ns(o.Hold) + 2*rounds(perWorker)
 	case "teardown":
-		return base + rounds(perWorker*o.Duration.Seconds())
+		d += rounds(perWorker * o.Duration.Seconds())
 	}
-	return base
+	if !(d < math.MaxInt64) { // NaN too
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(d)
 }
 
 // Trial runs one trial of test at load across the picked workers: each

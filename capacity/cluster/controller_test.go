@@ -236,9 +236,10 @@ func TestControllerLostWorker(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			// b keeps heartbeating; a dies or falls silent.
-			stop := make(chan struct{})
-			defer close(stop)
+			stop, stopped := make(chan struct{}), make(chan struct{})
+			defer func() { close(stop); <-stopped }() // no send after the test
 			go func() {
+				defer close(stopped)
 				tk := time.NewTicker(100 * time.Millisecond)
 				defer tk.Stop()
 				for {

@@ -61,6 +61,10 @@
 // generator limit) and every later trial too, so the search stops there
 // (exit 3 in cmd/cicada) and never reports a maximum the cluster did not
 // measure. Waiting for the workers is bounded by Options.WaitTimeout.
+// On the worker's side, a trial whose controller is gone (the worker no
+// longer registered with it, AgentOptions.Connected) is stopped after
+// AgentOptions.ConnectionGrace (10 s), not at the worker's 60 s master
+// heartbeat timeout.
 //
 // Refusals: a Python Locust worker (its client_ready carries a version
 // string) cannot run trials: it is logged as refused and sent quit, and
@@ -76,7 +80,10 @@
 // is served; the workers' stats messages are read only as signs of life;
 // heartbeats are echoed at most every 5 s per worker (enough to arm a
 // worker's 60 s master timeout); frames above MaxMessage are refused by the
-// transport; at most 10,000 worker identities are kept.
+// transport; malformed messages are dropped with at most one warning a
+// second (a flood of them does not flood the log); at most 10,000 worker
+// identities are kept (one gone and never picked is forgotten to make room
+// for a new one).
 //
 // Deliberate differences from a standalone search: the percentiles are
 // those of the exact histogram (±0.39 %) rather than nearest-rank over the

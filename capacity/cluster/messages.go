@@ -228,7 +228,7 @@ func (f *fields) bool(key string) bool {
 // DecodeReady reads a ready message's data.
 func DecodeReady(data any) (Ready, error) {
 	f := newFields(TypeReady, data)
-	r := Ready{Version: f.int("v", false), Runtime: f.str("runtime"), Refuse: f.str("refuse")}
+	r := Ready{Version: f.int("v", false), Runtime: printable(f.str("runtime")), Refuse: printable(f.str("refuse"))}
 	return r, f.err
 }
 
@@ -295,6 +295,9 @@ func DecodeResult(data any) (Result, error) {
 		if e.err != nil {
 			return r, e.err
 		}
+	}
+	if err := printableResult(&r); err != nil {
+		return r, err
 	}
 	switch l := f.m["latency"].(type) {
 	case nil:

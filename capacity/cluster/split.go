@@ -73,9 +73,12 @@ type Part struct {
 // the largest maximum; the first generator limit and the first generator
 // strain, each prefixed with its worker's name; the TLS information and the
 // mix counts as MergeTLS and MergeMix merge them. A histogram that does not
-// decode is an error.
+// decode, or counts whose sum overflows (checkSums), is an error.
 func Merge(parts []Part) (capacity.Trial, error) {
 	var t capacity.Trial
+	if err := checkSums(parts); err != nil {
+		return t, err
+	}
 	var sum stats.ExactSum
 	var tlsInfos []*capacity.TLSInfo
 	var mixes [][]capacity.MixCount

@@ -1,6 +1,15 @@
 package probe
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
+
+// MaxArrivals bounds a rate trial's arrivals (rate × Duration): a load
+// above it is refused (ErrOptions), never run as another number of
+// arrivals. 16.7 million (a mix's schedule bound too) is 140,000 per second
+// for two minutes, and bounds TPS's queue of arrivals (32 bytes each).
+const MaxArrivals = 1 << 24
 
 // Due returns when arrival i (from 0) of a trial at rate per second is due,
 // relative to the trial's start.
@@ -13,6 +22,15 @@ func Due(i int, rate float64) time.Duration {
 func Arrivals(rate float64, d time.Duration) int {
 	n := int(rate * d.Seconds())
 	return max(n, 1)
+}
+
+// arrivals is Arrivals of a trial at rate for d, or ErrOptions when they
+// are more than MaxArrivals (what names the load).
+func arrivals(what string, rate float64, d time.Duration) (int, error) {
+	if x := rate * d.Seconds(); !(x <= MaxArrivals) {
+		return 0, fmt.Errorf("%w: %s %v for %v is %.3g arrivals, more than %d a trial may have", ErrOptions, what, rate, d, x, MaxArrivals)
+	}
+	return Arrivals(rate, d), nil
 }
 
 // pace issues n arrivals at rate from start, calling issue(i, due) for each
@@ -32,6 +50,11 @@ func paceBy(n int, dueOf func(i int) time.Duration, start time.Time, tol time.Du
 		}
 	}()
 	for i := 0; i < n; i++ {
+		select { // seen even when every arrival is already due
+		case <-stop:
+			return issued, late
+		default:
+		}
 		due := start.Add(dueOf(i))
 		if wait := time.Until(due); wait > 0 {
 			if timer == nil {

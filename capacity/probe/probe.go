@@ -124,14 +124,14 @@ func New(o Options) (*Prober, error) {
 	if o.Path == "" {
 		o.Path = "/"
 	}
-	if !strings.HasPrefix(o.Path, "/") || strings.ContainsAny(o.Path, " \r\n") {
-		return nil, fmt.Errorf("%w: path %q must start with / and hold no space or line break", ErrOptions, o.Path)
+	if !strings.HasPrefix(o.Path, "/") || strings.ContainsFunc(o.Path, isCTLOrSpace) {
+		return nil, fmt.Errorf("%w: path %q must start with / and hold no space, line break or control character", ErrOptions, o.Path)
 	}
 	if o.Host == "" {
 		o.Host = o.Addr
 	}
-	if strings.ContainsAny(o.Host, " \r\n") {
-		return nil, fmt.Errorf("%w: host %q holds a space or line break", ErrOptions, o.Host)
+	if strings.ContainsFunc(o.Host, isCTLOrSpace) {
+		return nil, fmt.Errorf("%w: host %q holds a space, line break or control character", ErrOptions, o.Host)
 	}
 	for _, d := range []struct {
 		name string
@@ -140,6 +140,9 @@ func New(o Options) (*Prober, error) {
 		if d.v < 0 {
 			return nil, fmt.Errorf("%w: %s %v is negative", ErrOptions, d.name, d.v)
 		}
+	}
+	if math.IsNaN(o.CPUBusy) || math.IsNaN(o.LateRatio) {
+		return nil, fmt.Errorf("%w: CPU busy %v and late ratio %v must be numbers", ErrOptions, o.CPUBusy, o.LateRatio)
 	}
 	if o.Conns < 0 || o.Window < 0 || o.MaxInFlight < 0 || o.CPUBusy < 0 || o.LateRatio < 0 || o.LateRatio >= 1 {
 		return nil, fmt.Errorf("%w: conns, window, max in flight, CPU busy and late ratio must not be negative (late ratio below 1)", ErrOptions)
@@ -188,6 +191,10 @@ func New(o Options) (*Prober, error) {
 	}
 	return p, nil
 }
+
+// isCTLOrSpace: a space or an ASCII control character, which the request
+// line and Host header must not hold (CR and LF would inject headers).
+func isCTLOrSpace(r rune) bool { return r <= ' ' || r == 0x7f }
 
 // Options returns the options with their defaults filled in.
 func (p *Prober) Options() Options { return p.o }
@@ -410,10 +417,12 @@ type httpConn struct {
 
 // do sends req and reads one response, returning the body's length; a
 // non-2xx status is an error wrapping errStatus.
-func (p *Prober) do(h *httpConn, req []byte) (int64, error) {
-	if err := h.rw.SetDeadline(time.Now().Add(p.o.Timeout)); err != nil {
-		return 0, fmt.Errorf("probe: deadline: %w", err)
+func (p *Prober) do(ctx context.Context, h *httpConn, req []byte) (int64, error) {
+	stop, err := p.arm(ctx, h.rw)
+	if err != nil {
+		return 0, err
 	}
+	defer stop()
 	if _, err := h.rw.Write(req); err != nil {
 		return 0, fmt.Errorf("probe: request: %w", err)
 	}

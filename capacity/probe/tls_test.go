@@ -165,7 +165,7 @@ func BenchmarkTLSConnect(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := p.do(h, p.req); err != nil { // the ticket arrives with the answer
+				if _, err := p.do(context.Background(), h, p.req); err != nil { // the ticket arrives with the answer
 					b.Fatal(err)
 				}
 				_ = h.c.SetLinger(0)

@@ -50,7 +50,10 @@ func (p *Prober) CPS(ctx context.Context, rate float64) (capacity.Trial, error) 
 	if !(rate > 0) || math.IsInf(rate, 0) {
 		return capacity.Trial{}, badLoad("rate", rate)
 	}
-	n := Arrivals(rate, p.o.Duration)
+	n, err := arrivals("rate", rate, p.o.Duration)
+	if err != nil {
+		return capacity.Trial{}, err
+	}
 	if !p.o.HTTP {
 		// Each closes first and leaves a port in TIME_WAIT.
 		if why := p.preflight(n); why != "" {
@@ -105,7 +108,7 @@ func (p *Prober) connectOnce(ctx context.Context, due time.Time, rec *recorder) 
 		return
 	}
 	c := h.c
-	nb, err := p.do(h, p.reqC)
+	nb, err := p.do(ctx, h, p.reqC)
 	lat := time.Since(due)
 	if err != nil {
 		_ = c.SetLinger(0)
@@ -114,8 +117,12 @@ func (p *Prober) connectOnce(ctx context.Context, due time.Time, rec *recorder) 
 		return
 	}
 	// Let the server close first (TIME_WAIT on its side), within the
-	// timeout.
-	_, _ = io.Copy(io.Discard, h.br)
+	// timeout (or until ctx ends).
+	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(longAgo) })
+	if ctx.Err() == nil {
+		_, _ = io.Copy(io.Discard, h.br)
+	}
+	stop()
 	_ = c.Close()
 	rec.ok(lat, nb)
 }
@@ -129,7 +136,10 @@ func (p *Prober) TPS(ctx context.Context, rate float64) (capacity.Trial, error) 
 	if !(rate > 0) || math.IsInf(rate, 0) {
 		return capacity.Trial{}, badLoad("rate", rate)
 	}
-	n := Arrivals(rate, p.o.Duration)
+	n, err := arrivals("rate", rate, p.o.Duration)
+	if err != nil {
+		return capacity.Trial{}, err
+	}
 	return p.tps(ctx, n, func(i int) time.Duration { return Due(i, rate) })
 }
 
@@ -207,7 +217,7 @@ func (p *Prober) transact(ctx context.Context, tickets <-chan ticket, end time.T
 		if tk.k >= 0 {
 			req = p.mixReqs[tk.k]
 		}
-		nb, err := p.do(h, req)
+		nb, err := p.do(ctx, h, req)
 		if err != nil {
 			rec.failMix(tk.k, err)
 			_ = h.c.SetLinger(0)
@@ -271,7 +281,7 @@ func (p *Prober) open(ctx context.Context, n int, rec *recorder) []*httpConn {
 			c := h.c
 			var nb int64
 			if p.o.HTTP {
-				if nb, err = p.do(h, p.req); err != nil {
+				if nb, err = p.do(ctx, h, p.req); err != nil {
 					_ = c.SetLinger(0)
 					_ = c.Close()
 					rec.fail(err)
@@ -343,7 +353,7 @@ func (p *Prober) Concurrent(ctx context.Context, load float64) (capacity.Trial, 
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			_, err := p.do(h, p.req)
+			_, err := p.do(ctx, h, p.req)
 			mu.Lock()
 			second++
 			if err != nil {
@@ -376,7 +386,10 @@ func (p *Prober) Teardown(ctx context.Context, rate float64) (capacity.Trial, er
 	if p.o.TLS != nil {
 		return capacity.Trial{}, fmt.Errorf("%w: teardown is not run over TLS", ErrOptions)
 	}
-	n := Arrivals(rate, p.o.Duration)
+	n, err := arrivals("rate", rate, p.o.Duration)
+	if err != nil {
+		return capacity.Trial{}, err
+	}
 	if why := p.preflight(n); why != "" {
 		return capacity.Trial{GeneratorLimit: why}, nil
 	}
@@ -396,7 +409,7 @@ func (p *Prober) Teardown(ctx context.Context, rate float64) (capacity.Trial, er
 		go func() {
 			defer wg.Done()
 			t0 := time.Now()
-			err := p.closeOne(h)
+			err := p.closeOne(ctx, h)
 			if err != nil {
 				rec.fail(err)
 				return
@@ -423,11 +436,13 @@ func (p *Prober) Teardown(ctx context.Context, rate float64) (capacity.Trial, er
 
 var errNotOpened = fmt.Errorf("probe: connection not opened: %w", io.ErrUnexpectedEOF)
 
-func (p *Prober) closeOne(h *httpConn) error {
+func (p *Prober) closeOne(ctx context.Context, h *httpConn) error {
 	defer h.c.Close()
-	if err := h.c.SetDeadline(time.Now().Add(p.o.Timeout)); err != nil {
-		return fmt.Errorf("probe: deadline: %w", err)
+	stop, err := p.arm(ctx, h.c)
+	if err != nil {
+		return err
 	}
+	defer stop()
 	if err := h.c.CloseWrite(); err != nil {
 		return fmt.Errorf("probe: FIN: %w", err)
 	}

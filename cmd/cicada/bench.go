@@ -66,8 +66,10 @@ links, https and --mix are refused there).
 HTTPS (the TLS flags as given; the CA, certificate and key files are read
 on each worker), --mix and each worker's generator strain travel with the
 trials to kernel-socket workers.
-Exit status: 0 a maximum found (or the range's top passed), 1 none found,
-3 invalid (the generator was the limit), 2 bad options.
+Exit status: 0 a maximum found (or the range's top passed), 1 none found
+(or the search stopped: SIGINT, a trial that could not run; the table
+shows the trials that ran and the highest pass as a lower bound), 3 invalid
+(the generator was the limit), 2 bad options.
 
 Options:`
 
@@ -157,6 +159,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	test, err := probe.LookupTest(fs.Arg(0))
 	if err != nil {
+		return fail("%v", err)
+	}
+	if err := benchCheckOptions(fs, &o); err != nil { // bench_hostile.go
 		return fail("%v", err)
 	}
 	if !fs.Changed("dataplane") {
@@ -334,8 +339,8 @@ func benchTarget(h string) (addr, host string, err error) {
 		return "", "", errors.New("-H http://IP:PORT is required")
 	}
 	u, err := url.Parse(h)
-	if err != nil || u.Scheme != "http" || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
-		return "", "", fmt.Errorf("-H %q must be http://IP:PORT or https://IP:PORT (paths are not supported; --path sets the path)", h)
+	if err != nil || u.Scheme != "http" || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil {
+		return "", "", fmt.Errorf("-H %q must be http://IP:PORT or https://IP:PORT (no user, query or fragment; paths are not supported: --path sets the path)", h)
 	}
 	hostPort := u.Host
 	if u.Port() == "" {
@@ -344,6 +349,9 @@ func benchTarget(h string) (addr, host string, err error) {
 	ap, err := netip.ParseAddrPort(hostPort)
 	if err != nil || !ap.Addr().Is4() {
 		return "", "", fmt.Errorf("-H %q must name an IPv4 address and port (no host names)", h)
+	}
+	if ap.Port() == 0 {
+		return "", "", fmt.Errorf("-H %q: port 0 is not a port to connect to", h)
 	}
 	return ap.String(), u.Host, nil
 }

@@ -162,6 +162,7 @@ func benchAgent(w *worker.Worker, dp *dataplaneOpts, log *slog.Logger) (stop fun
 	if dp != nil {
 		o, closeDP = benchDataplaneAgent(dp, log)
 	}
+	o.Connected = w.Registered // a trial stops soon after its controller is gone
 	ctx, cancel := context.WithCancel(context.Background())
 	a := cluster.NewAgent(ctx, w, o)
 	if err := a.Register(w); err != nil {
