@@ -125,7 +125,7 @@ func TestBenchSIGINTMidSearch(t *testing.T) {
 	if log := p.Log(); !strings.Contains(log, "Result: STOPPED before any load passed (capacity: trial at 50: ") || strings.Contains(log, "no load passed: no maximum found") {
 		t.Fatalf("output:\n%s", log)
 	}
-	if rows := readCSV(t, filepath.Join(dir, "x_bench.csv")); rows[len(rows)-1][15] != "stopped" {
+	if rows := testpeer.ReadCSV(t, filepath.Join(dir, "x_bench.csv")); rows[len(rows)-1][15] != "stopped" {
 		t.Fatalf("csv %q", rows)
 	}
 }
