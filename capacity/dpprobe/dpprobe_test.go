@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cicada-load/cicada/capacity"
 	"github.com/cicada-load/cicada/dataplane/engine"
 	"github.com/cicada-load/cicada/dataplane/link/pipe"
 	"github.com/cicada-load/cicada/dataplane/stack"
@@ -134,6 +135,15 @@ func TestNewRefuses(t *testing.T) {
 	}
 	if _, err := p.Concurrent(context.Background(), 0.5); !errors.Is(err, ErrOptions) {
 		t.Errorf("Concurrent(0.5) = %v", err)
+	}
+	// A load whose arrivals do not fit a trial is refused, never wrapped
+	// into a trial of one arrival.
+	for _, rate := range []float64{1e12, 1e300} {
+		for name, trial := range map[string]func(context.Context, float64) (capacity.Trial, error){"CPS": p.CPS, "Teardown": p.Teardown, "TPS": p.TPS} {
+			if tr, err := trial(context.Background(), rate); !errors.Is(err, ErrOptions) {
+				t.Errorf("%s(%g) = %+v, %v; want ErrOptions", name, rate, tr, err)
+			}
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cicada-load/cicada/capacity"
+	"github.com/cicada-load/cicada/capacity/probe"
 	"github.com/cicada-load/cicada/dataplane/engine"
 )
 
@@ -21,7 +22,10 @@ func (p *Prober) Teardown(ctx context.Context, rate float64) (capacity.Trial, er
 	if !(rate > 0) || math.IsInf(rate, 0) {
 		return capacity.Trial{}, fmt.Errorf("%w: rate %v must be a positive number", ErrOptions, rate)
 	}
-	n := max(int(rate*p.o.Duration.Seconds()), 1)
+	n, err := probe.BoundedArrivals("rate", rate, p.o.Duration)
+	if err != nil {
+		return capacity.Trial{}, fmt.Errorf("%w: %w", ErrOptions, err)
+	}
 	lo, hi, why := p.ports(n)
 	if why != "" {
 		return capacity.Trial{GeneratorLimit: why}, nil

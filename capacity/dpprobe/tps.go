@@ -198,7 +198,10 @@ func (p *Prober) keepAliveTrial(ctx context.Context, rate float64) (capacity.Tri
 	if why != "" {
 		return capacity.Trial{GeneratorLimit: why}, stack.Counters{}, nil
 	}
-	n := probe.Arrivals(rate, p.o.Duration)
+	n, err := probe.BoundedArrivals("rate", rate, p.o.Duration)
+	if err != nil {
+		return capacity.Trial{}, stack.Counters{}, fmt.Errorf("%w: %w", ErrOptions, err)
+	}
 	s, err := p.newStack(lo, hi, p.heldProgram(), nil) // timed from due by taskEnd
 	if err != nil {
 		return capacity.Trial{}, stack.Counters{}, err

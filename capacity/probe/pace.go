@@ -24,9 +24,10 @@ func Arrivals(rate float64, d time.Duration) int {
 	return max(n, 1)
 }
 
-// arrivals is Arrivals of a trial at rate for d, or ErrOptions when they
-// are more than MaxArrivals (what names the load).
-func arrivals(what string, rate float64, d time.Duration) (int, error) {
+// BoundedArrivals is Arrivals of a trial at rate for d, or ErrOptions when
+// they are more than MaxArrivals (what names the load): every rate trial,
+// kernel or data plane, takes its count from it, so that no load wraps.
+func BoundedArrivals(what string, rate float64, d time.Duration) (int, error) {
 	if x := rate * d.Seconds(); !(x <= MaxArrivals) {
 		return 0, fmt.Errorf("%w: %s %v for %v is %.3g arrivals, more than %d a trial may have", ErrOptions, what, rate, d, x, MaxArrivals)
 	}

@@ -50,7 +50,7 @@ func (p *Prober) CPS(ctx context.Context, rate float64) (capacity.Trial, error) 
 	if !(rate > 0) || math.IsInf(rate, 0) {
 		return capacity.Trial{}, badLoad("rate", rate)
 	}
-	n, err := arrivals("rate", rate, p.o.Duration)
+	n, err := BoundedArrivals("rate", rate, p.o.Duration)
 	if err != nil {
 		return capacity.Trial{}, err
 	}
@@ -136,7 +136,7 @@ func (p *Prober) TPS(ctx context.Context, rate float64) (capacity.Trial, error) 
 	if !(rate > 0) || math.IsInf(rate, 0) {
 		return capacity.Trial{}, badLoad("rate", rate)
 	}
-	n, err := arrivals("rate", rate, p.o.Duration)
+	n, err := BoundedArrivals("rate", rate, p.o.Duration)
 	if err != nil {
 		return capacity.Trial{}, err
 	}
@@ -386,7 +386,7 @@ func (p *Prober) Teardown(ctx context.Context, rate float64) (capacity.Trial, er
 	if p.o.TLS != nil {
 		return capacity.Trial{}, fmt.Errorf("%w: teardown is not run over TLS", ErrOptions)
 	}
-	n, err := arrivals("rate", rate, p.o.Duration)
+	n, err := BoundedArrivals("rate", rate, p.o.Duration)
 	if err != nil {
 		return capacity.Trial{}, err
 	}
