@@ -63,7 +63,7 @@ peers:
 ## first installs missing peers (make peers)
 test: peers build check
 	$(GO) vet $(PKGS)
-	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m $(PKGS)
+	GO=$(GO) ./scripts/test-race.sh $(PKGS)
 	GOARCH=386 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/cicada
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/cicada
 	$(MAKE) examples
