@@ -41,7 +41,11 @@
 // LagTolerance late, and no turn of the polling loop more than LagTolerance
 // after the last) and the CPU; TPS and Throughput also check the link
 // (frames it could not send, or that its receive ring dropped: AF_PACKET,
-// AF_XDP and DPDK count them). The stack is a simpler receiver than the
+// AF_XDP and DPDK count them). As in the kernel trials, the port slice and
+// the link are hard limits (Trial.GeneratorLimit: the trial is invalid),
+// the pacer and the CPU are strains (Trial.GeneratorStrain: a trial that
+// failed with one is invalid, one that passed stands, the device having
+// sustained what it achieved). The stack is a simpler receiver than the
 // kernel's (see package dataplane/stack: its window and its handling of
 // segments out of order): where it, not the device, bounds Throughput, the
 // figure is the data plane's; compare with the kernel probe's in the same
@@ -95,11 +99,11 @@ type Options struct {
 	// if zero, 5 s.
 	Grace time.Duration
 	// CPUBusy is the share of one core (the polling goroutine's) above
-	// which the process counts as saturated, a generator limit; if zero,
+	// which the process counts as saturated, a generator strain; if zero,
 	// 0.95. A test that polls its own server stack in the process raises it.
 	CPUBusy float64
 	// LagTolerance: a rate trial whose last launch came later than this
-	// after its planned end is generator-limited; if zero, 50 ms.
+	// after its planned end is a generator strain; if zero, 50 ms.
 	LagTolerance time.Duration
 	// Conns, Timeout and LateRatio are the TPS and Throughput trials'
 	// (see TPS); if zero, 64, 5 s and 0.05.
@@ -388,9 +392,9 @@ func (p *Prober) CPS(ctx context.Context, rate float64) (capacity.Trial, error) 
 	case c.LaunchSkipped > 0:
 		t.GeneratorLimit = fmt.Sprintf("ports: %d launches skipped, their records still in use", c.LaunchSkipped)
 	case l.Launched() < n || (!lastLaunch.IsZero() && lastLaunch.Sub(start) > planned+p.o.LagTolerance):
-		t.GeneratorLimit = fmt.Sprintf("pacing: %d of %d launched, the last %v after the trial's start (planned %v)", l.Launched(), n, lastLaunch.Sub(start).Round(time.Millisecond), planned)
+		t.GeneratorStrain = fmt.Sprintf("pacing: %d of %d launched, the last %v after the trial's start (planned %v)", l.Launched(), n, lastLaunch.Sub(start).Round(time.Millisecond), planned)
 	default:
-		t.GeneratorLimit = p.cpuLimit(cpu0, cpuOK, start)
+		t.GeneratorStrain = p.cpuLimit(cpu0, cpuOK, start)
 	}
 	if err := ctx.Err(); err != nil {
 		return t, fmt.Errorf("dpprobe: trial stopped: %w", err)
@@ -491,7 +495,7 @@ func (p *Prober) Concurrent(ctx context.Context, load float64) (capacity.Trial, 
 	if first.LaunchSkipped > 0 {
 		t.GeneratorLimit = fmt.Sprintf("ports: %d launches skipped, their records still in use", first.LaunchSkipped)
 	} else {
-		t.GeneratorLimit = p.cpuLimit(cpu0, cpuOK, start)
+		t.GeneratorStrain = p.cpuLimit(cpu0, cpuOK, start)
 	}
 	if err := ctx.Err(); err != nil {
 		return t, fmt.Errorf("dpprobe: trial stopped: %w", err)

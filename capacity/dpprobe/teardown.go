@@ -81,9 +81,9 @@ func (p *Prober) Teardown(ctx context.Context, rate float64) (capacity.Trial, er
 	case opened.LaunchSkipped > 0:
 		t.GeneratorLimit = fmt.Sprintf("ports: %d launches skipped, their records still in use", opened.LaunchSkipped)
 	case !lastStop.IsZero() && lastStop.Sub(start) > planned+p.o.LagTolerance:
-		t.GeneratorLimit = fmt.Sprintf("pacing: the last close %v after the phase's start (planned %v)", lastStop.Sub(start).Round(time.Millisecond), planned)
+		t.GeneratorStrain = fmt.Sprintf("pacing: the last close %v after the phase's start (planned %v)", lastStop.Sub(start).Round(time.Millisecond), planned)
 	default:
-		t.GeneratorLimit = p.cpuLimit(cpu0, cpuOK, start)
+		t.GeneratorStrain = p.cpuLimit(cpu0, cpuOK, start)
 	}
 	if err := ctx.Err(); err != nil {
 		return t, fmt.Errorf("dpprobe: trial stopped: %w", err)

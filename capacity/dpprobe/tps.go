@@ -277,13 +277,13 @@ func (p *Prober) keepAliveTrial(ctx context.Context, rate float64) (capacity.Tri
 	case dropsOK && drops1 > drops0:
 		t.GeneratorLimit = fmt.Sprintf("link: %d received frames dropped by the generator's receive ring (it did not keep up)", drops1-drops0)
 	case k.due > 0 && float64(k.late) > p.o.LateRatio*float64(k.due):
-		t.GeneratorLimit = fmt.Sprintf("pacing: %d of %d arrivals noticed more than %v late", k.late, k.due, p.o.LagTolerance)
+		t.GeneratorStrain = fmt.Sprintf("pacing: %d of %d arrivals noticed more than %v late", k.late, k.due, p.o.LagTolerance)
 	case k.maxGap > int64(p.o.LagTolerance):
-		t.GeneratorLimit = fmt.Sprintf("pacing: the polling loop stalled for %v (more than %v; the host descheduled it)", time.Duration(k.maxGap).Round(time.Millisecond), p.o.LagTolerance)
+		t.GeneratorStrain = fmt.Sprintf("pacing: the polling loop stalled for %v (more than %v; the host descheduled it)", time.Duration(k.maxGap).Round(time.Millisecond), p.o.LagTolerance)
 	case !ok && ctx.Err() == nil && k.due < n:
-		t.GeneratorLimit = fmt.Sprintf("pacing: %d of %d arrivals due by the trial's deadline", k.due, n)
+		t.GeneratorStrain = fmt.Sprintf("pacing: %d of %d arrivals due by the trial's deadline", k.due, n)
 	default:
-		t.GeneratorLimit = p.cpuLimit(cpu0, cpuOK, start)
+		t.GeneratorStrain = p.cpuLimit(cpu0, cpuOK, start)
 	}
 	if err := ctx.Err(); err != nil {
 		return t, c, fmt.Errorf("dpprobe: trial stopped: %w", err)

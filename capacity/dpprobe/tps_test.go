@@ -177,15 +177,21 @@ func TestKeepAliveTurn(t *testing.T) {
 }
 
 // A loop that cannot keep within LagTolerance (1 ns here: every turn is
-// later than that) makes the trial generator limited, never a device's
-// failure.
+// later than that) strains the trial: a failure with it is the
+// generator's, never the device's.
 func TestKeepAlivePacingLimit(t *testing.T) {
 	p := pipeProberServer(t, Options{Duration: 100 * time.Millisecond, Conns: 2, LagTolerance: time.Nanosecond}, stack.Config{}, 0)
 	tr, err := p.TPS(context.Background(), 100)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(tr.GeneratorLimit, "pacing: ") || tr.Attempted != 10 {
+	if !strings.HasPrefix(tr.GeneratorStrain, "pacing: ") || tr.GeneratorLimit != "" || tr.Attempted != 10 {
 		t.Fatalf("%+v", tr)
+	}
+	// A strained trial that failed is the generator's, not the device's.
+	tr.Failed = 1
+	capacity.Criteria{}.Judge(&tr)
+	if tr.Verdict != capacity.Invalid {
+		t.Fatalf("a failed, strained trial judged %v: %s", tr.Verdict, tr.Reason)
 	}
 }
